@@ -1,0 +1,71 @@
+# Two commands do all the set-up on a fresh machine: `make demo` and `make test`.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+VENV := .venv
+PY := $(VENV)/bin/python
+ENV ?= dev
+
+# Nothing here may reach the network at synth time: no CDK notices, no telemetry, and no
+# warning banner from jsii about the machine's Node version.
+export CDK_DISABLE_CLI_TELEMETRY := true
+export CDK_DISABLE_NOTICES := true
+export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
+export JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION := 1
+export PYTHONDONTWRITEBYTECODE := 1
+
+CDK := npx --no-install cdk --no-notices
+
+.PHONY: help setup demo test lint synth diff deploy scenarios bench clean
+
+help:
+	@echo "make demo          run the whole pipeline locally (offline) through a narrated scenario"
+	@echo "make test          lint and run the test suite"
+	@echo "make synth ENV=dev synthesize one environment (dev, staging, prod, local)"
+	@echo "make deploy ENV=…  deploy one environment with the project's CDK CLI"
+	@echo "make scenarios     run the queueing scenarios and write bench/REPORT.md"
+	@echo "make bench         run the micro-benchmarks"
+
+$(VENV)/.installed: pyproject.toml
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade "pip>=25.1"
+	$(PY) -m pip install --quiet --group dev
+	$(PY) -m pip install --quiet --no-deps -e .
+	touch $@
+
+node_modules/.installed: package.json package-lock.json
+	npm ci --no-audit --no-fund --ignore-scripts
+	touch $@
+
+setup: $(VENV)/.installed node_modules/.installed
+
+test: setup
+	$(VENV)/bin/ruff check .
+	$(PY) -m pytest -n 2 --dist loadgroup
+
+lint: setup
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy lambdas/pipeline stacks ops
+
+synth: setup
+	$(CDK) synth -c env=$(ENV) --quiet
+
+diff: setup
+	$(CDK) diff -c env=$(ENV)
+
+deploy: setup
+	$(VENV)/bin/lanectl preflight --env $(ENV)
+	$(CDK) deploy -c env=$(ENV)
+
+demo: setup
+	$(VENV)/bin/lanectl demo
+
+scenarios: setup
+	$(PY) -m bench.scenarios
+
+bench: setup
+	$(PY) -m bench.run_all
+
+clean:
+	rm -rf cdk.out .pytest_cache

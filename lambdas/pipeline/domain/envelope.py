@@ -1,0 +1,93 @@
+"""The one message shape every lane carries.
+
+`id` names the obligation: a webhook-log row (source "webhook"), a job row (source "job"), or
+work with no row of its own (source "internal": schedule ticks, coalesced reply turns). The
+payload travels inline when it is small, otherwise `ref` points at the row that holds it.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, replace
+from typing import Any
+
+SOURCES = ("webhook", "job", "internal")
+INLINE_PAYLOAD_LIMIT = 200 * 1024
+"""Leaves headroom under SQS's message size for the envelope and attributes."""
+
+
+class MalformedEnvelope(ValueError):
+    """The message body is not an envelope; no retry can fix it."""
+
+
+@dataclass(frozen=True)
+class Envelope:
+    id: str
+    lane: str
+    tenant: str
+    kind: str
+    source: str
+    created_at: float
+    deadline: float | None = None
+    attempt: int = 0
+    """Failed attempts carried across re-sends (a deferral re-send keeps it, never raises it)."""
+    deferrals: int = 0
+    payload: Any = None
+    ref: str | None = None
+
+    def to_json(self) -> str:
+        body = {k: v for k, v in asdict(self).items() if v is not None}
+        return json.dumps(body, separators=(",", ":"), ensure_ascii=False)
+
+    def deferred(self) -> Envelope:
+        return replace(self, deferrals=self.deferrals + 1)
+
+    def with_attempts(self, attempts: int) -> Envelope:
+        return replace(self, attempt=attempts)
+
+    def expires_at(self, default_expiry_seconds: float | None) -> float | None:
+        """The absolute time after which nobody wants this work any more."""
+        if self.deadline is not None:
+            return self.deadline
+        if default_expiry_seconds is None:
+            return None
+        return self.created_at + default_expiry_seconds
+
+    @classmethod
+    def from_json(cls, body: str) -> Envelope:
+        try:
+            raw = json.loads(body)
+        except (json.JSONDecodeError, TypeError) as exc:
+            raise MalformedEnvelope(f"body is not JSON: {exc}") from exc
+        if not isinstance(raw, dict):
+            raise MalformedEnvelope("body is not a JSON object")
+        return cls.from_dict(raw)
+
+    @classmethod
+    def from_dict(cls, raw: dict[str, Any]) -> Envelope:
+        missing = [k for k in ("id", "lane", "tenant", "kind", "source", "created_at") if raw.get(k) in (None, "")]
+        if missing:
+            raise MalformedEnvelope(f"envelope lacks {', '.join(missing)}")
+        if raw["source"] not in SOURCES:
+            raise MalformedEnvelope(f"unknown source {raw['source']!r}")
+        try:
+            envelope = cls(
+                id=str(raw["id"]),
+                lane=str(raw["lane"]),
+                tenant=str(raw["tenant"]),
+                kind=str(raw["kind"]),
+                source=str(raw["source"]),
+                created_at=float(raw["created_at"]),
+                deadline=None if raw.get("deadline") is None else float(raw["deadline"]),
+                attempt=int(raw.get("attempt", 0)),
+                deferrals=int(raw.get("deferrals", 0)),
+                payload=raw.get("payload"),
+                ref=raw.get("ref"),
+            )
+        except (TypeError, ValueError) as exc:
+            raise MalformedEnvelope(f"envelope field has the wrong type: {exc}") from exc
+        if envelope.attempt < 0 or envelope.deferrals < 0:
+            raise MalformedEnvelope("attempt and deferrals must be >= 0")
+        if envelope.payload is None and envelope.ref is None:
+            raise MalformedEnvelope("envelope has neither payload nor ref")
+        return envelope

@@ -1,0 +1,45 @@
+"""Table layouts shared by the stack that creates the tables and the code that uses them.
+
+Webhook log and jobs carry the obligation: a row exists before its message is sent, and stays
+"pending" until a consumer finishes it. While pending, a row holds `pending_shard`, which puts it
+in the sparse `pending_by_age` index (sorted by `pending_since`); finishing a row removes the
+attribute and so drops it from the index. The sweeper queries that index, never scans. The shard
+spreads index writes so a burst of deliveries does not land on one index partition.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+# Webhook log and jobs
+ID = "id"
+PENDING_INDEX = "pending_by_age"
+PENDING_SHARD = "pending_shard"
+PENDING_SINCE = "pending_since"
+PENDING_SHARDS = 8
+
+# State (idempotency markers, budgets, counters) and data (what the lane tasks write)
+PK = "pk"
+SK = "sk"
+TTL = "expires_at"
+
+
+class RowStatus:
+    PENDING = "pending"
+    DONE = "done"
+    EXPIRED = "expired"
+    FAILED = "failed"
+    """Sent to the dead-letter queue as permanent."""
+    UNPARSEABLE = "unparseable"
+    ABANDONED = "abandoned"
+
+    TERMINAL = frozenset({DONE, EXPIRED, FAILED, UNPARSEABLE, ABANDONED})
+
+
+def pending_shard(row_id: str) -> str:
+    digest = hashlib.blake2b(row_id.encode(), digest_size=2).digest()
+    return f"p{int.from_bytes(digest, 'big') % PENDING_SHARDS}"
+
+
+def all_pending_shards() -> tuple[str, ...]:
+    return tuple(f"p{n}" for n in range(PENDING_SHARDS))

@@ -1,0 +1,190 @@
+"""What each function is told by the template, parsed once per cold start into typed values.
+
+The stack writes these variables (see stacks/constructs/function.py); a handler builds its settings
+from the mapping it is given (`os.environ` on Lambda, the template's variables in the local
+runtime) and never reads the process environment anywhere else.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+
+class EnvVar:
+    ENV_NAME = "PIPELINE_ENV"
+    WEBHOOK_TABLE = "WEBHOOK_TABLE"
+    JOBS_TABLE = "JOBS_TABLE"
+    STATE_TABLE = "STATE_TABLE"
+    DATA_TABLE = "DATA_TABLE"
+    LANES = "LANES"
+    """JSON: {lane name: LaneSettings as a dict} for every lane (ingress, jobs, sweeper)."""
+    LANE_QUEUES = "LANE_QUEUES"
+    """JSON: {lane name: queue URL} for every lane."""
+    LANE = "LANE"
+    """JSON: the consumer's own LaneSettings."""
+    QUEUE_URL = "QUEUE_URL"
+    DLQ_URL = "DLQ_URL"
+    DEPENDENCIES = "DEPENDENCIES"
+    """JSON: {dependency name: {"limit": int, "mode": "enforce"|"observe"}}."""
+    META_SECRET_ARN = "META_SECRET_ARN"
+    WEBHOOK = "WEBHOOK_SETTINGS"
+    JOBS = "JOBS_SETTINGS"
+    SWEEPER = "SWEEPER_SETTINGS"
+    IDEMPOTENCY_TTL_SECONDS = "IDEMPOTENCY_TTL_SECONDS"
+    METRICS_NAMESPACE = "POWERTOOLS_METRICS_NAMESPACE"
+    SERVICE_NAME = "POWERTOOLS_SERVICE_NAME"
+    REGION = "AWS_REGION"
+
+
+class SettingsError(ValueError):
+    """A function was deployed without a variable it needs, or with one it cannot parse."""
+
+
+def _require(environ: Mapping[str, str], name: str) -> str:
+    value = environ.get(name)
+    if value is None or value == "":
+        raise SettingsError(f"environment variable {name} is not set")
+    return value
+
+
+def _json(environ: Mapping[str, str], name: str) -> Any:
+    raw = _require(environ, name)
+    try:
+        return json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise SettingsError(f"environment variable {name} is not valid JSON: {exc}") from exc
+
+
+@dataclass(frozen=True)
+class LaneSettings:
+    """The part of a catalogue lane that code running in Lambda needs."""
+
+    name: str
+    task: str
+    objective_seconds: float
+    timeout_seconds: float
+    max_receives: int
+    retry_base_seconds: float
+    retry_cap_seconds: float
+    tenant_quota: int
+    tenant_quota_mode: str
+    default_expiry_seconds: float | None
+    defer_seconds: int
+    task_time_limit_seconds: float
+    max_concurrency: int
+    batch_size: int
+    dependency: str | None = None
+    options: Mapping[str, str] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "task": self.task,
+            "objective_seconds": self.objective_seconds,
+            "timeout_seconds": self.timeout_seconds,
+            "max_receives": self.max_receives,
+            "retry_base_seconds": self.retry_base_seconds,
+            "retry_cap_seconds": self.retry_cap_seconds,
+            "tenant_quota": self.tenant_quota,
+            "tenant_quota_mode": self.tenant_quota_mode,
+            "default_expiry_seconds": self.default_expiry_seconds,
+            "defer_seconds": self.defer_seconds,
+            "task_time_limit_seconds": self.task_time_limit_seconds,
+            "max_concurrency": self.max_concurrency,
+            "batch_size": self.batch_size,
+            "dependency": self.dependency,
+            "options": dict(self.options),
+        }
+
+    @classmethod
+    def from_dict(cls, raw: Mapping[str, Any]) -> LaneSettings:
+        try:
+            return cls(
+                name=str(raw["name"]),
+                task=str(raw["task"]),
+                objective_seconds=float(raw["objective_seconds"]),
+                timeout_seconds=float(raw["timeout_seconds"]),
+                max_receives=int(raw["max_receives"]),
+                retry_base_seconds=float(raw["retry_base_seconds"]),
+                retry_cap_seconds=float(raw["retry_cap_seconds"]),
+                tenant_quota=int(raw["tenant_quota"]),
+                tenant_quota_mode=str(raw["tenant_quota_mode"]),
+                default_expiry_seconds=(
+                    None if raw.get("default_expiry_seconds") is None else float(raw["default_expiry_seconds"])
+                ),
+                defer_seconds=int(raw["defer_seconds"]),
+                task_time_limit_seconds=float(raw["task_time_limit_seconds"]),
+                max_concurrency=int(raw["max_concurrency"]),
+                batch_size=int(raw["batch_size"]),
+                dependency=raw.get("dependency") or None,
+                options={str(k): str(v) for k, v in (raw.get("options") or {}).items()},
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise SettingsError(f"lane settings are incomplete or malformed: {exc!r}") from exc
+
+
+@dataclass(frozen=True)
+class DependencySettings:
+    name: str
+    limit: int
+    mode: str
+
+
+@dataclass(frozen=True)
+class Tables:
+    webhook_log: str
+    jobs: str
+    state: str
+    data: str
+
+    @classmethod
+    def from_environ(cls, environ: Mapping[str, str]) -> Tables:
+        return cls(
+            webhook_log=_require(environ, EnvVar.WEBHOOK_TABLE),
+            jobs=_require(environ, EnvVar.JOBS_TABLE),
+            state=_require(environ, EnvVar.STATE_TABLE),
+            data=_require(environ, EnvVar.DATA_TABLE),
+        )
+
+
+def region(environ: Mapping[str, str]) -> str:
+    return _require(environ, EnvVar.REGION)
+
+
+def lanes(environ: Mapping[str, str]) -> dict[str, LaneSettings]:
+    raw = _json(environ, EnvVar.LANES)
+    return {name: LaneSettings.from_dict(value) for name, value in raw.items()}
+
+
+def lane(environ: Mapping[str, str]) -> LaneSettings:
+    return LaneSettings.from_dict(_json(environ, EnvVar.LANE))
+
+
+def lane_queues(environ: Mapping[str, str]) -> dict[str, str]:
+    raw = _json(environ, EnvVar.LANE_QUEUES)
+    if not isinstance(raw, dict) or not raw:
+        raise SettingsError(f"{EnvVar.LANE_QUEUES} must map lane names to queue URLs")
+    return {str(k): str(v) for k, v in raw.items()}
+
+
+def dependencies(environ: Mapping[str, str]) -> dict[str, DependencySettings]:
+    raw = _json(environ, EnvVar.DEPENDENCIES)
+    return {
+        name: DependencySettings(name=name, limit=int(value["limit"]), mode=str(value["mode"]))
+        for name, value in raw.items()
+    }
+
+
+def section(environ: Mapping[str, str], name: str) -> dict[str, Any]:
+    """One JSON settings block (WEBHOOK_SETTINGS, JOBS_SETTINGS, SWEEPER_SETTINGS)."""
+    raw = _json(environ, name)
+    if not isinstance(raw, dict):
+        raise SettingsError(f"{name} must be a JSON object")
+    return raw
+
+
+def require(environ: Mapping[str, str], name: str) -> str:
+    return _require(environ, name)

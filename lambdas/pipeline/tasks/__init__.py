@@ -1,0 +1,1 @@
+"""The lanes' work: plain functions, one per catalogue task name."""

@@ -1,0 +1,244 @@
+"""Deployment environments as typed Python: one value per environment, nothing read from the
+process. `app.py` picks one by name; everything else receives the `Environment` it was given."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from stacks.config.lanes import (
+    AI,
+    BULK,
+    ENGAGEMENT,
+    LLM_DEPENDENCY,
+    MESSAGES,
+    SCHEDULED,
+    BudgetMode,
+    Lane,
+    RetryPolicy,
+    catalogue,
+)
+
+MIB = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Dependency:
+    """A downstream shared by more than one lane (the model vendor, say). `limit` concurrent calls
+    across all its lanes, held as expiring leases; `vendor_quota` is what the vendor grants us and
+    what the planner checks the limit against."""
+
+    name: str
+    limit: int
+    vendor_quota: int
+    mode: BudgetMode = BudgetMode.ENFORCE
+
+    def __post_init__(self) -> None:
+        if self.limit < 1:
+            raise ValueError(f"dependency {self.name!r}: limit must be >= 1")
+
+
+@dataclass(frozen=True)
+class ApiConfig:
+    """Stage throttle. Set high: Meta disables subscriptions that keep failing, so the webhook is
+    never shed by the application; only this bound applies to it."""
+
+    rate_limit: int
+    burst_limit: int
+
+
+@dataclass(frozen=True)
+class WebhookConfig:
+    max_body_bytes: int = 3 * MIB
+    """Meta's largest delivery."""
+    max_json_depth: int = 64
+
+
+@dataclass(frozen=True)
+class JobsConfig:
+    admission_cache_seconds: float = 1.0
+    tenant_queued_limit: int = 1000
+    max_payload_bytes: int = 64 * 1024
+
+
+@dataclass(frozen=True)
+class SweeperConfig:
+    period_seconds: int = 120
+    grace_seconds: int = 120
+    """Rows younger than this are never considered lost."""
+    patience_seconds: int = 15 * 60
+    """While its lane has a backlog, a row younger than this is late, not lost."""
+    max_replays: int = 3
+    rows_per_run: int = 200
+
+
+@dataclass(frozen=True)
+class AlarmConfig:
+    period_seconds: int = 60
+    evaluation_periods: int = 2
+    webhook_age_seconds: int = 300
+    """Oldest unprocessed webhook-log row; missing data counts as breaching."""
+    errors_threshold: int = 5
+
+
+@dataclass(frozen=True)
+class Environment:
+    name: str
+    lanes: tuple[Lane, ...]
+    dependencies: tuple[Dependency, ...]
+    api: ApiConfig
+    reserved_concurrency: bool
+    """Reservations fail the deploy on accounts with a small concurrency quota (new accounts
+    start at 10 and Lambda keeps 100 unreserved), so they are on only where the quota allows."""
+    account_concurrency_quota: int
+    log_retention_days: int
+    retain_stateful: bool
+    termination_protection: bool
+    account: str | None = None
+    region: str | None = None
+    webhook: WebhookConfig = field(default_factory=WebhookConfig)
+    jobs: JobsConfig = field(default_factory=JobsConfig)
+    sweeper: SweeperConfig = field(default_factory=SweeperConfig)
+    alarms: AlarmConfig = field(default_factory=AlarmConfig)
+    idempotency_ttl_seconds: int = 7 * 24 * 3600
+    alarm_emails: tuple[str, ...] = ()
+    powertools_version: str = "3.37.0"
+
+    def __post_init__(self) -> None:
+        names = [lane.name for lane in self.lanes]
+        if len(set(names)) != len(names):
+            raise ValueError(f"{self.name}: duplicate lane names in {names}")
+        known = {d.name for d in self.dependencies}
+        for lane in self.lanes:
+            if lane.dependency and lane.dependency not in known:
+                raise ValueError(f"{self.name}: lane {lane.name!r} uses unknown dependency {lane.dependency!r}")
+
+    def lane(self, name: str) -> Lane:
+        for lane in self.lanes:
+            if lane.name == name:
+                return lane
+        raise KeyError(f"no lane {name!r} in {self.name}; lanes: {', '.join(self.lane_names)}")
+
+    def dependency(self, name: str) -> Dependency:
+        for dependency in self.dependencies:
+            if dependency.name == name:
+                return dependency
+        raise KeyError(f"no dependency {name!r} in {self.name}")
+
+    @property
+    def lane_names(self) -> tuple[str, ...]:
+        return tuple(lane.name for lane in self.lanes)
+
+    @property
+    def reserved_total(self) -> int:
+        return sum(lane.reserved_concurrency for lane in self.lanes) if self.reserved_concurrency else 0
+
+
+def _with_concurrency(lanes: tuple[Lane, ...], scale: float) -> tuple[Lane, ...]:
+    """Smaller environments keep the same lanes with a fraction of the concurrency."""
+    scaled = []
+    for lane in lanes:
+        concurrency = max(2, round(lane.max_concurrency * scale))
+        scaled.append(replace(lane, max_concurrency=concurrency, reserved_concurrency=concurrency))
+    return tuple(scaled)
+
+
+# The local environment runs on one machine against an in-process emulator, so its times are
+# seconds, not minutes, and its queues are kept shallow (the emulator scans every message per
+# receive). Same lanes, same rules, shorter clocks.
+_LOCAL_TIMINGS: dict[str, dict[str, object]] = {
+    MESSAGES: dict(objective_seconds=10, timeout_seconds=5, max_concurrency=4,
+                   retry=RetryPolicy(0.5, 4), defer_seconds=1),
+    ENGAGEMENT: dict(objective_seconds=20, timeout_seconds=5, batch_window_seconds=1,
+                     max_concurrency=3, retry=RetryPolicy(0.5, 5), defer_seconds=2,
+                     default_expiry_seconds=120),
+    AI: dict(objective_seconds=20, timeout_seconds=10, max_concurrency=3,
+             retry=RetryPolicy(0.5, 5), defer_seconds=1, default_expiry_seconds=120,
+             task_options=(("debounce_seconds", "1"), ("vendor_latency_ms", "200"),
+                           ("vendor_failure_rate", "0"))),
+    BULK: dict(objective_seconds=60, timeout_seconds=10, batch_window_seconds=2,
+               max_concurrency=2, retry=RetryPolicy(1, 10), defer_seconds=2,
+               default_expiry_seconds=600),
+    SCHEDULED: dict(objective_seconds=10, timeout_seconds=3, max_concurrency=2,
+                    retry=RetryPolicy(0.5, 2), default_expiry_seconds=10),
+}
+
+
+def _local_lanes() -> tuple[Lane, ...]:
+    lanes = []
+    for lane in catalogue():
+        changes = _LOCAL_TIMINGS.get(lane.name, {})
+        concurrency = int(changes.get("max_concurrency", lane.max_concurrency))  # type: ignore[call-overload]
+        lanes.append(replace(lane, **changes, reserved_concurrency=concurrency))  # type: ignore[arg-type]
+    return tuple(lanes)
+
+
+def _build() -> dict[str, Environment]:
+    lanes = catalogue()
+    return {
+        "dev": Environment(
+            name="dev",
+            lanes=_with_concurrency(lanes, 0.1),
+            dependencies=(Dependency(LLM_DEPENDENCY, limit=4, vendor_quota=10),),
+            api=ApiConfig(rate_limit=100, burst_limit=200),
+            reserved_concurrency=False,
+            account_concurrency_quota=10,
+            log_retention_days=7,
+            retain_stateful=False,
+            termination_protection=False,
+        ),
+        "staging": Environment(
+            name="staging",
+            lanes=_with_concurrency(lanes, 0.25),
+            dependencies=(Dependency(LLM_DEPENDENCY, limit=10, vendor_quota=20),),
+            api=ApiConfig(rate_limit=500, burst_limit=1000),
+            reserved_concurrency=False,
+            account_concurrency_quota=1000,
+            log_retention_days=30,
+            retain_stateful=True,
+            termination_protection=False,
+        ),
+        "prod": Environment(
+            name="prod",
+            lanes=lanes,
+            dependencies=(Dependency(LLM_DEPENDENCY, limit=40, vendor_quota=50),),
+            api=ApiConfig(rate_limit=2000, burst_limit=5000),
+            reserved_concurrency=True,
+            account_concurrency_quota=1000,
+            log_retention_days=90,
+            retain_stateful=True,
+            termination_protection=True,
+        ),
+        "local": Environment(
+            name="local",
+            lanes=_local_lanes(),
+            dependencies=(Dependency(LLM_DEPENDENCY, limit=2, vendor_quota=2),),
+            api=ApiConfig(rate_limit=1000, burst_limit=2000),
+            reserved_concurrency=False,
+            account_concurrency_quota=1000,
+            log_retention_days=1,
+            retain_stateful=False,
+            termination_protection=False,
+            jobs=JobsConfig(tenant_queued_limit=200),
+            sweeper=SweeperConfig(period_seconds=5, grace_seconds=8, patience_seconds=30),
+            alarms=AlarmConfig(period_seconds=10, evaluation_periods=1, webhook_age_seconds=60),
+            idempotency_ttl_seconds=3600,
+        ),
+    }
+
+
+ENVIRONMENTS: dict[str, Environment] = _build()
+
+
+class UnknownEnvironment(ValueError):
+    pass
+
+
+def get_environment(name: str | None) -> Environment:
+    """The environment called `name`; a missing or unknown name names the valid ones."""
+    valid = ", ".join(sorted(ENVIRONMENTS))
+    if not name:
+        raise UnknownEnvironment(f"no environment given; pass -c env=<name> with one of: {valid}")
+    try:
+        return ENVIRONMENTS[name]
+    except KeyError:
+        raise UnknownEnvironment(f"unknown environment {name!r}; valid environments: {valid}") from None
