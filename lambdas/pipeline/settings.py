@@ -29,7 +29,7 @@ class EnvVar:
     DLQ_URL = "DLQ_URL"
     DEPENDENCIES = "DEPENDENCIES"
     """JSON: {dependency name: {"limit": int, "mode": "enforce"|"observe"}}."""
-    META_SECRET_ARN = "META_SECRET_ARN"
+    META_SECRET_ARN = "META_SECRET_ARN"  # noqa: S105 (the name of a variable holding an ARN)
     WEBHOOK = "WEBHOOK_SETTINGS"
     JOBS = "JOBS_SETTINGS"
     SWEEPER = "SWEEPER_SETTINGS"

@@ -11,10 +11,10 @@ No AWS CDK import here: the planner and the local runtime read this without load
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 
 
-class BudgetMode(str, Enum):
+class BudgetMode(StrEnum):
     """How a budget acts. `observe` counts and logs what it would defer and defers nothing, so a
     new limit can be rolled out, watched, then enforced."""
 

@@ -1,0 +1,46 @@
+"""Custom metric names and dimensions: emitted by the handlers, alarmed on and graphed by the
+stack. Dimensions are lanes, outcomes and error classes only; tenants go in log fields (a
+dimension per tenant would cost a metric per tenant)."""
+
+LANE = "Lane"
+OUTCOME = "Outcome"
+ERROR_CLASS = "ErrorClass"
+REASON = "Reason"
+SOURCE = "Source"
+
+# Ingress (webhook door)
+WEBHOOK_RECEIVED = "WebhookReceived"
+WEBHOOK_DUPLICATE = "WebhookDuplicate"
+WEBHOOK_UNPARSEABLE = "WebhookUnparseable"
+WEBHOOK_REJECTED = "WebhookRejected"  # by Reason: signature_missing, signature_mismatch, too_large, ...
+WEBHOOK_ENQUEUED = "WebhookEnqueued"  # by Lane
+ENQUEUE_FAILED = "EnqueueFailed"  # by Lane: the row is kept for the sweeper
+
+# Jobs API
+JOB_ACCEPTED = "JobAccepted"  # by Lane
+JOB_DUPLICATE = "JobDuplicate"  # by Lane
+JOB_SHED = "JobShed"  # by Lane: 503 with Retry-After
+JOB_TENANT_LIMITED = "JobTenantLimited"  # by Lane: 429
+
+# Consumers: one metric per record outcome, by Lane and Outcome
+RECORDS = "Records"
+
+
+class Outcome:
+    DONE = "done"
+    DUPLICATE = "duplicate"
+    SUPERSEDED = "superseded"
+    DEFERRED = "deferred"
+    WOULD_DEFER = "would_defer"  # a budget in observe mode
+    EXPIRED = "expired"
+    RETRIED = "retried"
+    DEAD_LETTERED = "dead_lettered"
+    NOT_STARTED = "not_started"  # too little time left in the invocation
+
+
+RETRIED_BY_CLASS = "Retried"  # by Lane and ErrorClass
+ABANDONED = "Abandoned"  # by Source (webhook/job) from the sweeper; by Lane from consumers
+
+# Sweeper
+OLDEST_UNPROCESSED_AGE = "OldestUnprocessedAgeSeconds"  # by Source: webhook, job
+REPLAYED = "Replayed"  # by Source

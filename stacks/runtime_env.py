@@ -1,0 +1,128 @@
+"""The environment each function is deployed with, written in one place.
+
+The stack calls these with CDK tokens for resource names; tests and the local runtime call them
+with real names. Either way the handlers parse the result with `pipeline.settings`, so what the
+template says and what the code reads cannot drift apart. No CDK import here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pipeline.settings import EnvVar, LaneSettings
+from stacks.config.environments import Environment
+from stacks.config.lanes import Lane
+
+Dumps = Callable[[Any], str]
+
+
+@dataclass(frozen=True)
+class Resources:
+    webhook_table: str
+    jobs_table: str
+    state_table: str
+    data_table: str
+    queue_urls: Mapping[str, str]
+    dlq_urls: Mapping[str, str]
+    secret_arn: str
+
+
+def metrics_namespace(env: Environment) -> str:
+    return f"Lanes/{env.name}"
+
+
+def lane_settings(lane: Lane) -> LaneSettings:
+    return LaneSettings(
+        name=lane.name,
+        task=lane.task,
+        objective_seconds=lane.objective_seconds,
+        timeout_seconds=lane.timeout_seconds,
+        max_receives=lane.max_receives,
+        retry_base_seconds=lane.retry.base_seconds,
+        retry_cap_seconds=lane.retry.cap_seconds,
+        tenant_quota=lane.tenant_quota.limit,
+        tenant_quota_mode=lane.tenant_quota.mode.value,
+        default_expiry_seconds=lane.default_expiry_seconds,
+        defer_seconds=lane.defer_seconds,
+        task_time_limit_seconds=lane.task_time_limit_seconds,
+        max_concurrency=lane.max_concurrency,
+        batch_size=lane.batch_size,
+        dependency=lane.dependency,
+        options=lane.options(),
+    )
+
+
+def _common(env: Environment, resources: Resources, service: str) -> dict[str, str]:
+    return {
+        EnvVar.ENV_NAME: env.name,
+        EnvVar.SERVICE_NAME: service,
+        EnvVar.METRICS_NAMESPACE: metrics_namespace(env),
+        EnvVar.WEBHOOK_TABLE: resources.webhook_table,
+        EnvVar.JOBS_TABLE: resources.jobs_table,
+        EnvVar.STATE_TABLE: resources.state_table,
+        EnvVar.DATA_TABLE: resources.data_table,
+        "LOG_LEVEL": "INFO",
+    }
+
+
+def _all_lanes(env: Environment, dumps: Dumps) -> str:
+    return dumps({lane.name: lane_settings(lane).to_dict() for lane in env.lanes})
+
+
+def _dependencies(env: Environment, dumps: Dumps) -> str:
+    return dumps({d.name: {"limit": d.limit, "mode": d.mode.value} for d in env.dependencies})
+
+
+def ingress(env: Environment, resources: Resources, dumps: Dumps) -> dict[str, str]:
+    return {
+        **_common(env, resources, "ingress"),
+        EnvVar.LANE_QUEUES: dumps(dict(resources.queue_urls)),
+        EnvVar.META_SECRET_ARN: resources.secret_arn,
+        EnvVar.WEBHOOK: dumps(
+            {"max_body_bytes": env.webhook.max_body_bytes, "max_json_depth": env.webhook.max_json_depth}
+        ),
+    }
+
+
+def jobs(env: Environment, resources: Resources, dumps: Dumps) -> dict[str, str]:
+    return {
+        **_common(env, resources, "jobs"),
+        EnvVar.LANES: _all_lanes(env, dumps),
+        EnvVar.LANE_QUEUES: dumps(dict(resources.queue_urls)),
+        EnvVar.JOBS: dumps(
+            {
+                "admission_cache_seconds": env.jobs.admission_cache_seconds,
+                "tenant_queued_limit": env.jobs.tenant_queued_limit,
+                "max_payload_bytes": env.jobs.max_payload_bytes,
+            }
+        ),
+    }
+
+
+def consumer(env: Environment, lane: Lane, resources: Resources, dumps: Dumps) -> dict[str, str]:
+    return {
+        **_common(env, resources, f"consumer-{lane.name}"),
+        EnvVar.LANE: dumps(lane_settings(lane).to_dict()),
+        EnvVar.QUEUE_URL: resources.queue_urls[lane.name],
+        EnvVar.DLQ_URL: resources.dlq_urls[lane.name],
+        EnvVar.DEPENDENCIES: _dependencies(env, dumps),
+        EnvVar.IDEMPOTENCY_TTL_SECONDS: str(env.idempotency_ttl_seconds),
+    }
+
+
+def sweeper(env: Environment, resources: Resources, dumps: Dumps) -> dict[str, str]:
+    return {
+        **_common(env, resources, "sweeper"),
+        EnvVar.LANES: _all_lanes(env, dumps),
+        EnvVar.LANE_QUEUES: dumps(dict(resources.queue_urls)),
+        EnvVar.SWEEPER: dumps(
+            {
+                "grace_seconds": env.sweeper.grace_seconds,
+                "patience_seconds": env.sweeper.patience_seconds,
+                "max_replays": env.sweeper.max_replays,
+                "rows_per_run": env.sweeper.rows_per_run,
+            }
+        ),
+    }

@@ -1,0 +1,64 @@
+from __future__ import annotations
+
+import json
+
+import pytest
+from moto import mock_aws
+
+from stacks import runtime_env
+from stacks.config.environments import ENVIRONMENTS, Environment
+from tests.support.aws import REGION, Deployed, deploy
+
+
+@pytest.fixture
+def aws(monkeypatch):
+    """An active moto mock with fake credentials; clients made inside the test are mocked."""
+    for name, value in {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_SESSION_TOKEN": "testing",
+        "AWS_DEFAULT_REGION": REGION,
+        "AWS_REGION": REGION,
+    }.items():
+        monkeypatch.setenv(name, value)
+    with mock_aws():
+        yield
+
+
+@pytest.fixture
+def env_local() -> Environment:
+    return ENVIRONMENTS["local"]
+
+
+@pytest.fixture
+def deployed(aws, env_local) -> Deployed:
+    return deploy(env_local)
+
+
+def _with_region(environ: dict[str, str]) -> dict[str, str]:
+    return {**environ, "AWS_REGION": REGION}
+
+
+@pytest.fixture
+def ingress_environ(deployed, env_local) -> dict[str, str]:
+    return _with_region(runtime_env.ingress(env_local, deployed.resources, json.dumps))
+
+
+@pytest.fixture
+def jobs_environ(deployed, env_local) -> dict[str, str]:
+    return _with_region(runtime_env.jobs(env_local, deployed.resources, json.dumps))
+
+
+@pytest.fixture
+def sweeper_environ(deployed, env_local) -> dict[str, str]:
+    return _with_region(runtime_env.sweeper(env_local, deployed.resources, json.dumps))
+
+
+@pytest.fixture
+def consumer_environ(deployed, env_local):
+    """A factory: the environment of one lane's consumer."""
+
+    def make(lane_name: str) -> dict[str, str]:
+        return _with_region(runtime_env.consumer(env_local, env_local.lane(lane_name), deployed.resources, json.dumps))
+
+    return make
