@@ -15,6 +15,7 @@ from stacks.config.lanes import (
     BudgetMode,
     Lane,
     RetryPolicy,
+    Tick,
     catalogue,
 )
 
@@ -78,6 +79,8 @@ class AlarmConfig:
     webhook_age_seconds: int = 300
     """Oldest unprocessed webhook-log row; missing data counts as breaching."""
     errors_threshold: int = 5
+    jobs_shed_threshold: int = 100
+    """Shedding is the design working; page only when a lane sheds this many jobs in a period."""
 
 
 @dataclass(frozen=True)
@@ -146,20 +149,44 @@ def _with_concurrency(lanes: tuple[Lane, ...], scale: float) -> tuple[Lane, ...]
 # seconds, not minutes, and its queues are kept shallow (the emulator scans every message per
 # receive). Same lanes, same rules, shorter clocks.
 _LOCAL_TIMINGS: dict[str, dict[str, object]] = {
-    MESSAGES: dict(objective_seconds=10, timeout_seconds=5, max_concurrency=4,
-                   retry=RetryPolicy(0.5, 4), defer_seconds=1),
-    ENGAGEMENT: dict(objective_seconds=20, timeout_seconds=5, batch_window_seconds=1,
-                     max_concurrency=3, retry=RetryPolicy(0.5, 5), defer_seconds=2,
-                     default_expiry_seconds=120),
-    AI: dict(objective_seconds=20, timeout_seconds=10, max_concurrency=3,
-             retry=RetryPolicy(0.5, 5), defer_seconds=1, default_expiry_seconds=120,
-             task_options=(("debounce_seconds", "1"), ("vendor_latency_ms", "200"),
-                           ("vendor_failure_rate", "0"))),
-    BULK: dict(objective_seconds=60, timeout_seconds=10, batch_window_seconds=2,
-               max_concurrency=2, retry=RetryPolicy(1, 10), defer_seconds=2,
-               default_expiry_seconds=600),
-    SCHEDULED: dict(objective_seconds=10, timeout_seconds=3, max_concurrency=2,
-                    retry=RetryPolicy(0.5, 2), default_expiry_seconds=10),
+    MESSAGES: dict(
+        objective_seconds=10, timeout_seconds=5, max_concurrency=4, retry=RetryPolicy(0.5, 4), defer_seconds=1
+    ),
+    ENGAGEMENT: dict(
+        objective_seconds=20,
+        timeout_seconds=5,
+        batch_window_seconds=1,
+        max_concurrency=3,
+        retry=RetryPolicy(0.5, 5),
+        defer_seconds=2,
+        default_expiry_seconds=120,
+    ),
+    AI: dict(
+        objective_seconds=20,
+        timeout_seconds=10,
+        max_concurrency=3,
+        retry=RetryPolicy(0.5, 5),
+        defer_seconds=1,
+        default_expiry_seconds=120,
+        task_options=(("debounce_seconds", "1"), ("vendor_latency_ms", "200"), ("vendor_failure_rate", "0")),
+    ),
+    BULK: dict(
+        objective_seconds=60,
+        timeout_seconds=10,
+        batch_window_seconds=2,
+        max_concurrency=2,
+        retry=RetryPolicy(1, 10),
+        defer_seconds=2,
+        default_expiry_seconds=600,
+    ),
+    SCHEDULED: dict(
+        objective_seconds=10,
+        timeout_seconds=3,
+        max_concurrency=2,
+        retry=RetryPolicy(0.5, 2),
+        default_expiry_seconds=5,
+        tick=Tick(period_seconds=5, kind="scoring.tick"),
+    ),
 }
 
 

@@ -56,6 +56,17 @@ class Traffic:
 
 
 @dataclass(frozen=True)
+class Tick:
+    """A periodic message put on a lane by a schedule. EventBridge schedules run at most once a
+    minute; the true period is kept in the template's metadata for the local runtime, whose
+    clock is scaled to seconds."""
+
+    period_seconds: int
+    kind: str
+    tenant: str = "system"
+
+
+@dataclass(frozen=True)
 class Lane:
     name: str
     purpose: str
@@ -82,6 +93,8 @@ class Lane:
     dependency: str | None = None
     """Name of a shared dependency budget (see Environment.dependencies) held around each task."""
     task_options: tuple[tuple[str, str], ...] = field(default_factory=tuple)
+    tick: Tick | None = None
+    """A schedule that puts a tick on this lane (see Tick)."""
 
     def __post_init__(self) -> None:
         problems = []
@@ -231,5 +244,6 @@ def catalogue() -> tuple[Lane, ...]:
             default_expiry_seconds=60,
             defer_seconds=1,
             traffic=Traffic(peak_per_second=0.2, service_seconds=0.5),
+            tick=Tick(period_seconds=60, kind="scoring.tick"),
         ),
     )

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, replace
+from datetime import datetime
 from typing import Any
 
 SOURCES = ("webhook", "job", "internal")
@@ -18,6 +19,17 @@ INLINE_PAYLOAD_LIMIT = 200 * 1024
 
 class MalformedEnvelope(ValueError):
     """The message body is not an envelope; no retry can fix it."""
+
+
+def _epoch(value: Any) -> float:
+    """Epoch seconds; an ISO-8601 string is accepted too, because an EventBridge schedule can only
+    stamp its event time as text."""
+    if isinstance(value, str):
+        try:
+            return float(value)
+        except ValueError:
+            return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+    return float(value)
 
 
 @dataclass(frozen=True)
@@ -77,7 +89,7 @@ class Envelope:
                 tenant=str(raw["tenant"]),
                 kind=str(raw["kind"]),
                 source=str(raw["source"]),
-                created_at=float(raw["created_at"]),
+                created_at=_epoch(raw["created_at"]),
                 deadline=None if raw.get("deadline") is None else float(raw["deadline"]),
                 attempt=int(raw.get("attempt", 0)),
                 deferrals=int(raw.get("deferrals", 0)),

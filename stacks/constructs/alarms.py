@@ -1,0 +1,67 @@
+"""The on-call topic and the one way alarms are made: every alarm notifies the topic on ALARM and
+on OK, so a page also says when it is over."""
+
+from __future__ import annotations
+
+from aws_cdk import Duration
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_cloudwatch_actions as actions
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_sns as sns
+from aws_cdk import aws_sns_subscriptions as subscriptions
+from constructs import Construct
+
+from stacks.config.environments import Environment
+
+
+class OnCall(Construct):
+    """The SNS topic for alarms, encrypted with a key CloudWatch may use (alarms cannot publish to
+    a topic encrypted with the AWS-managed SNS key)."""
+
+    def __init__(self, scope: Construct, construct_id: str, *, env: Environment) -> None:
+        super().__init__(scope, construct_id)
+        self.env = env
+        key = kms.Key(self, "TopicKey", enable_key_rotation=True, description=f"lanes-{env.name} on-call topic")
+        key.add_to_resource_policy(
+            iam.PolicyStatement(
+                principals=[iam.ServicePrincipal("cloudwatch.amazonaws.com")],
+                actions=["kms:Decrypt", "kms:GenerateDataKey*"],
+                resources=["*"],
+            )
+        )
+        self.topic = sns.Topic(
+            self, "Topic", master_key=key, enforce_ssl=True, display_name=f"lanes {env.name} on-call"
+        )
+        for email in env.alarm_emails:
+            self.topic.add_subscription(subscriptions.EmailSubscription(email))
+        self._action = actions.SnsAction(self.topic)
+
+    def alarm(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        metric: cloudwatch.IMetric,
+        threshold: float,
+        description: str,
+        comparison: cloudwatch.ComparisonOperator = cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+        evaluation_periods: int | None = None,
+        missing: cloudwatch.TreatMissingData = cloudwatch.TreatMissingData.NOT_BREACHING,
+    ) -> cloudwatch.Alarm:
+        alarm = cloudwatch.Alarm(
+            scope,
+            construct_id,
+            metric=metric,
+            threshold=threshold,
+            comparison_operator=comparison,
+            evaluation_periods=evaluation_periods or self.env.alarms.evaluation_periods,
+            treat_missing_data=missing,
+            alarm_description=description,
+        )
+        alarm.add_alarm_action(self._action)
+        alarm.add_ok_action(self._action)
+        return alarm
+
+    def period(self) -> Duration:
+        return Duration.seconds(self.env.alarms.period_seconds)

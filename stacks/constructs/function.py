@@ -1,0 +1,108 @@
+"""One way to make a pipeline function: arm64, the latest Python runtime, the code asset built
+from `lambdas/` without Docker, Powertools from its managed layer, and its own log group."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_ssm as ssm
+from constructs import Construct
+
+from stacks.config.environments import Environment
+
+LAMBDA_SOURCE = Path(__file__).resolve().parents[2] / "lambdas"
+RUNTIME = lambda_.Runtime.PYTHON_3_14
+ARCHITECTURE = lambda_.Architecture.ARM_64
+_ASSET_EXCLUDES = ["**/__pycache__", "**/*.pyc", "**/.mypy_cache", "**/.pytest_cache"]
+
+_RETENTION = {
+    1: logs.RetentionDays.ONE_DAY,
+    7: logs.RetentionDays.ONE_WEEK,
+    30: logs.RetentionDays.ONE_MONTH,
+    90: logs.RetentionDays.THREE_MONTHS,
+    365: logs.RetentionDays.ONE_YEAR,
+}
+
+
+def retention(days: int) -> logs.RetentionDays:
+    try:
+        return _RETENTION[days]
+    except KeyError:
+        raise ValueError(f"log retention of {days} days is not one of {sorted(_RETENTION)}") from None
+
+
+@dataclass(frozen=True)
+class FunctionSpec:
+    handler: str
+    environment: Mapping[str, str]
+    timeout_seconds: int
+    memory_mb: int
+    description: str
+    reserved_concurrency: int | None = None
+
+
+class SharedCode(Construct):
+    """The code asset and the Powertools layer, made once per stack and shared by every function.
+
+    The layer's ARN comes from the public SSM parameter Powertools publishes per version,
+    architecture and runtime; CloudFormation resolves it at deploy time, so synthesis needs
+    neither network nor credentials, and the version is pinned in config.
+    """
+
+    def __init__(self, scope: Construct, construct_id: str, *, env: Environment) -> None:
+        super().__init__(scope, construct_id)
+        self.code = lambda_.Code.from_asset(str(LAMBDA_SOURCE), exclude=_ASSET_EXCLUDES)
+        parameter = f"/aws/service/powertools/python/arm64/{RUNTIME.name}/{env.powertools_version}"
+        layer_arn = ssm.StringParameter.value_for_string_parameter(self, parameter)
+        self.powertools = lambda_.LayerVersion.from_layer_version_arn(self, "Powertools", layer_arn)
+        self.env = env
+
+
+class PipelineFunction(Construct):
+    def __init__(self, scope: Construct, construct_id: str, *, shared: SharedCode, spec: FunctionSpec) -> None:
+        super().__init__(scope, construct_id)
+        env = shared.env
+        self.log_group = logs.LogGroup(
+            self,
+            "Logs",
+            retention=retention(env.log_retention_days),
+            removal_policy=RemovalPolicy.RETAIN if env.retain_stateful else RemovalPolicy.DESTROY,
+        )
+        # A role of its own with no managed policy: it may write to its own log group and nothing
+        # else until a construct grants exactly what the function calls.
+        self.role = iam.Role(
+            self,
+            "Role",
+            assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
+            description=spec.description[:1000],
+        )
+        self.role.add_to_policy(
+            iam.PolicyStatement(
+                actions=["logs:CreateLogStream", "logs:PutLogEvents"],
+                resources=[self.log_group.log_group_arn],
+            )
+        )
+        self.function = lambda_.Function(
+            self,
+            "Function",
+            description=spec.description,
+            runtime=RUNTIME,
+            architecture=ARCHITECTURE,
+            handler=spec.handler,
+            code=shared.code,
+            layers=[shared.powertools],
+            timeout=Duration.seconds(spec.timeout_seconds),
+            memory_size=spec.memory_mb,
+            environment=dict(spec.environment),
+            reserved_concurrent_executions=spec.reserved_concurrency,
+            log_group=self.log_group,
+            role=self.role,
+            logging_format=lambda_.LoggingFormat.JSON,
+            tracing=lambda_.Tracing.ACTIVE,
+        )

@@ -1,0 +1,173 @@
+"""The doors: an HTTP API with a throttled stage and access logs, the Meta webhook route (ingress
+function, authenticated by the HMAC signature it verifies) and the jobs API (IAM-authorised)."""
+
+from __future__ import annotations
+
+import json
+
+import jsii
+from aws_cdk import RemovalPolicy
+from aws_cdk import aws_apigateway as apigw_v1
+from aws_cdk import aws_apigatewayv2 as apigw
+from aws_cdk import aws_apigatewayv2_authorizers as authorizers
+from aws_cdk import aws_apigatewayv2_integrations as integrations
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_secretsmanager as secretsmanager
+from aws_cdk import aws_sqs as sqs
+from constructs import Construct
+
+from stacks.config.environments import Environment
+from stacks.constructs.function import FunctionSpec, PipelineFunction, SharedCode, retention
+from stacks.constructs.grants import CONDITIONAL_WRITE, READ, grant_rows
+from stacks.constructs.tables import PipelineTables
+
+META_SECRET_ID = "MetaSecret"  # noqa: S105 (a logical ID, not a secret)
+
+_ACCESS_LOG_FIELDS = {
+    "requestId": "$context.requestId",
+    "ip": "$context.identity.sourceIp",
+    "requestTime": "$context.requestTime",
+    "routeKey": "$context.routeKey",
+    "status": "$context.status",
+    "protocol": "$context.protocol",
+    "responseLength": "$context.responseLength",
+    "latencyMs": "$context.responseLatency",
+    "integrationLatencyMs": "$context.integrationLatency",
+    "integrationError": "$context.integrationErrorMessage",
+    "caller": "$context.identity.caller",
+}
+
+
+@jsii.implements(apigw.IAccessLogSettings)
+class _AccessLogSettings:
+    """HTTP API access logs as JSON lines (the interface has no ready-made implementation)."""
+
+    def __init__(self, log_group: logs.ILogGroup) -> None:
+        self._destination = apigw.LogGroupLogDestination(log_group)
+        self._format = apigw_v1.AccessLogFormat.custom(json.dumps(_ACCESS_LOG_FIELDS))
+
+    @property
+    def destination(self) -> apigw.IAccessLogDestination:
+        return self._destination
+
+    @property
+    def format(self) -> apigw_v1.AccessLogFormat:
+        return self._format
+
+
+class MetaSecret(Construct):
+    """Meta's app secret (current and previous, for rotation) and the verify token. The verify
+    token is generated; the app secret is set by an operator after the first deploy
+    (`lanectl preflight` checks it). Never in an environment variable or the template."""
+
+    def __init__(self, scope: Construct, construct_id: str, *, env: Environment) -> None:
+        super().__init__(scope, construct_id)
+        self.secret = secretsmanager.Secret(
+            self,
+            "Secret",
+            description=f"lanes-{env.name}: Meta app secret(s) and webhook verify token",
+            generate_secret_string=secretsmanager.SecretStringGenerator(
+                secret_string_template=json.dumps({"app_secret": "", "previous_app_secret": ""}),
+                generate_string_key="verify_token",
+                exclude_punctuation=True,
+                password_length=40,
+            ),
+            removal_policy=RemovalPolicy.RETAIN if env.retain_stateful else RemovalPolicy.DESTROY,
+        )
+        child = self.secret.node.default_child
+        assert isinstance(child, secretsmanager.CfnSecret)
+        child.override_logical_id(META_SECRET_ID)
+
+
+class Ingress(Construct):
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        env: Environment,
+        shared: SharedCode,
+        tables: PipelineTables,
+        queues: dict[str, sqs.Queue],
+        webhook_lanes: frozenset[str],
+        secret: secretsmanager.ISecret,
+        ingress_environment: dict[str, str],
+        jobs_environment: dict[str, str],
+    ) -> None:
+        super().__init__(scope, construct_id)
+        self.webhook = PipelineFunction(
+            self,
+            "Webhook",
+            shared=shared,
+            spec=FunctionSpec(
+                handler="pipeline.handlers.ingress.handler",
+                environment=ingress_environment,
+                timeout_seconds=10,
+                # More memory is more CPU: the door verifies an HMAC over up to 3 MB and must
+                # answer in milliseconds.
+                memory_mb=1024,
+                description="Meta webhook door: verify, log, route, enqueue, answer",
+            ),
+        )
+        webhook_fn = self.webhook.function
+        grant_rows(webhook_fn, tables.webhook_log, CONDITIONAL_WRITE)
+        secret.grant_read(webhook_fn)
+        for lane in sorted(webhook_lanes):
+            queues[lane].grant_send_messages(webhook_fn)
+
+        self.jobs = PipelineFunction(
+            self,
+            "Jobs",
+            shared=shared,
+            spec=FunctionSpec(
+                handler="pipeline.handlers.jobs.handler",
+                environment=jobs_environment,
+                timeout_seconds=10,
+                memory_mb=512,
+                description="Jobs API: admission control, job rows, enqueue, status",
+            ),
+        )
+        jobs_fn = self.jobs.function
+        grant_rows(jobs_fn, tables.jobs, (*READ, *CONDITIONAL_WRITE))
+        grant_rows(jobs_fn, tables.state, (*READ, *CONDITIONAL_WRITE))
+        for queue in queues.values():
+            queue.grant_send_messages(jobs_fn)
+            queue.grant(jobs_fn, "sqs:GetQueueAttributes")
+
+        self.api = apigw.HttpApi(
+            self,
+            "Api",
+            description=f"lanes-{env.name}: Meta webhooks and the jobs API",
+            create_default_stage=False,
+        )
+        self.access_logs = logs.LogGroup(
+            self,
+            "AccessLogs",
+            retention=retention(env.log_retention_days),
+            removal_policy=RemovalPolicy.RETAIN if env.retain_stateful else RemovalPolicy.DESTROY,
+        )
+        self.stage = apigw.HttpStage(
+            self,
+            "Stage",
+            http_api=self.api,
+            stage_name="$default",
+            auto_deploy=True,
+            throttle=apigw.ThrottleSettings(rate_limit=env.api.rate_limit, burst_limit=env.api.burst_limit),
+            access_log_settings=_AccessLogSettings(self.access_logs),
+        )
+        webhook_integration = integrations.HttpLambdaIntegration("WebhookIntegration", webhook_fn)
+        jobs_integration = integrations.HttpLambdaIntegration("JobsIntegration", jobs_fn)
+        iam = authorizers.HttpIamAuthorizer()
+        self.webhook_routes = self.api.add_routes(
+            path="/webhooks/meta",
+            methods=[apigw.HttpMethod.GET, apigw.HttpMethod.POST],
+            integration=webhook_integration,
+        )
+        self.api.add_routes(path="/jobs", methods=[apigw.HttpMethod.POST], integration=jobs_integration, authorizer=iam)
+        self.api.add_routes(
+            path="/jobs/{id}", methods=[apigw.HttpMethod.GET], integration=jobs_integration, authorizer=iam
+        )
+
+    @property
+    def url(self) -> str:
+        return self.stage.url

@@ -1,0 +1,164 @@
+"""One lane: its queue, dead-letter queue, consumer, event source mapping and alarms."""
+
+from __future__ import annotations
+
+from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_sqs as sqs
+from constructs import Construct
+
+from stacks.config.environments import Environment
+from stacks.config.lanes import Lane
+from stacks.constructs.alarms import OnCall
+from stacks.constructs.function import FunctionSpec, PipelineFunction, SharedCode
+
+DLQ_RETENTION = Duration.days(14)
+"""SQS's maximum: the longest a person has to look at a dead letter before it is gone."""
+QUEUE_RETENTION = Duration.days(4)
+
+
+def lane_id(lane_name: str) -> str:
+    """`messages` → `Messages`: the prefix of the lane's logical IDs and stack outputs."""
+    return "".join(part.capitalize() for part in lane_name.replace("-", "_").split("_"))
+
+
+def queue_logical_id(lane_name: str) -> str:
+    return f"{lane_id(lane_name)}Queue"
+
+
+def dlq_logical_id(lane_name: str) -> str:
+    return f"{lane_id(lane_name)}DeadLetterQueue"
+
+
+class LaneQueues(Construct):
+    """Queue and DLQ first, so every function that sends to the lane can be given their URLs
+    before the consumer exists."""
+
+    def __init__(self, scope: Construct, construct_id: str, *, env: Environment, lane: Lane) -> None:
+        super().__init__(scope, construct_id)
+        removal = RemovalPolicy.RETAIN if env.retain_stateful else RemovalPolicy.DESTROY
+        self.dead_letters = sqs.Queue(
+            self,
+            "DeadLetters",
+            retention_period=DLQ_RETENTION,
+            encryption=sqs.QueueEncryption.SQS_MANAGED,
+            enforce_ssl=True,
+            # Explicitly open to redrive sources, so the console's "Start DLQ redrive" and
+            # StartMessageMoveTask can move messages back (a narrower byQueue policy would need
+            # the source queue's ARN here and make the two queues depend on each other).
+            redrive_allow_policy=sqs.RedriveAllowPolicy(redrive_permission=sqs.RedrivePermission.ALLOW_ALL),
+            removal_policy=removal,
+        )
+        self.queue = sqs.Queue(
+            self,
+            "Queue",
+            visibility_timeout=Duration.seconds(lane.visibility_timeout_seconds),
+            retention_period=QUEUE_RETENTION,
+            encryption=sqs.QueueEncryption.SQS_MANAGED,
+            enforce_ssl=True,
+            dead_letter_queue=sqs.DeadLetterQueue(queue=self.dead_letters, max_receive_count=lane.max_receives),
+            # A lane queue is never anyone's dead-letter queue.
+            redrive_allow_policy=sqs.RedriveAllowPolicy(redrive_permission=sqs.RedrivePermission.DENY_ALL),
+            removal_policy=removal,
+        )
+        for queue, logical_id in (
+            (self.queue, queue_logical_id(lane.name)),
+            (self.dead_letters, dlq_logical_id(lane.name)),
+        ):
+            child = queue.node.default_child
+            assert isinstance(child, sqs.CfnQueue)
+            child.override_logical_id(logical_id)
+
+
+class LaneConsumer(Construct):
+    """The lane's consumer: its concurrency is the budget of the dependency behind it, set as the
+    mapping's MaximumConcurrency and guaranteed by a reservation at least as large (where the
+    environment reserves), so Lambda throttles never spend a message's receive count."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        env: Environment,
+        lane: Lane,
+        queues: LaneQueues,
+        shared: SharedCode,
+        environment: dict[str, str],
+        on_call: OnCall,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        self.lane = lane
+        self.consumer = PipelineFunction(
+            self,
+            "Consumer",
+            shared=shared,
+            spec=FunctionSpec(
+                handler="pipeline.handlers.consumer.handler",
+                environment=environment,
+                timeout_seconds=lane.timeout_seconds,
+                memory_mb=lane.memory_mb,
+                description=f"{lane.name} lane consumer: {lane.purpose}"[:256],
+                reserved_concurrency=lane.reserved_concurrency if env.reserved_concurrency else None,
+            ),
+        )
+        function = self.consumer.function
+        queues.queue.grant_consume_messages(function)
+        queues.queue.grant_send_messages(function)  # deferrals and coalesced turns re-send to the lane
+        queues.dead_letters.grant_send_messages(function)  # permanent failures go straight to the DLQ
+        self.mapping = lambda_.EventSourceMapping(
+            self,
+            "Mapping",
+            target=function,
+            event_source_arn=queues.queue.queue_arn,
+            batch_size=lane.batch_size,
+            max_batching_window=Duration.seconds(lane.batch_window_seconds) if lane.batch_window_seconds else None,
+            max_concurrency=lane.max_concurrency,
+            report_batch_item_failures=True,
+        )
+        self._alarms(env, lane, queues, function, on_call)
+
+    def _alarms(
+        self, env: Environment, lane: Lane, queues: LaneQueues, function: lambda_.Function, on_call: OnCall
+    ) -> None:
+        period = on_call.period()
+        self.age_alarm = on_call.alarm(
+            self,
+            "OldestMessageAge",
+            metric=queues.queue.metric_approximate_age_of_oldest_message(period=period, statistic="Maximum"),
+            threshold=lane.objective_seconds,
+            description=f"{lane.name}: the oldest message has waited longer than the lane's "
+            f"{lane.objective_seconds} s objective. Customers are waiting. See docs/RUNBOOK.md#lane-age.",
+        )
+        self.dlq_alarm = on_call.alarm(
+            self,
+            "DeadLetters",
+            # Depth, not NumberOfMessagesSent: messages SQS moves by redrive never count as "sent".
+            metric=queues.dead_letters.metric_approximate_number_of_messages_visible(
+                period=period, statistic="Maximum"
+            ),
+            threshold=1,
+            comparison=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+            evaluation_periods=1,
+            description=f"{lane.name}: work is in the dead-letter queue and will not be retried on its own. "
+            "See docs/RUNBOOK.md#dead-letters.",
+        )
+        self.errors_alarm = on_call.alarm(
+            self,
+            "ConsumerErrors",
+            metric=function.metric_errors(period=period, statistic="Sum"),
+            threshold=env.alarms.errors_threshold,
+            comparison=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+            description=f"{lane.name}: the consumer itself is failing (not a record: records fail through "
+            "batchItemFailures). See docs/RUNBOOK.md#consumer-errors.",
+        )
+        self.throttles_alarm = on_call.alarm(
+            self,
+            "ConsumerThrottles",
+            metric=function.metric_throttles(period=period, statistic="Sum"),
+            threshold=0,
+            evaluation_periods=1,
+            description=f"{lane.name}: Lambda throttled the consumer, so the concurrency budget is misconfigured "
+            "(reservation below MaximumConcurrency or the account quota exhausted). See docs/RUNBOOK.md#throttles.",
+        )

@@ -1,0 +1,149 @@
+"""Schedules: the sweeper on its own function (never on a lane it watches, so its age metric keeps
+publishing when a lane falls behind) and the ticks that feed tick-driven lanes."""
+
+from __future__ import annotations
+
+import math
+
+from aws_cdk import Duration
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_events as events
+from aws_cdk import aws_events_targets as targets
+from aws_cdk import aws_sqs as sqs
+from constructs import Construct
+
+from pipeline import metric_names, schema
+from stacks.config.environments import Environment
+from stacks.config.lanes import Lane
+from stacks.constructs.alarms import OnCall
+from stacks.constructs.function import FunctionSpec, PipelineFunction, SharedCode
+from stacks.constructs.grants import CONDITIONAL_WRITE, READ, grant_index_query, grant_rows
+from stacks.constructs.tables import PipelineTables
+from stacks.runtime_env import metrics_namespace
+
+PERIOD_METADATA = "lanes:periodSeconds"
+"""Rule metadata holding the true period. EventBridge's smallest rate is one minute; the local
+environment's clock runs in seconds, and its runtime reads this instead of the expression."""
+
+
+def _rate(period_seconds: int) -> events.Schedule:
+    return events.Schedule.rate(Duration.minutes(max(1, math.ceil(period_seconds / 60))))
+
+
+def _rule(scope: Construct, construct_id: str, period_seconds: int, description: str) -> events.Rule:
+    rule = events.Rule(scope, construct_id, schedule=_rate(period_seconds), description=description)
+    child = rule.node.default_child
+    assert isinstance(child, events.CfnRule)
+    child.add_metadata(PERIOD_METADATA, period_seconds)
+    return rule
+
+
+class Sweeper(Construct):
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        env: Environment,
+        shared: SharedCode,
+        tables: PipelineTables,
+        queues: dict[str, sqs.Queue],
+        environment: dict[str, str],
+        on_call: OnCall,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        self.sweeper = PipelineFunction(
+            self,
+            "Sweeper",
+            shared=shared,
+            spec=FunctionSpec(
+                handler="pipeline.handlers.sweeper.handler",
+                environment=environment,
+                timeout_seconds=60,
+                memory_mb=512,
+                description="Replays logged work the queues lost; abandons what keeps failing",
+                # One sweep at a time: overlapping sweeps are safe (replays are conditional) but wasteful.
+                reserved_concurrency=1 if env.reserved_concurrency else None,
+            ),
+        )
+        function = self.sweeper.function
+        for table in (tables.webhook_log, tables.jobs):
+            grant_rows(function, table, (*READ, *CONDITIONAL_WRITE))
+            grant_index_query(function, table, schema.PENDING_INDEX)
+        grant_rows(function, tables.state, (*READ, *CONDITIONAL_WRITE))
+        for queue in queues.values():
+            queue.grant_send_messages(function)
+            queue.grant(function, "sqs:GetQueueAttributes")
+        self.rule = _rule(
+            self, "Schedule", env.sweeper.period_seconds, f"lanes-{env.name}: sweep for lost and abandoned work"
+        )
+        # A missed sweep is made up by the next one; retrying an old sweep only overlaps it.
+        self.rule.add_target(targets.LambdaFunction(function, retry_attempts=0))
+        self._alarms(env, on_call)
+
+    def _alarms(self, env: Environment, on_call: OnCall) -> None:
+        namespace = metrics_namespace(env)
+        period = on_call.period()
+
+        def metric(name: str, source: str, statistic: str) -> cloudwatch.Metric:
+            return cloudwatch.Metric(
+                namespace=namespace,
+                metric_name=name,
+                dimensions_map={metric_names.SOURCE: source, "service": "sweeper"},
+                period=period,
+                statistic=statistic,
+            )
+
+        self.webhook_age_alarm = on_call.alarm(
+            self,
+            "UnprocessedWebhookAge",
+            metric=metric(metric_names.OLDEST_UNPROCESSED_AGE, "webhook", "Maximum"),
+            threshold=env.alarms.webhook_age_seconds,
+            # The sweeper publishes this every run, 0 when nothing is pending: silence means the
+            # watchdog itself has stopped, which is as bad as the age it watches.
+            missing=cloudwatch.TreatMissingData.BREACHING,
+            description=f"A Meta delivery has waited over {env.alarms.webhook_age_seconds} s unprocessed, or the "
+            "sweeper stopped reporting. See docs/RUNBOOK.md#unprocessed-webhooks.",
+        )
+        self.job_age_alarm = on_call.alarm(
+            self,
+            "UnprocessedJobAge",
+            metric=metric(metric_names.OLDEST_UNPROCESSED_AGE, "job", "Maximum"),
+            threshold=env.alarms.webhook_age_seconds,
+            missing=cloudwatch.TreatMissingData.BREACHING,
+            description="A job has waited unprocessed past the threshold, or the sweeper stopped reporting. "
+            "See docs/RUNBOOK.md#unprocessed-jobs.",
+        )
+        self.abandoned_alarms = [
+            on_call.alarm(
+                self,
+                f"Abandoned{source.capitalize()}s",
+                metric=metric(metric_names.ABANDONED, source, "Sum"),
+                threshold=1,
+                comparison=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+                evaluation_periods=1,
+                description=f"A {source} was abandoned after repeated replays: something in it keeps killing its "
+                "consumer. See docs/RUNBOOK.md#abandoned.",
+            )
+            for source in ("webhook", "job")
+        ]
+
+
+class Ticks(Construct):
+    """A schedule putting tick envelopes on a lane, stamped with the event's id and time."""
+
+    def __init__(self, scope: Construct, construct_id: str, *, env: Environment, lane: Lane, queue: sqs.Queue) -> None:
+        super().__init__(scope, construct_id)
+        assert lane.tick is not None
+        tick = lane.tick
+        self.rule = _rule(self, "Schedule", tick.period_seconds, f"lanes-{env.name}: {tick.kind} ticks")
+        envelope = {
+            "id": f"tick-{events.EventField.from_path('$.id')}",
+            "lane": lane.name,
+            "tenant": tick.tenant,
+            "kind": tick.kind,
+            "source": "internal",
+            "created_at": events.EventField.time,
+            "payload": {"scheduled_for": events.EventField.time},
+        }
+        self.rule.add_target(targets.SqsQueue(queue, message=events.RuleTargetInput.from_object(envelope)))

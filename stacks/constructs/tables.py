@@ -1,0 +1,77 @@
+"""The pipeline's tables: the webhook log and jobs (the obligations), processing state
+(idempotency markers, budgets, counters) and the data the lane tasks write.
+
+Logical IDs are pinned: renaming a construct must never replace a table.
+"""
+
+from __future__ import annotations
+
+from aws_cdk import RemovalPolicy
+from aws_cdk import aws_dynamodb as dynamodb
+from constructs import Construct
+
+from pipeline import schema
+from stacks.config.environments import Environment
+
+WEBHOOK_LOG_ID = "WebhookLogTable"
+JOBS_ID = "JobsTable"
+STATE_ID = "StateTable"
+DATA_ID = "DataTable"
+STATEFUL_LOGICAL_IDS = (WEBHOOK_LOG_ID, JOBS_ID, STATE_ID, DATA_ID)
+
+
+class PipelineTables(Construct):
+    def __init__(self, scope: Construct, construct_id: str, *, env: Environment) -> None:
+        super().__init__(scope, construct_id)
+        self._env = env
+        self.webhook_log = self._obligations(WEBHOOK_LOG_ID)
+        self.jobs = self._obligations(JOBS_ID)
+        self.state = self._table(
+            STATE_ID,
+            partition_key=dynamodb.Attribute(name=schema.PK, type=dynamodb.AttributeType.STRING),
+            time_to_live_attribute=schema.TTL,
+        )
+        self.data = self._table(
+            DATA_ID,
+            partition_key=dynamodb.Attribute(name=schema.PK, type=dynamodb.AttributeType.STRING),
+            sort_key=dynamodb.Attribute(name=schema.SK, type=dynamodb.AttributeType.STRING),
+            time_to_live_attribute=schema.TTL,
+        )
+
+    @property
+    def all(self) -> tuple[dynamodb.Table, ...]:
+        return (self.webhook_log, self.jobs, self.state, self.data)
+
+    def _obligations(self, logical_id: str) -> dynamodb.Table:
+        """A table whose rows are promises: pending rows sit in a sparse index sorted by age, so
+        the sweeper finds the oldest unfinished ones with a query, never a scan."""
+        table = self._table(
+            logical_id,
+            partition_key=dynamodb.Attribute(name=schema.ID, type=dynamodb.AttributeType.STRING),
+        )
+        table.add_global_secondary_index(
+            index_name=schema.PENDING_INDEX,
+            partition_key=dynamodb.Attribute(name=schema.PENDING_SHARD, type=dynamodb.AttributeType.STRING),
+            sort_key=dynamodb.Attribute(name=schema.PENDING_SINCE, type=dynamodb.AttributeType.NUMBER),
+            projection_type=dynamodb.ProjectionType.KEYS_ONLY,
+        )
+        return table
+
+    def _table(self, logical_id: str, **keys: object) -> dynamodb.Table:
+        env = self._env
+        table = dynamodb.Table(
+            self,
+            logical_id,
+            billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
+            point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
+                point_in_time_recovery_enabled=True
+            ),
+            encryption=dynamodb.TableEncryption.AWS_MANAGED,
+            deletion_protection=env.retain_stateful,
+            removal_policy=RemovalPolicy.RETAIN if env.retain_stateful else RemovalPolicy.DESTROY,
+            **keys,  # type: ignore[arg-type]
+        )
+        default_child = table.node.default_child
+        assert isinstance(default_child, dynamodb.CfnTable)
+        default_child.override_logical_id(logical_id)
+        return table

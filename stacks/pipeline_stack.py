@@ -1,0 +1,136 @@
+"""One stack per environment, composed from constructs that own their resources."""
+
+from __future__ import annotations
+
+from aws_cdk import CfnOutput, Stack
+from aws_cdk import Environment as CdkEnvironment
+from constructs import Construct
+
+from pipeline.domain.routing import WEBHOOK_LANES
+from stacks import runtime_env
+from stacks.config.environments import Environment
+from stacks.constructs.alarms import OnCall
+from stacks.constructs.function import SharedCode
+from stacks.constructs.grants import CONDITIONAL_WRITE, DELETE, READ, grant_rows
+from stacks.constructs.ingress import Ingress, MetaSecret
+from stacks.constructs.lane import LaneConsumer, LaneQueues, lane_id
+from stacks.constructs.observability import Observability
+from stacks.constructs.schedules import Sweeper, Ticks
+from stacks.constructs.tables import PipelineTables
+
+
+def stack_name(env: Environment) -> str:
+    return f"lanes-{env.name}"
+
+
+class PipelineStack(Stack):
+    def __init__(self, scope: Construct, *, env: Environment, **kwargs: object) -> None:
+        cdk_env = CdkEnvironment(account=env.account, region=env.region) if env.account or env.region else None
+        super().__init__(
+            scope,
+            stack_name(env),
+            env=cdk_env,
+            description=f"lanes ({env.name}): Meta webhooks and jobs through per-class SQS lanes with budgets",
+            termination_protection=env.termination_protection,
+            **kwargs,  # type: ignore[arg-type]
+        )
+        self.config = env
+        dumps = self.to_json_string
+        shared = SharedCode(self, "Code", env=env)
+        self.tables = PipelineTables(self, "Tables", env=env)
+        self.on_call = OnCall(self, "OnCall", env=env)
+        self.secret = MetaSecret(self, "Meta", env=env).secret
+
+        self.lane_queues = {
+            lane.name: LaneQueues(self, f"{lane_id(lane.name)}Queues", env=env, lane=lane) for lane in env.lanes
+        }
+        resources = runtime_env.Resources(
+            webhook_table=self.tables.webhook_log.table_name,
+            jobs_table=self.tables.jobs.table_name,
+            state_table=self.tables.state.table_name,
+            data_table=self.tables.data.table_name,
+            queue_urls={name: q.queue.queue_url for name, q in self.lane_queues.items()},
+            dlq_urls={name: q.dead_letters.queue_url for name, q in self.lane_queues.items()},
+            secret_arn=self.secret.secret_arn,
+        )
+        self.consumers: dict[str, LaneConsumer] = {}
+        self.schedule_rules = []
+        for lane in env.lanes:
+            consumer = LaneConsumer(
+                self,
+                f"{lane_id(lane.name)}Lane",
+                env=env,
+                lane=lane,
+                queues=self.lane_queues[lane.name],
+                shared=shared,
+                environment=runtime_env.consumer(env, lane, resources, dumps),
+                on_call=self.on_call,
+            )
+            # Rows are finished in the same transaction as the task's effect; state holds
+            # markers and budgets; data is what the tasks write.
+            for table in self.tables.all:
+                grant_rows(consumer.consumer.function, table, (*READ, *CONDITIONAL_WRITE, *DELETE))
+            self.consumers[lane.name] = consumer
+            if lane.tick:
+                ticks = Ticks(
+                    self, f"{lane_id(lane.name)}Ticks", env=env, lane=lane, queue=self.lane_queues[lane.name].queue
+                )
+                self.schedule_rules.append(ticks.rule)
+
+        queues = {name: q.queue for name, q in self.lane_queues.items()}
+        unknown = WEBHOOK_LANES - set(queues)
+        if unknown:
+            raise ValueError(f"the webhook router can choose lanes with no queue in {env.name}: {sorted(unknown)}")
+        self.ingress = Ingress(
+            self,
+            "Ingress",
+            env=env,
+            shared=shared,
+            tables=self.tables,
+            queues=queues,
+            webhook_lanes=WEBHOOK_LANES,
+            secret=self.secret,
+            ingress_environment=runtime_env.ingress(env, resources, dumps),
+            jobs_environment=runtime_env.jobs(env, resources, dumps),
+        )
+        self.sweeper = Sweeper(
+            self,
+            "Sweeper",
+            env=env,
+            shared=shared,
+            tables=self.tables,
+            queues=queues,
+            environment=runtime_env.sweeper(env, resources, dumps),
+            on_call=self.on_call,
+        )
+        self.schedule_rules.append(self.sweeper.rule)
+        self.observability = Observability(
+            self,
+            "Observability",
+            env=env,
+            on_call=self.on_call,
+            lanes=[(self.lane_queues[name], consumer) for name, consumer in self.consumers.items()],
+            webhook_function=self.ingress.webhook.function,
+            jobs_function=self.ingress.jobs.function,
+            sweeper_function=self.sweeper.sweeper.function,
+        )
+        self._outputs()
+
+    def _outputs(self) -> None:
+        """What the operator CLI and the local runtime look up, by these exact keys."""
+        for name, queues in self.lane_queues.items():
+            prefix = lane_id(name)
+            consumer = self.consumers[name]
+            CfnOutput(self, f"{prefix}QueueUrl", value=queues.queue.queue_url)
+            CfnOutput(self, f"{prefix}QueueArn", value=queues.queue.queue_arn)
+            CfnOutput(self, f"{prefix}DlqUrl", value=queues.dead_letters.queue_url)
+            CfnOutput(self, f"{prefix}DlqArn", value=queues.dead_letters.queue_arn)
+            CfnOutput(self, f"{prefix}MappingId", value=consumer.mapping.event_source_mapping_id)
+            CfnOutput(self, f"{prefix}FunctionName", value=consumer.consumer.function.function_name)
+        CfnOutput(self, "ApiUrl", value=self.ingress.url)
+        CfnOutput(self, "WebhookTableName", value=self.tables.webhook_log.table_name)
+        CfnOutput(self, "JobsTableName", value=self.tables.jobs.table_name)
+        CfnOutput(self, "StateTableName", value=self.tables.state.table_name)
+        CfnOutput(self, "DataTableName", value=self.tables.data.table_name)
+        CfnOutput(self, "AlarmTopicArn", value=self.on_call.topic.topic_arn)
+        CfnOutput(self, "MetaSecretArn", value=self.secret.secret_arn)

@@ -1,0 +1,8 @@
+from __future__ import annotations
+
+import os
+
+# The machine's Node.js is past its end of life for jsii; its banner says nothing about this
+# project and would bury test output. Set before any test imports aws_cdk.
+os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
+os.environ.setdefault("JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION", "20")

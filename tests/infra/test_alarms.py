@@ -1,0 +1,128 @@
+"""Alarms on what customers feel, every dead-letter queue watched, a dashboard and tenant rankings."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from pipeline import metric_names
+from stacks.constructs.lane import dlq_logical_id, queue_logical_id
+
+pytestmark = pytest.mark.xdist_group("synth")
+
+
+def _alarms(synthesized) -> list[dict]:
+    return [a["Properties"] for a in synthesized.resources("AWS::CloudWatch::Alarm").values()]
+
+
+def _on_queue(alarms: list[dict], metric: str, queue_id: str) -> dict:
+    (alarm,) = [
+        a
+        for a in alarms
+        if a.get("MetricName") == metric
+        and a.get("Dimensions") == [{"Name": "QueueName", "Value": {"Fn::GetAtt": [queue_id, "QueueName"]}}]
+    ]
+    return alarm
+
+
+def _topic_id(synthesized) -> str:
+    (topic_id,) = synthesized.resources("AWS::SNS::Topic")
+    return topic_id
+
+
+def test_every_alarm_pages_the_on_call_topic_and_says_when_it_is_over(synthesized):
+    topic = {"Ref": _topic_id(synthesized)}
+    alarms = _alarms(synthesized)
+    assert alarms
+    for alarm in alarms:
+        assert alarm["AlarmActions"] == [topic]
+        assert alarm["OKActions"] == [topic]
+        assert "RUNBOOK" in alarm["AlarmDescription"]
+
+
+def test_each_lane_alarms_on_age_dead_letters_errors_and_throttles(synthesized):
+    alarms = _alarms(synthesized)
+    period = synthesized.env.alarms.period_seconds
+    for lane in synthesized.env.lanes:
+        age = _on_queue(alarms, "ApproximateAgeOfOldestMessage", queue_logical_id(lane.name))
+        assert (age["Threshold"], age["ComparisonOperator"], age["Statistic"], age["Period"]) == (
+            lane.objective_seconds,
+            "GreaterThanThreshold",
+            "Maximum",
+            period,
+        )
+        dlq = _on_queue(alarms, "ApproximateNumberOfMessagesVisible", dlq_logical_id(lane.name))
+        assert (dlq["Threshold"], dlq["ComparisonOperator"], dlq["EvaluationPeriods"]) == (
+            1,
+            "GreaterThanOrEqualToThreshold",
+            1,
+        )
+    lambda_alarms = [a for a in alarms if a.get("Namespace") == "AWS/Lambda"]
+    throttles = [a for a in lambda_alarms if a["MetricName"] == "Throttles"]
+    errors = [a for a in lambda_alarms if a["MetricName"] == "Errors"]
+    assert len(throttles) == len(errors) == len(synthesized.env.lanes)
+    assert all(a["Threshold"] == 0 and a["ComparisonOperator"] == "GreaterThanThreshold" for a in throttles)
+
+
+def test_dead_letters_are_watched_by_depth_not_by_sends(synthesized):
+    # NumberOfMessagesSent misses messages that SQS's redrive moves into the DLQ.
+    assert not [a for a in _alarms(synthesized) if a.get("MetricName") == "NumberOfMessagesSent"]
+
+
+def test_a_silent_sweeper_is_an_alarm(synthesized):
+    namespace = f"Lanes/{synthesized.env.name}"
+    (webhook_age,) = [
+        a
+        for a in _alarms(synthesized)
+        if a.get("MetricName") == metric_names.OLDEST_UNPROCESSED_AGE
+        and {"Name": metric_names.SOURCE, "Value": "webhook"} in a["Dimensions"]
+    ]
+    assert webhook_age["Namespace"] == namespace
+    assert webhook_age["TreatMissingData"] == "breaching"
+    assert webhook_age["Threshold"] == synthesized.env.alarms.webhook_age_seconds
+    assert {"Name": "service", "Value": "sweeper"} in webhook_age["Dimensions"]
+
+
+def test_abandoned_rows_and_shed_jobs_are_alarmed(synthesized):
+    alarms = _alarms(synthesized)
+    abandoned = [a for a in alarms if a.get("MetricName") == metric_names.ABANDONED]
+    assert sorted(d["Value"] for a in abandoned for d in a["Dimensions"] if d["Name"] == metric_names.SOURCE) == [
+        "job",
+        "webhook",
+    ]
+    shed = [a for a in alarms if a.get("MetricName") == metric_names.JOB_SHED]
+    assert len(shed) == len(synthesized.env.lanes)
+    assert all(a["Threshold"] == synthesized.env.alarms.jobs_shed_threshold for a in shed)
+
+
+def test_alarm_topic_is_encrypted_with_a_key_cloudwatch_may_use(synthesized):
+    (topic,) = synthesized.resources("AWS::SNS::Topic").values()
+    key_id = topic["Properties"]["KmsMasterKeyId"]["Fn::GetAtt"][0]
+    key = synthesized.resource(key_id)["Properties"]
+    assert key["EnableKeyRotation"] is True
+    principals = [s["Principal"] for s in key["KeyPolicy"]["Statement"]]
+    assert {"Service": "cloudwatch.amazonaws.com"} in principals
+
+
+def test_dashboard_shows_every_lane(synthesized):
+    (dashboard,) = synthesized.resources("AWS::CloudWatch::Dashboard").values()
+    assert dashboard["Properties"]["DashboardName"] == f"lanes-{synthesized.env.name}"
+    body = json.dumps(dashboard["Properties"]["DashboardBody"])
+    for lane in synthesized.env.lanes:
+        assert f"{lane.name}: oldest message age" in body
+        assert f"{lane.name}: records by outcome" in body
+
+
+def test_contributor_insights_rank_tenants_by_work_and_by_deferrals(synthesized):
+    rules = {
+        r["Properties"]["RuleName"]: r["Properties"]
+        for r in synthesized.resources("AWS::CloudWatch::InsightRule").values()
+    }
+    env = synthesized.env.name
+    assert set(rules) == {f"lanes-{env}-top-tenants-by-work", f"lanes-{env}-top-tenants-by-deferrals"}
+    deferrals = rules[f"lanes-{env}-top-tenants-by-deferrals"]
+    body = json.dumps(deferrals["RuleBody"])
+    assert "$.tenant" in body
+    assert "deferred" in body
+    assert deferrals["RuleState"] == "ENABLED"

@@ -1,0 +1,189 @@
+"""Functions, event source mappings, the HTTP API and the schedules, in every environment."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from pipeline import settings
+from pipeline.domain.routing import WEBHOOK_LANES
+from stacks.constructs.lane import lane_id, queue_logical_id
+from stacks.constructs.schedules import PERIOD_METADATA
+
+pytestmark = pytest.mark.xdist_group("synth")
+
+
+def _functions_by_handler(synthesized, handler: str) -> list[dict]:
+    return [
+        f["Properties"]
+        for f in synthesized.resources("AWS::Lambda::Function").values()
+        if f["Properties"]["Handler"] == handler
+    ]
+
+
+def _consumer(synthesized, lane_name: str) -> tuple[str, dict]:
+    for logical_id, function in synthesized.resources("AWS::Lambda::Function").items():
+        variables = function["Properties"]["Environment"]["Variables"]
+        if "LANE" in variables and json.loads(variables["LANE"])["name"] == lane_name:
+            return logical_id, function["Properties"]
+    raise AssertionError(f"no consumer for lane {lane_name}")
+
+
+def _mapping_for(synthesized, lane_name: str) -> dict:
+    queue = queue_logical_id(lane_name)
+    mappings = [
+        m["Properties"]
+        for m in synthesized.resources("AWS::Lambda::EventSourceMapping").values()
+        if m["Properties"]["EventSourceArn"] == {"Fn::GetAtt": [queue, "Arn"]}
+    ]
+    assert len(mappings) == 1, f"{lane_name}: expected one mapping on {queue}, found {len(mappings)}"
+    return mappings[0]
+
+
+def test_every_function_is_arm64_on_the_latest_python_with_powertools(synthesized):
+    functions = synthesized.resources("AWS::Lambda::Function")
+    assert len(functions) == len(synthesized.env.lanes) + 3  # consumers, webhook, jobs, sweeper
+    for function in functions.values():
+        props = function["Properties"]
+        assert props["Runtime"] == "python3.14"
+        assert props["Architectures"] == ["arm64"]
+        assert props["TracingConfig"] == {"Mode": "Active"}
+        assert props["LoggingConfig"]["LogFormat"] == "JSON"
+        (layer,) = props["Layers"]
+        parameter = synthesized.template["Parameters"][layer["Ref"]]
+        assert parameter["Type"] == "AWS::SSM::Parameter::Value<String>"
+        assert parameter["Default"] == (
+            f"/aws/service/powertools/python/arm64/python3.14/{synthesized.env.powertools_version}"
+        )
+
+
+def test_every_consumer_keeps_its_lane_budget(synthesized):
+    env = synthesized.env
+    for lane in env.lanes:
+        _, props = _consumer(synthesized, lane.name)
+        assert props["Handler"] == "pipeline.handlers.consumer.handler"
+        assert props["Timeout"] == lane.timeout_seconds
+        assert props["MemorySize"] == lane.memory_mb
+        if env.reserved_concurrency:
+            assert props["ReservedConcurrentExecutions"] == lane.reserved_concurrency >= lane.max_concurrency
+        else:
+            assert "ReservedConcurrentExecutions" not in props
+        mapping = _mapping_for(synthesized, lane.name)
+        assert mapping["BatchSize"] == lane.batch_size
+        assert mapping.get("MaximumBatchingWindowInSeconds", 0) == lane.batch_window_seconds
+        assert mapping["ScalingConfig"] == {"MaximumConcurrency": lane.max_concurrency}
+        assert mapping["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
+
+
+def test_every_lane_the_router_can_return_is_consumed(synthesized):
+    # A routed-but-unconsumed queue strands its work forever while the producer sees success.
+    for lane_name in WEBHOOK_LANES | set(synthesized.env.lane_names):
+        assert queue_logical_id(lane_name) in synthesized.template["Resources"]
+        mapping = _mapping_for(synthesized, lane_name)
+        assert mapping["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
+
+
+def test_function_environments_parse_into_handler_settings(synthesized):
+    env = synthesized.env
+    for lane in env.lanes:
+        _, props = _consumer(synthesized, lane.name)
+        parsed = settings.LaneSettings.from_dict(json.loads(props["Environment"]["Variables"]["LANE"]))
+        assert parsed.name == lane.name
+        assert parsed.max_receives == lane.max_receives
+        assert parsed.tenant_quota == lane.tenant_quota.limit
+    (jobs,) = _functions_by_handler(synthesized, "pipeline.handlers.jobs.handler")
+    lanes = json.loads(jobs["Environment"]["Variables"]["LANES"])
+    assert {name: settings.LaneSettings.from_dict(v).objective_seconds for name, v in lanes.items()} == {
+        lane.name: lane.objective_seconds for lane in env.lanes
+    }
+
+
+def test_http_api_routes_and_their_authorisation(synthesized):
+    routes = {
+        r["Properties"]["RouteKey"]: r["Properties"] for r in synthesized.resources("AWS::ApiGatewayV2::Route").values()
+    }
+    assert set(routes) == {"GET /webhooks/meta", "POST /webhooks/meta", "POST /jobs", "GET /jobs/{id}"}
+    for key in ("GET /webhooks/meta", "POST /webhooks/meta"):
+        assert routes[key]["AuthorizationType"] == "NONE"  # HMAC-verified in the function
+    for key in ("POST /jobs", "GET /jobs/{id}"):
+        assert routes[key]["AuthorizationType"] == "AWS_IAM"
+    (api,) = synthesized.resources("AWS::ApiGatewayV2::Api").values()
+    assert api["Properties"]["ProtocolType"] == "HTTP"
+
+
+def test_the_stage_is_throttled_and_logs_access(synthesized):
+    (stage,) = synthesized.resources("AWS::ApiGatewayV2::Stage").values()
+    props = stage["Properties"]
+    assert props["StageName"] == "$default"
+    assert props["AutoDeploy"] is True
+    assert props["DefaultRouteSettings"] == {
+        "ThrottlingBurstLimit": synthesized.env.api.burst_limit,
+        "ThrottlingRateLimit": synthesized.env.api.rate_limit,
+    }
+    access = props["AccessLogSettings"]
+    assert access["DestinationArn"]["Fn::GetAtt"][1] == "Arn"
+    assert json.loads(access["Format"])["status"] == "$context.status"
+
+
+def test_sweeper_runs_on_its_own_schedule(synthesized):
+    (sweeper,) = _functions_by_handler(synthesized, "pipeline.handlers.sweeper.handler")
+    assert "LANE" not in sweeper["Environment"]["Variables"]  # not a lane consumer
+    rules = {r["Properties"]["Description"]: r for r in synthesized.resources("AWS::Events::Rule").values()}
+    sweep = rules[f"lanes-{synthesized.env.name}: sweep for lost and abandoned work"]
+    assert sweep["Metadata"][PERIOD_METADATA] == synthesized.env.sweeper.period_seconds
+    assert sweep["Properties"]["ScheduleExpression"].startswith("rate(")
+    (target,) = sweep["Properties"]["Targets"]
+    assert target["RetryPolicy"] == {"MaximumRetryAttempts": 0}
+
+
+def test_ticks_carry_an_envelope_that_expires_at_its_cadence(synthesized):
+    lane = synthesized.env.lane("scheduled")
+    assert lane.tick is not None
+    assert lane.default_expiry_seconds == lane.tick.period_seconds
+    rules = [
+        r
+        for r in synthesized.resources("AWS::Events::Rule").values()
+        if r["Properties"]["Targets"][0]["Arn"] == {"Fn::GetAtt": [queue_logical_id("scheduled"), "Arn"]}
+    ]
+    (rule,) = rules
+    assert rule["Metadata"][PERIOD_METADATA] == lane.tick.period_seconds
+    template = rule["Properties"]["Targets"][0]["InputTransformer"]["InputTemplate"]
+    sample = json.loads(template.replace("<id>", "e-1").replace("<time>", '"2026-11-30T03:00:00Z"'))
+    assert sample["lane"] == "scheduled"
+    assert sample["source"] == "internal"
+    assert sample["id"] == "tick-e-1"
+
+
+def test_outputs_name_every_lane_resource_for_the_operator_cli(synthesized):
+    outputs = synthesized.template["Outputs"]
+    for lane in synthesized.env.lanes:
+        prefix = lane_id(lane.name)
+        for suffix in ("QueueUrl", "QueueArn", "DlqUrl", "DlqArn", "MappingId", "FunctionName"):
+            assert f"{prefix}{suffix}" in outputs
+    for key in (
+        "ApiUrl",
+        "WebhookTableName",
+        "JobsTableName",
+        "StateTableName",
+        "DataTableName",
+        "AlarmTopicArn",
+        "MetaSecretArn",
+    ):
+        assert key in outputs
+
+
+def test_no_function_may_touch_an_index_it_does_not_query(synthesized):
+    for policy in synthesized.resources("AWS::IAM::Policy").values():
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
+            resources = statement["Resource"] if isinstance(statement["Resource"], list) else [statement["Resource"]]
+            for resource in resources:
+                assert "index/*" not in json.dumps(resource)
+                if "/index/" in json.dumps(resource):
+                    assert statement["Action"] == "dynamodb:Query"
+
+
+def test_prod_is_protected_from_deletion(synth_env):
+    prod = synth_env("prod")
+    assert prod.stack.termination_protection is True
+    assert synth_env("dev").stack.termination_protection is False

@@ -1,0 +1,80 @@
+"""Environments and the lane catalogue: typed, validated, and strict about bad names."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from stacks.config.environments import ENVIRONMENTS, UnknownEnvironment, get_environment
+from stacks.config.lanes import RetryPolicy, TenantQuota, catalogue
+
+
+def test_unknown_environment_lists_the_valid_ones():
+    with pytest.raises(UnknownEnvironment) as error:
+        get_environment("production")
+    assert "'production'" in str(error.value)
+    assert "dev, local, prod, staging" in str(error.value)
+
+
+def test_missing_environment_says_how_to_pass_one():
+    with pytest.raises(UnknownEnvironment, match="-c env=<name>"):
+        get_environment(None)
+
+
+@pytest.mark.parametrize("name", sorted(ENVIRONMENTS))
+def test_every_lane_meets_the_design_rules(name):
+    env = get_environment(name)
+    assert set(env.lane_names) == {"messages", "engagement", "ai", "bulk", "scheduled"}
+    for lane in env.lanes:
+        assert lane.reserved_concurrency >= lane.max_concurrency >= 2
+        assert lane.max_receives >= 5
+        assert lane.visibility_timeout_seconds >= 6 * lane.timeout_seconds + lane.batch_window_seconds
+        assert lane.task_time_limit_seconds < lane.timeout_seconds
+
+
+def test_local_environment_runs_on_seconds_not_minutes():
+    local, prod = get_environment("local"), get_environment("prod")
+    for lane in local.lanes:
+        assert lane.timeout_seconds <= 10
+        assert lane.visibility_timeout_seconds <= 62
+        assert lane.objective_seconds <= prod.lane(lane.name).objective_seconds
+    assert local.sweeper.period_seconds < 60
+
+
+def test_reservations_only_where_the_account_quota_allows_them():
+    for env in ENVIRONMENTS.values():
+        if env.reserved_concurrency:
+            # Lambda keeps 100 of the account's concurrency unreserved.
+            assert env.reserved_total <= env.account_concurrency_quota - 100
+    assert not get_environment("dev").reserved_concurrency  # new accounts start at a quota of 10
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"max_concurrency": 1}, "max_concurrency must be >= 2"),
+        ({"reserved_concurrency": 3, "max_concurrency": 5}, "reserved_concurrency must be >= max_concurrency"),
+        ({"max_receives": 3}, "max_receives must be >= 5"),
+        ({"timeout_seconds": 901}, "timeout_seconds must be 1..900"),
+        ({"batch_size": 20, "batch_window_seconds": 0}, "batch window"),
+        ({"defer_seconds": 901}, "defer_seconds"),
+    ],
+)
+def test_a_contradictory_lane_is_refused_with_its_reason(change, message):
+    lane = catalogue()[0]
+    with pytest.raises(ValueError, match=message):
+        replace(lane, **change)
+
+
+def test_bad_budgets_and_retry_policies_are_refused():
+    with pytest.raises(ValueError, match="tenant quota"):
+        TenantQuota(limit=0)
+    with pytest.raises(ValueError, match="retry policy"):
+        RetryPolicy(base_seconds=10, cap_seconds=1)
+
+
+def test_a_lane_using_an_unknown_dependency_is_refused():
+    env = get_environment("dev")
+    with pytest.raises(ValueError, match="unknown dependency"):
+        replace(env, dependencies=())

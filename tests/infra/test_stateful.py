@@ -1,0 +1,126 @@
+"""Tables, queues and the secret: every property the design asks for, in every environment, and
+logical IDs that never move (a moved ID replaces a table or a queue and its messages)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from aws_cdk.assertions import Match, Template
+
+from pipeline import schema
+from stacks.constructs.lane import dlq_logical_id, queue_logical_id
+
+pytestmark = pytest.mark.xdist_group("synth")
+
+
+def _pinned_ids(env) -> dict[str, str]:
+    ids = {
+        "WebhookLogTable": "AWS::DynamoDB::Table",
+        "JobsTable": "AWS::DynamoDB::Table",
+        "StateTable": "AWS::DynamoDB::Table",
+        "DataTable": "AWS::DynamoDB::Table",
+        "MetaSecret": "AWS::SecretsManager::Secret",
+    }
+    for lane in env.lanes:
+        ids[queue_logical_id(lane.name)] = "AWS::SQS::Queue"
+        ids[dlq_logical_id(lane.name)] = "AWS::SQS::Queue"
+    return ids
+
+
+def test_stateful_logical_ids_are_pinned(synthesized):
+    resources = synthesized.template["Resources"]
+    for logical_id, resource_type in _pinned_ids(synthesized.env).items():
+        assert logical_id in resources, f"{logical_id} moved or vanished"
+        assert resources[logical_id]["Type"] == resource_type
+    assert queue_logical_id("messages") == "MessagesQueue"
+    assert dlq_logical_id("ai") == "AiDeadLetterQueue"
+
+
+def test_tables_are_on_demand_with_point_in_time_recovery(synthesized):
+    tables = synthesized.resources("AWS::DynamoDB::Table")
+    assert set(tables) == {"WebhookLogTable", "JobsTable", "StateTable", "DataTable"}
+    for table in tables.values():
+        props = table["Properties"]
+        assert props["BillingMode"] == "PAY_PER_REQUEST"
+        assert props["PointInTimeRecoverySpecification"]["PointInTimeRecoveryEnabled"] is True
+        assert props["SSESpecification"]["SSEEnabled"] is True
+        retained = synthesized.env.retain_stateful
+        assert table["DeletionPolicy"] == ("Retain" if retained else "Delete")
+        assert props.get("DeletionProtectionEnabled", False) is retained
+
+
+def test_obligation_tables_find_pending_rows_by_age(synthesized):
+    for logical_id in ("WebhookLogTable", "JobsTable"):
+        props = synthesized.resource(logical_id)["Properties"]
+        assert props["KeySchema"] == [{"AttributeName": schema.ID, "KeyType": "HASH"}]
+        (index,) = props["GlobalSecondaryIndexes"]
+        assert index["IndexName"] == schema.PENDING_INDEX
+        assert index["KeySchema"] == [
+            {"AttributeName": schema.PENDING_SHARD, "KeyType": "HASH"},
+            {"AttributeName": schema.PENDING_SINCE, "KeyType": "RANGE"},
+        ]
+        assert index["Projection"] == {"ProjectionType": "KEYS_ONLY"}
+
+
+def test_state_and_data_tables_expire_items_by_ttl(synthesized):
+    for logical_id in ("StateTable", "DataTable"):
+        props = synthesized.resource(logical_id)["Properties"]
+        assert props["TimeToLiveSpecification"] == {"AttributeName": schema.TTL, "Enabled": True}
+    assert [k["AttributeName"] for k in synthesized.resource("DataTable")["Properties"]["KeySchema"]] == [
+        schema.PK,
+        schema.SK,
+    ]
+
+
+def test_every_lane_queue_has_a_redrive_dlq_and_a_long_enough_visibility(synthesized):
+    env = synthesized.env
+    for lane in env.lanes:
+        queue = synthesized.resource(queue_logical_id(lane.name))["Properties"]
+        dlq = synthesized.resource(dlq_logical_id(lane.name))["Properties"]
+        assert queue["VisibilityTimeout"] == 6 * lane.timeout_seconds + lane.batch_window_seconds
+        assert queue["RedrivePolicy"] == {
+            "deadLetterTargetArn": {"Fn::GetAtt": [dlq_logical_id(lane.name), "Arn"]},
+            "maxReceiveCount": lane.max_receives,
+        }
+        assert queue["SqsManagedSseEnabled"] is True
+        assert queue["RedriveAllowPolicy"] == {"redrivePermission": "denyAll"}
+        assert dlq["SqsManagedSseEnabled"] is True
+        assert dlq["MessageRetentionPeriod"] == 14 * 24 * 3600
+        assert dlq["RedriveAllowPolicy"] == {"redrivePermission": "allowAll"}
+
+
+def test_every_queue_refuses_unencrypted_transport(synthesized):
+    queue_ids = {queue_logical_id(lane.name) for lane in synthesized.env.lanes} | {
+        dlq_logical_id(lane.name) for lane in synthesized.env.lanes
+    }
+    guarded = set()
+    for policy in synthesized.resources("AWS::SQS::QueuePolicy").values():
+        statements = policy["Properties"]["PolicyDocument"]["Statement"]
+        if any(
+            s["Effect"] == "Deny" and s.get("Condition") == {"Bool": {"aws:SecureTransport": "false"}}
+            for s in statements
+        ):
+            guarded |= {q["Ref"] for q in policy["Properties"]["Queues"]}
+    assert queue_ids <= guarded
+
+
+def test_meta_secret_is_generated_and_never_in_function_environments(synthesized):
+    Template.from_json(synthesized.template).has_resource_properties(
+        "AWS::SecretsManager::Secret",
+        {
+            "GenerateSecretString": Match.object_like(
+                {
+                    "GenerateStringKey": "verify_token",
+                    "SecretStringTemplate": json.dumps({"app_secret": "", "previous_app_secret": ""}),
+                }
+            )
+        },
+    )
+    for function in synthesized.resources("AWS::Lambda::Function").values():
+        variables = function["Properties"]["Environment"]["Variables"]
+        text = json.dumps(variables)
+        assert "app_secret" not in text
+        assert "verify_token" not in text
+        if "META_SECRET_ARN" in variables:
+            assert variables["META_SECRET_ARN"] == {"Ref": "MetaSecret"}
