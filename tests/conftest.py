@@ -6,3 +6,11 @@ import os
 # project and would bury test output. Set before any test imports aws_cdk.
 os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 os.environ.setdefault("JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION", "20")
+
+
+def pytest_configure(config):
+    # Handlers run in threads in the concurrency tests and the local runtime; DynamoDB's per-write
+    # atomicity must hold there as it does on AWS.
+    from ops.runtime.moto_patches import make_dynamodb_atomic
+
+    make_dynamodb_atomic()
