@@ -13,10 +13,11 @@ from stacks.constructs.alarms import OnCall
 from stacks.constructs.function import SharedCode
 from stacks.constructs.grants import CONDITIONAL_WRITE, DELETE, READ, grant_rows
 from stacks.constructs.ingress import Ingress, MetaSecret
-from stacks.constructs.lane import LaneConsumer, LaneQueues, lane_id
+from stacks.constructs.lane import LaneConsumer, LaneQueues
 from stacks.constructs.observability import Observability
 from stacks.constructs.schedules import Sweeper, Ticks
 from stacks.constructs.tables import PipelineTables
+from stacks.runtime_env import lane_id
 
 
 def stack_name(env: Environment) -> str:

@@ -17,6 +17,10 @@ from stacks.config.lanes import Lane
 
 Dumps = Callable[[Any], str]
 
+PERIOD_METADATA = "lanes:periodSeconds"
+"""Metadata on a scheduled rule holding its true period. EventBridge's smallest rate is one
+minute; the local environment's clock runs in seconds, and its runtime reads this instead."""
+
 
 @dataclass(frozen=True)
 class Resources:
@@ -27,6 +31,11 @@ class Resources:
     queue_urls: Mapping[str, str]
     dlq_urls: Mapping[str, str]
     secret_arn: str
+
+
+def lane_id(lane_name: str) -> str:
+    """`messages` → `Messages`: the prefix of a lane's logical IDs and stack outputs."""
+    return "".join(part.capitalize() for part in lane_name.replace("-", "_").split("_"))
 
 
 def metrics_namespace(env: Environment) -> str:
@@ -52,6 +61,12 @@ def lane_settings(lane: Lane) -> LaneSettings:
         dependency=lane.dependency,
         options=lane.options(),
     )
+
+
+def lane_capacity_per_second(lane: Lane) -> float:
+    """Messages a second the lane drains at full concurrency (Little's law: slots / service time).
+    The jobs API's admission uses it until consumers have measured a drain rate."""
+    return lane.max_concurrency / lane.traffic.service_seconds
 
 
 def _common(env: Environment, resources: Resources, service: str) -> dict[str, str]:
@@ -96,6 +111,7 @@ def jobs(env: Environment, resources: Resources, dumps: Dumps) -> dict[str, str]
                 "admission_cache_seconds": env.jobs.admission_cache_seconds,
                 "tenant_queued_limit": env.jobs.tenant_queued_limit,
                 "max_payload_bytes": env.jobs.max_payload_bytes,
+                "lane_capacity_per_second": {lane.name: lane_capacity_per_second(lane) for lane in env.lanes},
             }
         ),
     }

@@ -12,15 +12,11 @@ from stacks.config.environments import Environment
 from stacks.config.lanes import Lane
 from stacks.constructs.alarms import OnCall
 from stacks.constructs.function import FunctionSpec, PipelineFunction, SharedCode
+from stacks.runtime_env import lane_id
 
 DLQ_RETENTION = Duration.days(14)
 """SQS's maximum: the longest a person has to look at a dead letter before it is gone."""
 QUEUE_RETENTION = Duration.days(4)
-
-
-def lane_id(lane_name: str) -> str:
-    """`messages` → `Messages`: the prefix of the lane's logical IDs and stack outputs."""
-    return "".join(part.capitalize() for part in lane_name.replace("-", "_").split("_"))
 
 
 def queue_logical_id(lane_name: str) -> str:

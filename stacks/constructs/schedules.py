@@ -19,11 +19,7 @@ from stacks.constructs.alarms import OnCall
 from stacks.constructs.function import FunctionSpec, PipelineFunction, SharedCode
 from stacks.constructs.grants import CONDITIONAL_WRITE, READ, grant_index_query, grant_rows
 from stacks.constructs.tables import PipelineTables
-from stacks.runtime_env import metrics_namespace
-
-PERIOD_METADATA = "lanes:periodSeconds"
-"""Rule metadata holding the true period. EventBridge's smallest rate is one minute; the local
-environment's clock runs in seconds, and its runtime reads this instead of the expression."""
+from stacks.runtime_env import PERIOD_METADATA, metrics_namespace
 
 
 def _rate(period_seconds: int) -> events.Schedule:

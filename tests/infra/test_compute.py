@@ -8,8 +8,8 @@ import pytest
 
 from pipeline import settings
 from pipeline.domain.routing import WEBHOOK_LANES
-from stacks.constructs.lane import lane_id, queue_logical_id
-from stacks.constructs.schedules import PERIOD_METADATA
+from stacks.constructs.lane import queue_logical_id
+from stacks.runtime_env import PERIOD_METADATA, lane_id
 
 pytestmark = pytest.mark.xdist_group("synth")
 

@@ -1,0 +1,74 @@
+"""`lanectl local`: run the whole pipeline on this machine until Ctrl-C.
+
+The API listens on 127.0.0.1 (--port); the emulated AWS backend is reachable for other processes
+on --aws-port, so `lanectl --env local dlq list` and friends work against it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+import threading
+from pathlib import Path
+
+DEFAULT_API_PORT = 8787
+DEFAULT_AWS_PORT = 5599
+REFRESH_SECONDS = 1.0
+PLAIN_EVERY_SECONDS = 10.0
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--port", type=int, default=DEFAULT_API_PORT, help="API port on 127.0.0.1 (default 8787)")
+    parser.add_argument(
+        "--aws-port", type=int, default=DEFAULT_AWS_PORT, help="moto server port for other processes (default 5599)"
+    )
+    parser.add_argument("--log-dir", type=Path, default=Path(".local/logs"), help="function logs (default .local/logs)")
+    parser.add_argument("--no-live", action="store_true", help="print events as lines instead of a live view")
+    parser.add_argument("--duration", type=float, default=None, help="stop after this many seconds")
+
+
+def main(args: argparse.Namespace) -> int:
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)
+    from ops.runtime.console import render, summary
+    from ops.runtime.runtime import LocalRuntime
+
+    live = sys.stdout.isatty() and not getattr(args, "no_live", False)
+    out = sys.stdout
+    runtime = LocalRuntime(
+        api_port=args.port,
+        aws_port=args.aws_port,
+        log_dir=args.log_dir,
+        on_event=None if live else (lambda line: (out.write(line + "\n"), out.flush())),
+    )
+    stop = threading.Event()
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    out.write("synthesizing the local environment and deploying it into the emulator...\n")
+    out.flush()
+    try:
+        runtime.start()
+    except OSError as exc:
+        out.write(f"error: cannot start the local runtime: {exc} (is another one running on these ports?)\n")
+        return 1
+    out.write(f"ready: API {runtime.api_url}  AWS endpoint {runtime.aws_endpoint}  (Ctrl-C stops)\n")
+    out.flush()
+    waited = 0.0
+    try:
+        while not stop.wait(REFRESH_SECONDS):
+            waited += REFRESH_SECONDS
+            if live:
+                out.write("\x1b[H\x1b[J" + render(runtime) + "\n")
+                out.flush()
+            elif waited % PLAIN_EVERY_SECONDS < REFRESH_SECONDS:
+                out.write(render(runtime).split("\nalarms firing")[0] + "\n")
+                out.flush()
+            if args.duration is not None and waited >= args.duration:
+                break
+    finally:
+        text = summary(runtime)
+        runtime.stop()
+        out.write(text + "\n")
+        out.flush()
+    return 0

@@ -1,0 +1,226 @@
+"""API Gateway's part: the template's HTTP API routes served on 127.0.0.1.
+
+Requests become payload-format-2.0 events, the integration's function runs, and its response is
+returned unchanged. The stage's throttle (rate and burst) applies, answering 429 as API Gateway
+does. IAM-authorised routes require a SigV4 Authorization header; the signature itself is not
+verified locally (there is no IAM here), which is the one door left open.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qsl, urlsplit
+
+from ops.runtime.deploy import ACCOUNT, LOCAL_API_ID
+from ops.runtime.functions import FunctionHost
+
+_TEXT_TYPES = ("text/", "application/json", "application/x-www-form-urlencoded", "application/xml")
+
+
+@dataclass(frozen=True)
+class Route:
+    method: str
+    path: str
+    function: FunctionHost
+    iam: bool
+
+    @property
+    def key(self) -> str:
+        return f"{self.method} {self.path}"
+
+    def match(self, method: str, path: str) -> dict[str, str] | None:
+        if self.method not in (method, "ANY"):
+            return None
+        pattern = re.sub(r"\\\{([A-Za-z0-9_]+)\\\+\\\}", r"(?P<\1>.+)", re.escape(self.path))
+        pattern = re.sub(r"\\\{([A-Za-z0-9_]+)\\\}", r"(?P<\1>[^/]+)", pattern)
+        found = re.fullmatch(pattern, path)
+        return found.groupdict() if found else None
+
+
+class TokenBucket:
+    def __init__(self, rate: float, burst: int) -> None:
+        self._rate = rate
+        self._capacity = float(burst)
+        self._tokens = float(burst)
+        self._at = time.monotonic()
+        self._lock = threading.Lock()
+
+    def take(self) -> bool:
+        with self._lock:
+            now = time.monotonic()
+            self._tokens = min(self._capacity, self._tokens + (now - self._at) * self._rate)
+            self._at = now
+            if self._tokens >= 1:
+                self._tokens -= 1
+                return True
+            return False
+
+
+def _is_text(content_type: str) -> bool:
+    return any(content_type.lower().startswith(t) for t in _TEXT_TYPES)
+
+
+def build_event(
+    route: Route,
+    method: str,
+    target: str,
+    headers: dict[str, str],
+    body: bytes,
+    source_ip: str,
+    path_parameters: dict[str, str],
+) -> dict[str, Any]:
+    parts = urlsplit(target)
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    now = datetime.now(UTC)
+    event: dict[str, Any] = {
+        "version": "2.0",
+        "routeKey": route.key,
+        "rawPath": parts.path,
+        "rawQueryString": parts.query,
+        "headers": headers,
+        "requestContext": {
+            "accountId": ACCOUNT,
+            "apiId": LOCAL_API_ID,
+            "domainName": headers.get("host", "127.0.0.1"),
+            "domainPrefix": LOCAL_API_ID,
+            "http": {
+                "method": method,
+                "path": parts.path,
+                "protocol": "HTTP/1.1",
+                "sourceIp": source_ip,
+                "userAgent": headers.get("user-agent", ""),
+            },
+            "requestId": str(uuid.uuid4()),
+            "routeKey": route.key,
+            "stage": "$default",
+            "time": now.strftime("%d/%b/%Y:%H:%M:%S +0000"),
+            "timeEpoch": int(now.timestamp() * 1000),
+        },
+        "isBase64Encoded": False,
+    }
+    if query:
+        # API Gateway joins repeated parameters with commas.
+        merged: dict[str, str] = {}
+        for name, value in query:
+            merged[name] = f"{merged[name]},{value}" if name in merged else value
+        event["queryStringParameters"] = merged
+    if path_parameters:
+        event["pathParameters"] = path_parameters
+    if "cookie" in headers:
+        event["cookies"] = [c.strip() for c in headers["cookie"].split(";")]
+    if body:
+        text = None
+        if _is_text(headers.get("content-type", "")):
+            try:
+                text = body.decode("utf-8")
+            except UnicodeDecodeError:
+                text = None
+        if text is None:
+            event["body"] = base64.b64encode(body).decode("ascii")
+            event["isBase64Encoded"] = True
+        else:
+            event["body"] = text
+    return event
+
+
+def response_from(result: Any) -> tuple[int, dict[str, str], bytes]:
+    """Payload format 2.0: a dict with statusCode is used as is; anything else is a 200 JSON body."""
+    if isinstance(result, dict) and "statusCode" in result:
+        body = result.get("body") or ""
+        raw = base64.b64decode(body) if result.get("isBase64Encoded") else str(body).encode("utf-8")
+        headers = {str(k): str(v) for k, v in (result.get("headers") or {}).items()}
+        return int(result["statusCode"]), headers, raw
+    if isinstance(result, str):
+        return 200, {"content-type": "application/json"}, result.encode("utf-8")
+    return 200, {"content-type": "application/json"}, json.dumps(result).encode("utf-8")
+
+
+class ApiServer:
+    def __init__(
+        self, routes: list[Route], throttle: TokenBucket, *, port: int, on_request: Callable[[str, int, float], None]
+    ) -> None:
+        self.routes = routes
+        self._throttle = throttle
+        self._on_request = on_request
+        self._server = ThreadingHTTPServer(("127.0.0.1", port), self._handler_class())
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, name="api", daemon=True)
+
+    @property
+    def port(self) -> int:
+        return int(self._server.server_address[1])
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def handle(
+        self, method: str, target: str, headers: dict[str, str], body: bytes, source_ip: str
+    ) -> tuple[int, dict[str, str], bytes]:
+        path = urlsplit(target).path
+        for route in self.routes:
+            parameters = route.match(method, path)
+            if parameters is None:
+                continue
+            if not self._throttle.take():
+                return _message(429, "Too Many Requests")
+            if route.iam and not headers.get("authorization", "").startswith("AWS4-HMAC-SHA256 "):
+                return _message(403, "Forbidden")
+            event = build_event(route, method, target, headers, body, source_ip, parameters)
+            outcome = route.function.invoke(event)
+            if not outcome.ok:
+                if outcome.error and outcome.error.startswith("Task timed out"):
+                    return _message(503, "Service Unavailable")
+                return _message(500, "Internal Server Error")
+            return response_from(outcome.result)
+        return _message(404, "Not Found")
+
+    def _handler_class(self) -> type[BaseHTTPRequestHandler]:
+        api = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def _serve(self) -> None:
+                started = time.monotonic()
+                length = int(self.headers.get("content-length") or 0)
+                body = self.rfile.read(length) if length else b""
+                headers: dict[str, str] = {}
+                for raw_name, value in self.headers.items():
+                    name = raw_name.lower()
+                    headers[name] = f"{headers[name]},{value}" if name in headers else value
+                client = self.client_address[0]
+                status, out_headers, payload = api.handle(self.command, self.path, headers, body, client)
+                self.send_response(status)
+                for name, value in out_headers.items():
+                    if name.lower() not in ("content-length", "connection"):
+                        self.send_header(name, value)
+                self.send_header("content-length", str(len(payload)))
+                self.send_header("apigw-requestid", str(uuid.uuid4()))
+                self.end_headers()
+                self.wfile.write(payload)
+                api._on_request(f"{self.command} {urlsplit(self.path).path}", status, time.monotonic() - started)
+
+            do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = _serve
+
+            def log_message(self, format: str, *args: Any) -> None:
+                return  # access is recorded through on_request, not stderr
+
+        return Handler
+
+
+def _message(status: int, text: str) -> tuple[int, dict[str, str], bytes]:
+    return status, {"content-type": "application/json"}, json.dumps({"message": text}).encode()

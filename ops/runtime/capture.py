@@ -1,0 +1,122 @@
+"""Each function's standard output, as CloudWatch Logs would receive it.
+
+Handlers print structured logs and embedded-metric-format lines to stdout, exactly as on Lambda.
+Several functions run in this one process, so stdout is replaced by a writer that sends each line
+to the function whose invocation runs on the writing thread. Lines from anything else pass through.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sys
+import threading
+from collections import deque
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, TextIO
+
+LineSink = Callable[[str, str], None]
+
+
+class _ThreadRoutedStream:
+    def __init__(self, capture: OutputCapture, passthrough: TextIO) -> None:
+        self._capture = capture
+        self._passthrough = passthrough
+
+    def write(self, text: str) -> int:
+        function = self._capture.current()
+        if function is None:
+            return self._passthrough.write(text)
+        self._capture.feed(function, text)
+        return len(text)
+
+    def flush(self) -> None:
+        self._passthrough.flush()
+
+    def isatty(self) -> bool:
+        return False
+
+    @property
+    def encoding(self) -> str:
+        return "utf-8"
+
+
+class OutputCapture:
+    def __init__(self, *, log_dir: Path | None = None, keep_lines: int = 5000) -> None:
+        self._local = threading.local()
+        self._sinks: list[LineSink] = []
+        self._partial: dict[tuple[int, str], str] = {}
+        self._lock = threading.Lock()
+        self._log_dir = log_dir
+        self._files: dict[str, TextIO] = {}
+        self.recent: dict[str, deque[dict[str, Any]]] = {}
+        self._keep = keep_lines
+        self.console: TextIO = sys.stdout
+        self._saved: tuple[TextIO, TextIO] | None = None
+
+    def install(self) -> None:
+        """Route stdout and stderr; the runtime's own console keeps the real stdout."""
+        self._saved = (sys.stdout, sys.stderr)
+        self.console = sys.stdout
+        sys.stdout = _ThreadRoutedStream(self, self._saved[0])  # type: ignore[assignment]
+        sys.stderr = _ThreadRoutedStream(self, self._saved[1])  # type: ignore[assignment]
+
+    def uninstall(self) -> None:
+        if self._saved:
+            sys.stdout, sys.stderr = self._saved
+            self._saved = None
+        for handle in self._files.values():
+            handle.close()
+        self._files.clear()
+
+    def add_sink(self, sink: LineSink) -> None:
+        self._sinks.append(sink)
+
+    @contextlib.contextmanager
+    def bound_to(self, function: str) -> Iterator[None]:
+        previous = getattr(self._local, "function", None)
+        self._local.function = function
+        try:
+            yield
+        finally:
+            self._local.function = previous
+
+    def current(self) -> str | None:
+        return getattr(self._local, "function", None)
+
+    def feed(self, function: str, text: str) -> None:
+        key = (threading.get_ident(), function)
+        buffered = self._partial.pop(key, "") + text
+        *lines, rest = buffered.split("\n")
+        if rest:
+            self._partial[key] = rest
+        for line in lines:
+            if line.strip():
+                self._emit(function, line)
+
+    def _emit(self, function: str, line: str) -> None:
+        with self._lock:
+            if self._log_dir is not None:
+                handle = self._files.get(function)
+                if handle is None:
+                    self._log_dir.mkdir(parents=True, exist_ok=True)
+                    handle = (self._log_dir / f"{function}.log").open("a", encoding="utf-8")
+                    self._files[function] = handle
+                handle.write(line + "\n")
+                handle.flush()
+            parsed = _json_or_none(line)
+            if parsed is not None:
+                self.recent.setdefault(function, deque(maxlen=self._keep)).append(parsed)
+        for sink in self._sinks:
+            sink(function, line)
+
+
+def _json_or_none(line: str) -> dict[str, Any] | None:
+    if not line.startswith("{"):
+        return None
+    try:
+        value = json.loads(line)
+    except json.JSONDecodeError:
+        return None
+    return value if isinstance(value, dict) else None

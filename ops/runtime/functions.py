@@ -1,0 +1,189 @@
+"""Lambda's part: run a deployed function's handler with the configuration moto holds for it.
+
+Each concurrent invocation gets its own warm instance, built by the handler module's
+`create_handler` from the function's template environment, as a Lambda execution environment
+is initialised once and reused. A configuration change (an operator's update-function-
+configuration against the moto server) retires the warm instances, like a new deployment.
+A handler that outlives its timeout is reported as timed out; its thread cannot be frozen as
+Lambda would freeze it, so it is abandoned and may finish late (visibility expiry mid-task).
+"""
+
+from __future__ import annotations
+
+import importlib
+import threading
+import time
+import traceback
+import uuid
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import dataclass, field
+from typing import Any
+
+from ops.runtime.capture import OutputCapture
+from ops.runtime.deploy import REGION
+from ops.runtime.metrics import MetricsStore
+
+Handler = Callable[[Any, Any], Any]
+
+
+@dataclass(frozen=True)
+class FunctionConfig:
+    name: str
+    arn: str
+    handler: str
+    environment: Mapping[str, str]
+    timeout_seconds: float
+    memory_mb: int
+
+    @classmethod
+    def from_moto(cls, configuration: Mapping[str, Any]) -> FunctionConfig:
+        return cls(
+            name=configuration["FunctionName"],
+            arn=configuration["FunctionArn"],
+            handler=configuration["Handler"],
+            environment=dict((configuration.get("Environment") or {}).get("Variables", {})),
+            timeout_seconds=float(configuration.get("Timeout", 3)),
+            memory_mb=int(configuration.get("MemorySize", 128)),
+        )
+
+
+class LambdaContext:
+    def __init__(self, config: FunctionConfig, deadline: float) -> None:
+        self.function_name = config.name
+        self.function_version = "$LATEST"
+        self.invoked_function_arn = config.arn
+        self.memory_limit_in_mb = config.memory_mb
+        self.aws_request_id = str(uuid.uuid4())
+        self.log_group_name = f"/aws/lambda/{config.name}"
+        self.log_stream_name = f"local/{self.aws_request_id[:8]}"
+        self._deadline = deadline
+
+    def get_remaining_time_in_millis(self) -> int:
+        return max(0, int((self._deadline - time.monotonic()) * 1000))
+
+
+@dataclass
+class Invocation:
+    result: Any = None
+    error: str | None = None
+    duration_ms: float = 0.0
+    cold_start: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+@dataclass
+class _Instance:
+    handler: Handler
+    config: FunctionConfig
+
+
+@dataclass
+class FunctionStats:
+    invocations: int = 0
+    errors: int = 0
+    timeouts: int = 0
+    cold_starts: int = 0
+    in_flight: int = 0
+    peak_in_flight: int = 0
+    durations_ms: list[float] = field(default_factory=list)
+
+
+class FunctionHost:
+    def __init__(self, config: FunctionConfig, *, capture: OutputCapture, metrics: MetricsStore) -> None:
+        self._config = config
+        self._capture = capture
+        self._metrics = metrics
+        self._idle: list[_Instance] = []
+        self._lock = threading.Lock()
+        self._executor = ThreadPoolExecutor(max_workers=64, thread_name_prefix=f"fn-{config.name[-24:]}")
+        self.stats = FunctionStats()
+
+    @property
+    def config(self) -> FunctionConfig:
+        return self._config
+
+    def reconfigure(self, config: FunctionConfig) -> bool:
+        """Adopt a changed configuration; warm instances are retired. True when it changed."""
+        with self._lock:
+            if config == self._config:
+                return False
+            self._config = config
+            self._idle.clear()
+            return True
+
+    def invoke(self, event: Any) -> Invocation:
+        config = self._config
+        started = time.monotonic()
+        deadline = started + config.timeout_seconds
+        with self._lock:
+            instance = self._idle.pop() if self._idle else None
+            self.stats.invocations += 1
+            self.stats.in_flight += 1
+            self.stats.peak_in_flight = max(self.stats.peak_in_flight, self.stats.in_flight)
+        self._metric("ConcurrentExecutions", self.stats.in_flight, "Count")
+        future = self._executor.submit(self._run, instance, config, event, deadline)
+        try:
+            outcome = future.result(timeout=max(0.0, deadline - time.monotonic()))
+        except FutureTimeout:
+            outcome = Invocation(error=f"Task timed out after {config.timeout_seconds:.2f} seconds")
+            with self._lock:
+                self.stats.timeouts += 1
+        outcome.duration_ms = (time.monotonic() - started) * 1000
+        with self._lock:
+            self.stats.in_flight -= 1
+            self.stats.durations_ms.append(outcome.duration_ms)
+            if not outcome.ok:
+                self.stats.errors += 1
+        self._metric("Invocations", 1, "Count")
+        self._metric("Duration", outcome.duration_ms, "Milliseconds")
+        self._metric("Errors", 0 if outcome.ok else 1, "Count")
+        self._metric("Throttles", 0, "Count")
+        return outcome
+
+    def _run(self, instance: _Instance | None, config: FunctionConfig, event: Any, deadline: float) -> Invocation:
+        cold = instance is None
+        with self._capture.bound_to(config.name):
+            try:
+                if instance is None:
+                    instance = _Instance(handler=_load(config), config=config)
+                    with self._lock:
+                        self.stats.cold_starts += 1
+                result = instance.handler(event, LambdaContext(config, deadline))
+            except Exception as exc:  # a crashed invocation, exactly what Lambda reports
+                print(traceback.format_exc().rstrip())
+                return Invocation(error=f"{type(exc).__name__}: {exc}", cold_start=cold)
+        if time.monotonic() <= deadline:
+            with self._lock:
+                if instance.config == self._config:
+                    self._idle.append(instance)
+        return Invocation(result=result, cold_start=cold)
+
+    def _metric(self, name: str, value: float, unit: str) -> None:
+        self._metrics.put("AWS/Lambda", name, {"FunctionName": self._config.name}, value, unit)
+
+    def shutdown(self) -> None:
+        self._executor.shutdown(wait=False, cancel_futures=True)
+
+
+def _load(config: FunctionConfig) -> Handler:
+    """The handler module's `create_handler`, given the function's environment as Lambda would
+    set it. Modules read no environment at import, so one import serves every function."""
+    module_name, _, attribute = config.handler.rpartition(".")
+    module = importlib.import_module(module_name)
+    factory = getattr(module, "create_handler", None)
+    if factory is None:
+        raise RuntimeError(f"{module_name} has no create_handler(environ); the local runtime cannot host {attribute}")
+    environ = {
+        **config.environment,
+        "AWS_REGION": REGION,
+        "AWS_DEFAULT_REGION": REGION,
+        "AWS_LAMBDA_FUNCTION_NAME": config.name,
+        "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": str(config.memory_mb),
+        "AWS_LAMBDA_FUNCTION_VERSION": "$LATEST",
+    }
+    return factory(environ)

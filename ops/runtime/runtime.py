@@ -1,0 +1,355 @@
+"""The local runtime: the `local` environment's template, deployed into moto and played.
+
+    with LocalRuntime() as runtime:
+        requests.post(runtime.api_url + "/webhooks/meta", ...)
+
+Handlers inside the runtime reach moto in-process; tools in other processes (the operator CLI
+with `--env local`) reach the same backend through moto's server mode on `aws_endpoint`.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import boto3
+
+from ops.runtime.alarms import AlarmDefinition, AlarmEvaluator
+from ops.runtime.api import ApiServer, Route, TokenBucket
+from ops.runtime.capture import OutputCapture
+from ops.runtime.deploy import REGION, Deployment, deploy
+from ops.runtime.functions import FunctionConfig, FunctionHost
+from ops.runtime.intrinsics import references
+from ops.runtime.mappings import MappingPlayer
+from ops.runtime.metrics import MetricsStore, publish_to_cloudwatch
+from ops.runtime.moto_patches import make_dynamodb_atomic
+from ops.runtime.queue_metrics import record as record_queue_metrics
+from ops.runtime.schedules import ScheduledRule, Scheduler, period_seconds
+from ops.runtime.synth import SynthesizedApp, synthesize
+from stacks.config.environments import ENVIRONMENTS, Environment
+from stacks.runtime_env import lane_id
+
+FAKE_CREDENTIALS = {
+    "AWS_ACCESS_KEY_ID": "local",
+    "AWS_SECRET_ACCESS_KEY": "local",
+    "AWS_SESSION_TOKEN": "local",
+    "AWS_DEFAULT_REGION": REGION,
+    "AWS_REGION": REGION,
+}
+SAMPLE_SECONDS = 1.0
+PUBLISH_SECONDS = 5.0
+CONFIG_REFRESH_SECONDS = 2.0
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@dataclass
+class LaneView:
+    """What the runtime knows about one lane, by the stack's output names."""
+
+    name: str
+    queue_url: str
+    dlq_url: str
+    function: FunctionHost
+    player: MappingPlayer
+    alarms: list[AlarmDefinition] = field(default_factory=list)
+
+    @property
+    def queue_name(self) -> str:
+        return self.queue_url.rsplit("/", 1)[1]
+
+    @property
+    def dlq_name(self) -> str:
+        return self.dlq_url.rsplit("/", 1)[1]
+
+
+class LocalRuntime:
+    def __init__(
+        self,
+        env: Environment | None = None,
+        *,
+        api_port: int = 0,
+        aws_port: int | None = 0,
+        log_dir: Path | None = None,
+        synthesized: SynthesizedApp | None = None,
+        on_event: Callable[[str], None] | None = None,
+    ) -> None:
+        self.env = env or ENVIRONMENTS["local"]
+        self._api_port = api_port or free_port()
+        self._aws_port = None if aws_port is None else (aws_port or free_port())
+        self._synthesized = synthesized
+        self.capture = OutputCapture(log_dir=log_dir)
+        self.metrics = MetricsStore()
+        self.functions: dict[str, FunctionHost] = {}
+        self.players: list[MappingPlayer] = []
+        self.lanes: dict[str, LaneView] = {}
+        self.events: list[str] = []
+        self.errors: list[str] = []
+        self._on_event = on_event
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self._saved_environ: dict[str, str | None] = {}
+        self._mock: Any = None
+        self._server: Any = None
+        self.api: ApiServer | None = None
+        self.scheduler: Scheduler | None = None
+        self.alarms: AlarmEvaluator | None = None
+        self.deployment: Deployment | None = None
+        self.started_at = 0.0
+
+    # ------------------------------------------------------------------ lifecycle
+
+    @property
+    def api_url(self) -> str:
+        return f"http://127.0.0.1:{self._api_port}"
+
+    @property
+    def aws_endpoint(self) -> str | None:
+        return None if self._aws_port is None else f"http://127.0.0.1:{self._aws_port}"
+
+    def __enter__(self) -> LocalRuntime:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def start(self) -> None:
+        self._set_environ(FAKE_CREDENTIALS)
+        synthesized = self._synthesized or synthesize(self.env)
+        from moto import mock_aws
+
+        make_dynamodb_atomic()
+        self._mock = mock_aws()
+        self._mock.start()
+        if self._aws_port is not None:
+            from moto.server import ThreadedMotoServer
+
+            self._server = ThreadedMotoServer(ip_address="127.0.0.1", port=self._aws_port, verbose=False)
+            self._server.start()
+        self.capture.install()
+        self.capture.add_sink(lambda _function, line: self.metrics.record_emf(line))
+        self.deployment = deploy(synthesized, api_url=self.api_url)
+        self._clients = {
+            name: boto3.client(name, region_name=REGION)  # type: ignore[call-overload]
+            for name in ("lambda", "sqs", "sns", "cloudwatch")
+        }
+        self._host_functions()
+        self._play_mappings()
+        self._serve_api()
+        self._run_schedules()
+        self._evaluate_alarms()
+        self.started_at = time.time()
+        self._background(self._sample_loop, "metrics")
+        self._background(self._config_loop, "config")
+        self.event(f"runtime up: API {self.api_url}, AWS endpoint {self.aws_endpoint or 'in-process only'}")
+
+    def stop(self) -> None:
+        self._stop.set()
+        for player in self.players:
+            player.stop()
+        if self.scheduler:
+            self.scheduler.stop()
+        if self.api:
+            self.api.stop()
+        for thread in self._threads:
+            thread.join(timeout=5)
+        for host in self.functions.values():
+            host.shutdown()
+        self.capture.uninstall()
+        if self._server:
+            self._server.stop()
+        if self._mock:
+            self._mock.stop()
+        for name, value in self._saved_environ.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+    def event(self, text: str) -> None:
+        stamped = f"{time.strftime('%H:%M:%S')} {text}"
+        self.events.append(stamped)
+        if self._on_event:
+            self._on_event(stamped)
+
+    def error(self, text: str) -> None:
+        self.errors.append(text)
+        self.event(f"error: {text}")
+
+    # ------------------------------------------------------------------ wiring from the template
+
+    def _set_environ(self, values: dict[str, str]) -> None:
+        for name, value in values.items():
+            self._saved_environ.setdefault(name, os.environ.get(name))
+            os.environ[name] = value
+
+    def _host_functions(self) -> None:
+        assert self.deployment is not None
+        for logical_id in self.deployment.resources("AWS::Lambda::Function"):
+            name = self.deployment.physical[logical_id]
+            configuration = self._clients["lambda"].get_function_configuration(FunctionName=name)
+            self.functions[logical_id] = FunctionHost(
+                FunctionConfig.from_moto(configuration), capture=self.capture, metrics=self.metrics
+            )
+
+    def _function_by_arn(self, arn: str) -> FunctionHost:
+        for host in self.functions.values():
+            if host.config.arn == arn or host.config.name == arn.rsplit(":", 1)[-1]:
+                return host
+        raise KeyError(f"no function {arn}")
+
+    def _queue_url(self, arn: str) -> str:
+        return str(self._clients["sqs"].get_queue_url(QueueName=arn.rsplit(":", 1)[1])["QueueUrl"])
+
+    def _play_mappings(self) -> None:
+        assert self.deployment is not None
+        outputs = self.deployment.outputs
+        for logical_id, resource in self.deployment.resources("AWS::Lambda::EventSourceMapping").items():
+            properties = self.deployment.resolve(resource["Properties"])
+            queue_arn = properties["EventSourceArn"]
+            player = MappingPlayer(
+                uuid=self.deployment.physical[logical_id],
+                queue_url=self._queue_url(queue_arn),
+                queue_arn=queue_arn,
+                function=self._function_by_arn(properties["FunctionName"]),
+                lambda_client=self._clients["lambda"],
+                sqs_client=self._clients["sqs"],
+                on_error=self.error,
+            )
+            self.players.append(player)
+        for lane in self.env.lanes:
+            prefix = lane_id(lane.name)
+            (player,) = [p for p in self.players if p.uuid == outputs[f"{prefix}MappingId"]]
+            self.lanes[lane.name] = LaneView(
+                name=lane.name,
+                queue_url=outputs[f"{prefix}QueueUrl"],
+                dlq_url=outputs[f"{prefix}DlqUrl"],
+                function=player.function,
+                player=player,
+            )
+        for player in self.players:
+            player.start()
+
+    def _serve_api(self) -> None:
+        assert self.deployment is not None
+        integrations = self.deployment.resources("AWS::ApiGatewayV2::Integration")
+        routes = []
+        for resource in self.deployment.resources("AWS::ApiGatewayV2::Route").values():
+            properties = resource["Properties"]
+            (integration_id,) = references(properties["Target"]) & set(integrations)
+            uri = self.deployment.resolve(integrations[integration_id]["Properties"]["IntegrationUri"])
+            method, path = properties["RouteKey"].split(" ", 1)
+            routes.append(
+                Route(
+                    method=method,
+                    path=path,
+                    function=self._function_by_arn(uri),
+                    iam=properties.get("AuthorizationType") == "AWS_IAM",
+                )
+            )
+        (stage,) = self.deployment.resources("AWS::ApiGatewayV2::Stage").values()
+        settings = stage["Properties"].get("DefaultRouteSettings", {})
+        throttle = TokenBucket(
+            rate=float(settings.get("ThrottlingRateLimit", 10_000)),
+            burst=int(settings.get("ThrottlingBurstLimit", 5_000)),
+        )
+        self.api = ApiServer(routes, throttle, port=self._api_port, on_request=self._on_request)
+        self.api.start()
+
+    def _on_request(self, route: str, status: int, seconds: float) -> None:
+        self.metrics.put("Local/API", "Requests", {"Route": route, "Status": str(status)}, 1, "Count")
+        self.metrics.put("Local/API", "Latency", {"Route": route}, seconds * 1000, "Milliseconds")
+
+    def _run_schedules(self) -> None:
+        assert self.deployment is not None
+        rules = []
+        for logical_id, resource in self.deployment.resources("AWS::Events::Rule").items():
+            if "ScheduleExpression" not in resource["Properties"]:
+                continue
+            targets = self.deployment.resolve(resource["Properties"].get("Targets", []))
+            arn = f"arn:aws:events:{REGION}:rule/{self.deployment.physical[logical_id]}"
+            rules.append(ScheduledRule(logical_id, arn, period_seconds(resource), targets))
+        self.scheduler = Scheduler(
+            rules, invoke_async=self._invoke_async, send_to_queue=self._send_to_queue, on_error=self.error
+        )
+        self.scheduler.start()
+
+    def _invoke_async(self, arn: str, event: dict[str, Any], retries: int) -> None:
+        host = self._function_by_arn(arn)
+
+        def run() -> None:
+            for _ in range(retries + 1):
+                if host.invoke(event).ok or self._stop.is_set():
+                    return
+
+        threading.Thread(target=run, name="async-invoke", daemon=True).start()
+
+    def _send_to_queue(self, arn: str, body: str) -> None:
+        self._clients["sqs"].send_message(QueueUrl=self._queue_url(arn), MessageBody=body)
+
+    def _evaluate_alarms(self) -> None:
+        assert self.deployment is not None
+        definitions = []
+        for logical_id, resource in self.deployment.resources("AWS::CloudWatch::Alarm").items():
+            properties = self.deployment.resolve(resource["Properties"])
+            definitions.append(AlarmDefinition.from_template(logical_id, properties, self.deployment.app.stack_name))
+        self.alarms = AlarmEvaluator(
+            definitions,
+            self.metrics,
+            cloudwatch=self._clients["cloudwatch"],
+            sns=self._clients["sns"],
+            on_change=lambda alarm, previous: self.event(f"alarm {alarm.logical_id}: {previous} -> {alarm.state}"),
+        )
+        self.alarms.create_in_moto()
+        for lane in self.lanes.values():
+            lane.alarms = [a for a in definitions if a.logical_id.startswith(f"{lane_id(lane.name)}Lane")]
+
+    # ------------------------------------------------------------------ background loops
+
+    def _background(self, target: Callable[[], None], name: str) -> None:
+        thread = threading.Thread(target=target, name=name, daemon=True)
+        self._threads.append(thread)
+        thread.start()
+
+    def queue_names(self) -> list[str]:
+        assert self.deployment is not None
+        return [
+            url.rsplit("/", 1)[1]
+            for url in (self.deployment.physical[k] for k in self.deployment.resources("AWS::SQS::Queue"))
+        ]
+
+    def _sample_loop(self) -> None:
+        names = self.queue_names()
+        last_publish = time.monotonic()
+        while not self._stop.wait(SAMPLE_SECONDS):
+            try:
+                record_queue_metrics(self.metrics, names)
+                assert self.alarms is not None
+                self.alarms.evaluate_all()
+                if time.monotonic() - last_publish >= PUBLISH_SECONDS:
+                    publish_to_cloudwatch(self.metrics, self._clients["cloudwatch"])
+                    last_publish = time.monotonic()
+            except Exception as exc:
+                self.error(f"metrics: {type(exc).__name__}: {exc}")
+
+    def _config_loop(self) -> None:
+        """Adopt configuration changes made through the moto server, as a deploy would."""
+        while not self._stop.wait(CONFIG_REFRESH_SECONDS):
+            for host in self.functions.values():
+                try:
+                    configuration = self._clients["lambda"].get_function_configuration(FunctionName=host.config.name)
+                    if host.reconfigure(FunctionConfig.from_moto(configuration)):
+                        self.event(f"{host.config.name}: configuration changed; warm instances retired")
+                except Exception as exc:
+                    self.error(f"config refresh: {type(exc).__name__}: {exc}")
