@@ -7,11 +7,10 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from pipeline import metric_names
-from pipeline.metric_names import Outcome
-
 from ops.runtime.alarms import ALARM, OK
 from ops.runtime.runtime import LaneView, LocalRuntime
+from pipeline import metric_names
+from pipeline.metric_names import Outcome
 from stacks.runtime_env import metrics_namespace
 
 OUTCOME_COLUMNS = (
