@@ -188,3 +188,35 @@ def section(environ: Mapping[str, str], name: str) -> dict[str, Any]:
 
 def require(environ: Mapping[str, str], name: str) -> str:
     return _require(environ, name)
+
+
+@dataclass(frozen=True)
+class SweeperSettings:
+    """SWEEPER_SETTINGS: how long a row may sit before the sweeper calls it lost, and how often it
+    may be replayed before it is abandoned."""
+
+    grace_seconds: float
+    patience_seconds: float
+    max_replays: int
+    rows_per_run: int
+
+    @classmethod
+    def from_dict(cls, raw: Mapping[str, Any]) -> SweeperSettings:
+        try:
+            parsed = cls(
+                grace_seconds=float(raw["grace_seconds"]),
+                patience_seconds=float(raw["patience_seconds"]),
+                max_replays=int(raw["max_replays"]),
+                rows_per_run=int(raw["rows_per_run"]),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise SettingsError(f"sweeper settings are incomplete or malformed: {exc!r}") from exc
+        if parsed.grace_seconds <= 0 or parsed.patience_seconds < parsed.grace_seconds:
+            raise SettingsError("sweeper settings need 0 < grace_seconds <= patience_seconds")
+        if parsed.max_replays < 1 or parsed.rows_per_run < 1:
+            raise SettingsError("sweeper settings need max_replays >= 1 and rows_per_run >= 1")
+        return parsed
+
+
+def sweeper(environ: Mapping[str, str]) -> SweeperSettings:
+    return SweeperSettings.from_dict(section(environ, EnvVar.SWEEPER))

@@ -1,0 +1,142 @@
+"""Scheduled sweeper: replays logged work the queues lost, abandons work that keeps failing, and
+publishes the age of the oldest unfinished row (the event itself carries nothing it needs).
+
+It runs on its own function and schedule, never on a lane it watches: a watchdog queued behind the
+backlog it exists to detect would go quiet exactly when it matters.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from pipeline import metric_names, schema, settings
+from pipeline.adapters.clients import Clients
+from pipeline.adapters.observability import MetricUnit, logger_for, metrics_for
+from pipeline.adapters.pending_rows import PendingRows
+from pipeline.adapters.queue_depth import LaneBacklog
+from pipeline.adapters.queues import Outgoing, QueueSender
+from pipeline.adapters.row_envelopes import job_envelope, webhook_envelope
+from pipeline.adapters.state import TableNames
+from pipeline.adapters.transactions import Committer
+from pipeline.domain import job_bookkeeping
+from pipeline.domain.effects import Table, Write
+from pipeline.domain.envelope import Envelope
+from pipeline.domain.sweep import SWEPT_SOURCES, PendingRow, ReplayFailed, Sweep, SweepReport, patience_for
+
+SERVICE = "sweeper"
+STOP_MARGIN_MS = 5_000
+"""Stop taking new rows this close to the Lambda timeout; the next run picks up the rest."""
+
+Handler = Callable[[Any, Any], dict[str, Any]]
+
+
+def _should_stop(context: Any) -> Callable[[], bool]:
+    remaining = getattr(context, "get_remaining_time_in_millis", None)
+    if remaining is None:
+        return lambda: False
+    return lambda: remaining() < STOP_MARGIN_MS
+
+
+def _publish(metrics: Any, report: SweepReport) -> None:
+    # One flush per source: a metric's dimensions are per flush, and Source is the dimension.
+    # Zeros are published too, so "nothing pending" reads as 0 and only a silent sweeper reads
+    # as missing data (which the age alarm treats as breaching).
+    for source in SWEPT_SOURCES:
+        source_report = report.sources.get(source)
+        if source_report is None:
+            continue
+        metrics.add_dimension(metric_names.SOURCE, source)
+        metrics.add_metric(metric_names.OLDEST_UNPROCESSED_AGE, MetricUnit.Seconds, source_report.oldest_age_seconds)
+        metrics.add_metric(metric_names.REPLAYED, MetricUnit.Count, source_report.replayed)
+        metrics.add_metric(metric_names.ABANDONED, MetricUnit.Count, source_report.abandoned)
+        metrics.flush_metrics()
+
+
+def abandoned_job_bookkeeping(row: PendingRow) -> tuple[Write, ...]:
+    """What abandoning a job commits with its status change: the job leaves its tenant's queued
+    count (the jobs API's 429 limit), exactly as a job the consumer finishes does. A row whose
+    message could not be rebuilt has no trustworthy lane and tenant, so it has nothing to release."""
+    if row.envelope is None:
+        return ()
+    return job_bookkeeping.job_finished(row.envelope, schema.RowStatus.PENDING, schema.RowStatus.ABANDONED)
+
+
+def create_handler(
+    environ: Mapping[str, str],
+    *,
+    clock: Callable[[], float] = time.time,
+    clients: Clients | None = None,
+) -> Handler:
+    sweeper_settings = settings.sweeper(environ)
+    lanes = settings.lanes(environ)
+    queue_urls = settings.lane_queues(environ)
+    tables = settings.Tables.from_environ(environ)
+    clients = clients or Clients(region=settings.region(environ))
+    logger = logger_for(environ, SERVICE)
+    sender = QueueSender(clients.sqs)
+    table_names = TableNames(
+        {
+            Table.WEBHOOK_LOG: tables.webhook_log,
+            Table.JOBS: tables.jobs,
+            Table.STATE: tables.state,
+            Table.DATA: tables.data,
+        }
+    )
+    patience_by_lane = {
+        lane: patience_for(sweeper_settings, lanes[lane].objective_seconds if lane in lanes else 0.0)
+        for lane in queue_urls
+    }
+
+    def replay(lane: str, envelope: Envelope) -> None:
+        try:
+            sender.send(queue_urls[lane], Outgoing(envelope))
+        except (BotoCoreError, ClientError) as exc:
+            raise ReplayFailed(str(exc)) from exc
+
+    def handler(event: Any, context: Any) -> dict[str, Any]:
+        del event  # a schedule tick; its content does not matter
+        dynamodb = clients.dynamodb
+        committer = Committer(dynamodb, table_names)
+        sweep = Sweep(
+            settings=sweeper_settings,
+            stores=(
+                PendingRows(dynamodb, tables.webhook_log, source="webhook", logical_table=Table.WEBHOOK_LOG,
+                            to_envelope=webhook_envelope, committer=committer),
+                PendingRows(dynamodb, tables.jobs, source="job", logical_table=Table.JOBS,
+                            to_envelope=job_envelope, committer=committer, bookkeeping=abandoned_job_bookkeeping),
+            ),
+            backlog=LaneBacklog(clients.sqs, queue_urls, logger),
+            replay=replay,
+            patience_by_lane=patience_by_lane,
+            log=logger,
+            should_stop=_should_stop(context),
+        )
+        report = SweepReport()
+        try:
+            sweep.run(clock(), report)
+        finally:
+            # Whatever got measured is published even if a later step raised: the ages are
+            # true, and an error here shows up as the function's Errors anyway.
+            _publish(metrics_for(environ, SERVICE), report)
+        summary = report.as_dict()
+        logger.info("sweep finished", extra={"summary": summary})
+        return summary
+
+    return handler
+
+
+@functools.cache
+def _built() -> Handler:
+    return create_handler(os.environ)
+
+
+def handler(event: Any, context: Any) -> dict[str, Any]:
+    """The Lambda entry point: builds the handler on first call, so nothing reads the environment
+    or makes clients at import time."""
+    return _built()(event, context)

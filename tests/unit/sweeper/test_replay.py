@@ -1,0 +1,189 @@
+"""Lost work is replayed once; late work is left alone until patience runs out."""
+
+from __future__ import annotations
+
+from pipeline import metric_names, schema
+
+from .conftest import metric
+
+GRACE = 8  # the local environment's sweeper settings
+PATIENCE = 30
+
+
+def test_lost_enqueue_is_replayed_once_on_the_next_sweep(rows, queues, sweep, clock):
+    # Given a webhook row whose enqueue failed after the write: pending, and nothing on its lane
+    rows.webhook("wh-lost", lane="messages", tenant="waba-7", age=GRACE + 1)
+    assert queues.depth("messages") == 0
+
+    # When the sweeper runs
+    report = sweep()
+
+    # Then its message is on the lane once, rebuilt from the row, and the replay is recorded
+    assert report["webhook"]["replayed"] == 1
+    [envelope] = queues.drain("messages")
+    assert (envelope.id, envelope.lane, envelope.tenant) == ("wh-lost", "messages", "waba-7")
+    assert envelope.source == "webhook"
+    assert envelope.ref == "wh-lost"
+    row = rows.get("webhook", "wh-lost")
+    assert row["replays"] == 1
+    assert row["replayed_at"] == clock.now
+
+    # And once the consumer has finished it, later sweeps leave nothing behind
+    rows.finish("webhook", "wh-lost")
+    clock.advance(PATIENCE * 4)
+    assert sweep()["webhook"]["replayed"] == 0
+    assert queues.depth("messages") == 0
+
+
+def test_a_replay_gets_its_own_grace_before_the_next_one(rows, queues, sweep, clock):
+    # Given a row replayed by the last sweep, whose message is still on the queue
+    rows.webhook("wh-1", age=GRACE + 1)
+    sweep()
+
+    # When the next sweep runs within the grace period, and again after it while the lane is busy
+    clock.advance(GRACE - 1)
+    settling = sweep()["webhook"]
+    clock.advance(2)
+    late = sweep()["webhook"]
+
+    # Then neither sends a second copy
+    assert (settling["settling"], settling["replayed"]) == (1, 0)
+    assert (late["late"], late["replayed"]) == (1, 0)
+    assert queues.depth("messages") == 1
+
+
+def test_backlogged_lane_is_left_alone_until_patience_runs_out(rows, queues, sweep, clock):
+    # Given a pending row past its grace, and a lane with other work queued in front of it
+    rows.webhook("wh-late", lane="messages", age=GRACE + 1)
+    queues.put_backlog("messages", 3)
+
+    # When the sweeper runs while the row is younger than the patience window
+    report = sweep()
+
+    # Then the row is late, not lost: nothing is added to the busy lane
+    assert (report["webhook"]["late"], report["webhook"]["replayed"]) == (1, 0)
+    assert queues.depth("messages") == 3
+    assert rows.get("webhook", "wh-late")["replays"] == 0
+
+    # When the lane is still busy once the row is older than the patience window
+    clock.advance(PATIENCE)
+    report = sweep()
+
+    # Then it is replayed regardless: patience bounds how long a lost row can wait
+    assert report["webhook"]["replayed"] == 1
+    assert queues.depth("messages") == 4
+
+
+def test_a_lane_with_a_longer_objective_than_patience_gets_its_objective(rows, queues, sweep, clock):
+    # Given a busy bulk lane (local objective 60 s, longer than the 30 s patience) and a job on it
+    rows.job("job-bulk", lane="bulk", age=PATIENCE + 5)
+    queues.put_backlog("bulk")
+
+    # When the sweeper runs past patience but within the lane's objective
+    report = sweep()
+
+    # Then the job is still considered queued
+    assert (report["job"]["late"], report["job"]["replayed"]) == (1, 0)
+
+    # And once past the objective it is replayed
+    clock.advance(60)
+    assert sweep()["job"]["replayed"] == 1
+
+
+def test_job_replay_carries_payload_deadline_and_attempts(rows, queues, sweep, clock):
+    # Given a lost job with a deadline and one failed attempt recorded
+    rows.job("job-1", lane="ai", tenant="acme", age=GRACE + 1, deadline=int(clock.now + 600), attempts=1)
+
+    # When the sweeper replays it
+    sweep()
+
+    # Then the message says what the row says
+    [envelope] = queues.drain("ai")
+    assert envelope.source == "job"
+    assert envelope.payload == {"page": 3, "source": "drive"}
+    assert envelope.deadline == int(clock.now + 600)
+    assert envelope.attempt == 1
+    assert envelope.kind == "import.page"
+
+
+def test_rows_within_grace_are_not_touched(rows, queues, sweep):
+    # Given a row written a moment ago (its message is surely still on the way)
+    rows.webhook("wh-fresh", age=GRACE - 2)
+
+    # When the sweeper runs
+    report = sweep()
+
+    # Then it is not even a candidate
+    assert report["webhook"]["overdue"] == 0
+    assert queues.depth("messages") == 0
+
+
+def test_replays_oldest_first_and_at_most_rows_per_run(rows, queues, sweeper_environ, clock):
+    import json
+
+    from pipeline.handlers.sweeper import create_handler
+
+    # Given five lost rows in different shards and a sweeper allowed three rows a run
+    for n, age in enumerate((50, 10, 40, 20, 30)):
+        rows.webhook(f"wh-{n}", age=GRACE + age)
+    environ = {**sweeper_environ, "SWEEPER_SETTINGS": json.dumps(
+        {"grace_seconds": GRACE, "patience_seconds": PATIENCE, "max_replays": 3, "rows_per_run": 3})}
+
+    # When one sweep runs
+    report = create_handler(environ, clock=clock)({}, None)
+
+    # Then the three oldest are replayed, and the others wait for the next run
+    assert report["webhook"]["replayed"] == 3
+    assert sorted(e.id for e in queues.drain("messages")) == ["wh-0", "wh-2", "wh-4"]
+    assert rows.get("webhook", "wh-1")["replays"] == 0
+
+
+def test_age_of_the_oldest_pending_row_is_published_even_within_grace(rows, sweep, capsys, clock):
+    # Given one young webhook row and no jobs at all
+    rows.webhook("wh-young", age=5)
+
+    # When the sweeper runs
+    sweep()
+
+    # Then the webhook age is the true age and the job age is an explicit 0, not silence
+    out = capsys.readouterr().out
+    assert metric(out, metric_names.OLDEST_UNPROCESSED_AGE, "webhook") == [5.0]
+    assert metric(out, metric_names.OLDEST_UNPROCESSED_AGE, "job") == [0.0]
+    assert metric(out, metric_names.REPLAYED, "webhook") == [0.0]
+    assert metric(out, metric_names.ABANDONED, "job") == [0.0]
+
+
+def test_replay_metrics_count_by_source(rows, sweep, capsys):
+    rows.webhook("wh-a", age=GRACE + 100)
+    rows.job("job-a", lane="messages", age=GRACE + 1)
+
+    sweep()
+
+    out = capsys.readouterr().out
+    assert metric(out, metric_names.REPLAYED, "webhook") == [1.0]
+    assert metric(out, metric_names.REPLAYED, "job") == [1.0]
+    assert metric(out, metric_names.OLDEST_UNPROCESSED_AGE, "webhook") == [GRACE + 100.0]
+
+
+def test_row_finished_between_query_and_read_is_left_alone(rows, queues, sweeper_environ, clock, monkeypatch):
+    from pipeline.adapters.pending_rows import PendingRows
+    from pipeline.handlers.sweeper import create_handler
+
+    # Given a lost row that a consumer finishes right after the sweeper's index query
+    rows.webhook("wh-race", age=GRACE + 1)
+    original = PendingRows.load
+
+    def finish_then_load(self, ids):
+        rows.finish("webhook", "wh-race")
+        return original(self, ids)
+
+    monkeypatch.setattr(PendingRows, "load", finish_then_load)
+
+    # When the sweep goes on to read the row
+    report = create_handler(sweeper_environ, clock=clock)({}, None)
+
+    # Then it sees the row finished and sends nothing
+    assert report["webhook"]["overdue"] == 1
+    assert report["webhook"]["replayed"] == 0
+    assert queues.depth("messages") == 0
+    assert schema.PENDING_SHARD not in rows.get("webhook", "wh-race")
