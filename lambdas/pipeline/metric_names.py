@@ -44,3 +44,7 @@ ABANDONED = "Abandoned"  # by Source (webhook/job) from the sweeper; by Lane fro
 # Sweeper
 OLDEST_UNPROCESSED_AGE = "OldestUnprocessedAgeSeconds"  # by Source: webhook, job
 REPLAYED = "Replayed"  # by Source
+
+# The doors' own failures: each is a 5xx its caller sees (Meta retries; producers should too)
+WEBHOOK_FAILED = "WebhookFailed"  # by Reason: misconfigured, secrets_unavailable, log_write_failed, internal
+JOB_FAILED = "JobFailed"  # by Reason: table_unavailable, internal

@@ -220,3 +220,60 @@ class SweeperSettings:
 
 def sweeper(environ: Mapping[str, str]) -> SweeperSettings:
     return SweeperSettings.from_dict(section(environ, EnvVar.SWEEPER))
+
+
+@dataclass(frozen=True)
+class WebhookSettings:
+    """WEBHOOK_SETTINGS, for the ingress function."""
+
+    max_body_bytes: int
+    max_json_depth: int
+
+    @classmethod
+    def from_dict(cls, raw: Mapping[str, Any]) -> WebhookSettings:
+        try:
+            parsed = cls(max_body_bytes=int(raw["max_body_bytes"]), max_json_depth=int(raw["max_json_depth"]))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise SettingsError(f"webhook settings are incomplete or malformed: {exc!r}") from exc
+        if parsed.max_body_bytes < 1 or parsed.max_json_depth < 1:
+            raise SettingsError("webhook settings need max_body_bytes >= 1 and max_json_depth >= 1")
+        return parsed
+
+
+def webhook(environ: Mapping[str, str]) -> WebhookSettings:
+    return WebhookSettings.from_dict(section(environ, EnvVar.WEBHOOK))
+
+
+@dataclass(frozen=True)
+class JobsSettings:
+    """JOBS_SETTINGS, for the jobs API function."""
+
+    admission_cache_seconds: float
+    tenant_queued_limit: int
+    max_payload_bytes: int
+    lane_capacity_per_second: Mapping[str, float]
+    """Each lane's configured drain rate (max concurrency / service time): admission's estimate
+    until consumers have measured one."""
+
+    @classmethod
+    def from_dict(cls, raw: Mapping[str, Any]) -> JobsSettings:
+        try:
+            parsed = cls(
+                admission_cache_seconds=float(raw["admission_cache_seconds"]),
+                tenant_queued_limit=int(raw["tenant_queued_limit"]),
+                max_payload_bytes=int(raw["max_payload_bytes"]),
+                lane_capacity_per_second={str(k): float(v) for k, v in dict(raw["lane_capacity_per_second"]).items()},
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise SettingsError(f"jobs settings are incomplete or malformed: {exc!r}") from exc
+        if parsed.admission_cache_seconds < 0 or parsed.tenant_queued_limit < 1 or parsed.max_payload_bytes < 1:
+            raise SettingsError(
+                "jobs settings need admission_cache_seconds >= 0, tenant_queued_limit >= 1, max_payload_bytes >= 1"
+            )
+        if any(rate <= 0 for rate in parsed.lane_capacity_per_second.values()):
+            raise SettingsError("jobs settings need every lane_capacity_per_second > 0")
+        return parsed
+
+
+def jobs(environ: Mapping[str, str]) -> JobsSettings:
+    return JobsSettings.from_dict(section(environ, EnvVar.JOBS))

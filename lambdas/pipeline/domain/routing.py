@@ -1,13 +1,19 @@
-"""Lane and tenant for a Meta delivery, chosen at the door from what the work is.
+"""Lane, tenant and kind for a Meta delivery, chosen at the door from what the work is.
 
 Comment and feed changes go to the engagement lane, so a campaign that draws thousands of comments
-never queues in front of a customer's message. Anything unrecognised goes to the messages lane:
-wrong for volume, right for correctness (it is always consumed, and promptly).
+never queues in front of a customer's message. Anything else goes to the messages lane: a batch
+that mixes comments with messages, and anything unrecognised, is wrong for volume but right for
+correctness (that lane is always consumed, and promptly); a message must never wait behind a
+comment flood because it shared a delivery with one.
 """
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass
 from typing import Any
+
+from pipeline.domain import tenant_ids
 
 MESSAGES_LANE = "messages"
 ENGAGEMENT_LANE = "engagement"
@@ -16,37 +22,79 @@ WEBHOOK_LANES = frozenset({MESSAGES_LANE, ENGAGEMENT_LANE})
 """Every lane `lane_for` can return; a test proves each has a queue and a consumer."""
 
 COMMENT_FIELDS = frozenset({"feed", "comments", "live_comments", "mentions"})
-UNKNOWN_TENANT = "unknown"
+MESSAGING = "messaging"
+"""Messenger and Instagram direct messages arrive as `entry[].messaging`, not as `changes`."""
+UNKNOWN_TENANT = tenant_ids.UNKNOWN
+
+_PRODUCTS = {"whatsapp_business_account": "whatsapp", "page": "page", "instagram": "instagram"}
+_KIND_PART = re.compile(r"[^a-z0-9_]+")
+_KIND_PART_LENGTH = 32
 
 
-def _changes(payload: Any) -> list[dict[str, Any]]:
-    changes: list[dict[str, Any]] = []
+@dataclass(frozen=True)
+class Route:
+    lane: str
+    tenant: str
+    kind: str
+
+
+def _entries(payload: Any) -> list[dict[str, Any]]:
     if not isinstance(payload, dict):
-        return changes
+        return []
     entries = payload.get("entry")
     if not isinstance(entries, list):
-        return changes
-    for entry in entries:
-        if isinstance(entry, dict) and isinstance(entry.get("changes"), list):
-            changes.extend(c for c in entry["changes"] if isinstance(c, dict))
-    return changes
+        return []
+    return [entry for entry in entries if isinstance(entry, dict)]
+
+
+def _fields(payload: Any) -> list[Any]:
+    """The field of every unit of work in the delivery: each change's `field`, and `messaging`
+    for each entry that carries direct messages."""
+    fields: list[Any] = []
+    for entry in _entries(payload):
+        changes = entry.get("changes")
+        if isinstance(changes, list):
+            fields.extend(change.get("field") if isinstance(change, dict) else None for change in changes)
+        if entry.get(MESSAGING) is not None:
+            fields.append(MESSAGING)
+    return fields
 
 
 def lane_for(payload: Any) -> str:
-    for change in _changes(payload):
-        if change.get("field") in COMMENT_FIELDS:
-            return ENGAGEMENT_LANE
+    fields = _fields(payload)
+    if fields and all(isinstance(f, str) and f in COMMENT_FIELDS for f in fields):
+        return ENGAGEMENT_LANE
     return MESSAGES_LANE
 
 
 def tenant_for(payload: Any) -> str:
     """The business the delivery belongs to: the WhatsApp Business Account or page id of its first
     entry (Meta batches entries per object; a batch spanning businesses is rare and is processed
-    under the first one's quota)."""
-    if isinstance(payload, dict):
-        entries = payload.get("entry")
-        if isinstance(entries, list):
-            for entry in entries:
-                if isinstance(entry, dict) and entry.get("id") not in (None, ""):
-                    return str(entry["id"])
+    under the first one's quota). Ids that could not be a message group fall back to unknown."""
+    for entry in _entries(payload):
+        value = entry.get("id")
+        if isinstance(value, int) and not isinstance(value, bool):
+            value = str(value)
+        if value not in (None, ""):
+            return value if tenant_ids.is_valid(value) else UNKNOWN_TENANT
     return UNKNOWN_TENANT
+
+
+def _kind_part(value: Any) -> str:
+    cleaned = _KIND_PART.sub("_", value.lower()).strip("_")[:_KIND_PART_LENGTH] if isinstance(value, str) else ""
+    return cleaned or "unknown"
+
+
+def kind_for(payload: Any) -> str:
+    """`<product>.<field>`, e.g. `whatsapp.messages`, `page.feed`, `instagram.messaging`; `mixed`
+    when one delivery carries several fields. For logs and the lane task's dispatch; the lane is
+    chosen by `lane_for`, never from this."""
+    obj = payload.get("object") if isinstance(payload, dict) else None
+    product = _PRODUCTS.get(obj) if isinstance(obj, str) else None
+    fields = {f if isinstance(f, str) else None for f in _fields(payload)}
+    field = "mixed" if len(fields) > 1 else _kind_part(next(iter(fields), None))
+    return f"{product or _kind_part(obj)}.{field}"
+
+
+def route(payload: Any) -> Route:
+    return Route(lane=lane_for(payload), tenant=tenant_for(payload), kind=kind_for(payload))

@@ -1,0 +1,55 @@
+"""Logs and metrics for one API request (the webhook door and the jobs API).
+
+The correlation id (the delivery's log id, or the job id) and the request's other context travel
+in each log call's `extra` fields, never in the logger's appended keys: those are shared by every
+thread using the logger, and the local runtime runs several instances in one process.
+
+Each count is flushed as its own EMF line, because EMF puts one dimension set on all the metrics
+of a line and these counts have different dimensions (lane, reason, none).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_lambda_powertools import Logger
+from aws_lambda_powertools.metrics import EphemeralMetrics, MetricUnit
+
+CORRELATION_ID = "correlation_id"
+_CALLER = 3
+"""Log `location` names the handler line that logged, not this wrapper."""
+
+
+class RequestTelemetry:
+    def __init__(self, logger: Logger, metrics: EphemeralMetrics, **fields: Any) -> None:
+        self._logger = logger
+        self._metrics = metrics
+        self._fields = {name: value for name, value in fields.items() if value is not None}
+
+    def bind(self, **fields: Any) -> RequestTelemetry:
+        """The same request with more context (for example its correlation id once known)."""
+        return RequestTelemetry(self._logger, self._metrics, **{**self._fields, **fields})
+
+    def _extra(self, fields: dict[str, Any]) -> dict[str, Any]:
+        return {**self._fields, **{name: value for name, value in fields.items() if value is not None}}
+
+    def info(self, message: str, **fields: Any) -> None:
+        self._logger.info(message, extra=self._extra(fields), stacklevel=_CALLER)
+
+    def warning(self, message: str, **fields: Any) -> None:
+        self._logger.warning(message, extra=self._extra(fields), stacklevel=_CALLER)
+
+    def error(self, message: str, **fields: Any) -> None:
+        self._logger.error(message, extra=self._extra(fields), stacklevel=_CALLER)
+
+    def critical(self, message: str, **fields: Any) -> None:
+        self._logger.critical(message, extra=self._extra(fields), stacklevel=_CALLER)
+
+    def exception(self, message: str, **fields: Any) -> None:
+        self._logger.exception(message, extra=self._extra(fields), stacklevel=_CALLER)
+
+    def count(self, name: str, **dimensions: str) -> None:
+        for dimension, value in dimensions.items():
+            self._metrics.add_dimension(name=dimension, value=str(value))
+        self._metrics.add_metric(name=name, unit=MetricUnit.Count, value=1)
+        self._metrics.flush_metrics()

@@ -1,0 +1,204 @@
+"""Job rows, and each tenant's count of queued jobs per lane, kept in step by transactions.
+
+Job row (jobs table, key `id`): `lane`, `kind`, `tenant`, `status` ("pending" until terminal),
+`attempts`, `deferrals`, `created_at`, `updated_at`, `deadline` (optional), `last_error`
+(optional), `payload` (the JSON payload as a native DynamoDB value, as the sweeper replays it),
+`replays`, `request_hash` and `idempotency_key` (when given), and while pending
+`pending_shard`/`pending_since`, exactly as the webhook log.
+
+Tenant counter (state table, `pk` = `jobs.queued_key(lane, tenant)` = `queued#<lane>#<tenant>`):
+Number `jobs.QUEUED` = `queued`. `create` adds one in the same transaction that writes the job, on
+condition it is under the limit. Whatever first makes the job terminal must take one away in the
+same commit as that status change (the consumers' job bookkeeping does), or the tenant's count
+only ever grows and the tenant is eventually refused for good.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from pipeline import schema
+from pipeline.domain import jobs
+from pipeline.domain.jobs import Job, JobRequest
+
+LANE = "lane"
+KIND = "kind"
+TENANT = "tenant"
+STATUS = "status"
+ATTEMPTS = "attempts"
+DEFERRALS = "deferrals"
+CREATED_AT = "created_at"
+UPDATED_AT = "updated_at"
+DEADLINE = "deadline"
+LAST_ERROR = "last_error"
+PAYLOAD = "payload"
+REPLAYS = "replays"
+REQUEST_HASH = "request_hash"
+IDEMPOTENCY_KEY = "idempotency_key"
+
+
+class JobsTableUnavailable(RuntimeError):
+    """DynamoDB did not answer; nothing is known to have been written."""
+
+
+@dataclass(frozen=True)
+class Created:
+    pass
+
+
+@dataclass(frozen=True)
+class Duplicate:
+    job: Job | None
+    """The job already holding this id (None if DynamoDB did not return it)."""
+    request_hash: str | None
+
+
+@dataclass(frozen=True)
+class TenantLimited:
+    pass
+
+
+CreateResult = Created | Duplicate | TenantLimited
+
+
+def _number(value: float) -> dict[str, str]:
+    return {"N": f"{value:.3f}"}
+
+
+def attribute_value(value: Any) -> dict[str, Any]:
+    """A JSON value as a DynamoDB attribute (the request validation has already refused what
+    DynamoDB cannot hold: see jobs.parse_request)."""
+    if value is None:
+        return {"NULL": True}
+    if isinstance(value, bool):
+        return {"BOOL": value}
+    if isinstance(value, int | float):
+        # Via Decimal, as boto3's own serializer spells numbers; repr keeps a float's exact digits.
+        return {"N": str(Decimal(repr(value)))}
+    if isinstance(value, str):
+        return {"S": value}
+    if isinstance(value, list):
+        return {"L": [attribute_value(item) for item in value]}
+    if isinstance(value, dict):
+        return {"M": {str(key): attribute_value(item) for key, item in value.items()}}
+    raise TypeError(f"not a JSON value: {type(value).__name__}")
+
+
+def _num(item: dict[str, Any], name: str) -> float | None:
+    raw = item.get(name, {}).get("N")
+    return None if raw is None else float(raw)
+
+
+def _str(item: dict[str, Any], name: str) -> str | None:
+    return item.get(name, {}).get("S")
+
+
+def job_from_item(item: dict[str, Any]) -> Job:
+    return Job(
+        id=item[schema.ID]["S"],
+        lane=_str(item, LANE) or "",
+        kind=_str(item, KIND) or "",
+        tenant=_str(item, TENANT) or "",
+        status=_str(item, STATUS) or "",
+        attempts=int(_num(item, ATTEMPTS) or 0),
+        deferrals=int(_num(item, DEFERRALS) or 0),
+        created_at=_num(item, CREATED_AT) or 0.0,
+        updated_at=_num(item, UPDATED_AT) or 0.0,
+        deadline=_num(item, DEADLINE),
+        last_error=_str(item, LAST_ERROR),
+    )
+
+
+def _row(job_id: str, request: JobRequest, now: float) -> dict[str, Any]:
+    item: dict[str, Any] = {
+        schema.ID: {"S": job_id},
+        LANE: {"S": request.lane},
+        KIND: {"S": request.kind},
+        TENANT: {"S": request.tenant},
+        STATUS: {"S": schema.RowStatus.PENDING},
+        ATTEMPTS: {"N": "0"},
+        DEFERRALS: {"N": "0"},
+        REPLAYS: {"N": "0"},
+        CREATED_AT: _number(now),
+        UPDATED_AT: _number(now),
+        PAYLOAD: attribute_value(request.payload),
+        REQUEST_HASH: {"S": request.fingerprint},
+        schema.PENDING_SHARD: {"S": schema.pending_shard(job_id)},
+        schema.PENDING_SINCE: _number(now),
+    }
+    if request.deadline is not None:
+        item[DEADLINE] = _number(request.deadline)
+    if request.idempotency_key is not None:
+        item[IDEMPOTENCY_KEY] = {"S": request.idempotency_key}
+    return item
+
+
+class JobsTable:
+    def __init__(self, dynamodb: Any, jobs_table: str, state_table: str) -> None:
+        self._dynamodb = dynamodb
+        self._jobs = jobs_table
+        self._state = state_table
+
+    def _counter(self, lane: str, tenant: str) -> dict[str, Any]:
+        return {schema.PK: {"S": jobs.queued_key(lane, tenant)}}
+
+    def create(self, job_id: str, request: JobRequest, now: float, tenant_limit: int) -> CreateResult:
+        """Write the job and count it against its tenant, atomically: an existing id (the same
+        idempotency key) or a tenant at its limit writes nothing. One TransactWriteItems."""
+        items = [
+            {
+                "Put": {
+                    "TableName": self._jobs,
+                    "Item": _row(job_id, request, now),
+                    "ConditionExpression": "attribute_not_exists(#id)",
+                    "ExpressionAttributeNames": {"#id": schema.ID},
+                    "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+                }
+            },
+            {
+                "Update": {
+                    "TableName": self._state,
+                    "Key": self._counter(request.lane, request.tenant),
+                    "UpdateExpression": "ADD #q :one SET #u = :now",
+                    "ConditionExpression": "attribute_not_exists(#q) OR #q < :limit",
+                    "ExpressionAttributeNames": {"#q": jobs.QUEUED, "#u": UPDATED_AT},
+                    "ExpressionAttributeValues": {
+                        ":one": {"N": "1"},
+                        ":limit": {"N": str(tenant_limit)},
+                        ":now": _number(now),
+                    },
+                }
+            },
+        ]
+        try:
+            self._dynamodb.transact_write_items(TransactItems=items)
+        except ClientError as exc:
+            reasons = exc.response.get("CancellationReasons") or []
+            codes = [reason.get("Code") for reason in reasons]
+            if codes[:1] == ["ConditionalCheckFailed"]:
+                # Checked first: a replay of an accepted job is not the tenant's limit talking.
+                existing = reasons[0].get("Item")
+                return Duplicate(
+                    job=job_from_item(existing) if existing else None,
+                    request_hash=_str(existing, REQUEST_HASH) if existing else None,
+                )
+            if codes[1:2] == ["ConditionalCheckFailed"]:
+                return TenantLimited()
+            raise JobsTableUnavailable(f"job write failed: {exc}") from exc
+        except BotoCoreError as exc:
+            raise JobsTableUnavailable(f"job write failed: {exc}") from exc
+        return Created()
+
+    def get(self, job_id: str) -> Job | None:
+        try:
+            # Strongly consistent: a client polling right after its 202 must find its job.
+            item = self._dynamodb.get_item(
+                TableName=self._jobs, Key={schema.ID: {"S": job_id}}, ConsistentRead=True
+            ).get("Item")
+        except (ClientError, BotoCoreError) as exc:
+            raise JobsTableUnavailable(f"job read failed: {exc}") from exc
+        return None if item is None else job_from_item(item)

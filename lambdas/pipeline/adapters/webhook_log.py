@@ -1,0 +1,181 @@
+"""The webhook log: one row per distinct delivery body, written before anything is enqueued.
+
+Row layout (table key `id` = `wh-<sha256 of the raw body>`):
+- `status` "pending" (or "unparseable", which never gets `pending_shard`), `received_at` (epoch s),
+  `replays` 0; while pending, `pending_shard` and `pending_since` (the sparse age index).
+- `lane`, `tenant`, `kind` for parseable bodies; `unparseable_reason` otherwise.
+- the raw bytes: `body` (Binary, part 0), `body_encoding` ("identity" | "gzip"), `body_size` (raw
+  length), `body_parts` (count). Parts 1.. are items `<id>#part<n>` holding `body` and `part_of`.
+  `load_body` puts them back together; consumers should read bodies through it.
+
+The write is one conditional PutItem (a TransactWriteItems when the body needs parts) that returns
+the existing row when the body was seen before, so a redelivery costs no extra read.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from pipeline import schema
+from pipeline.domain import webhook_body
+from pipeline.domain.routing import Route
+from pipeline.domain.webhook_body import StoredBody
+
+STATUS = "status"
+RECEIVED_AT = "received_at"
+REPLAYS = "replays"
+LANE = "lane"
+TENANT = "tenant"
+KIND = "kind"
+UNPARSEABLE_REASON = "unparseable_reason"
+BODY = "body"
+BODY_ENCODING = "body_encoding"
+BODY_SIZE = "body_size"
+BODY_PARTS = "body_parts"
+PART_OF = "part_of"
+UNPROCESSED_RETRIES = 5
+
+_NEW_ROW_ONLY = {
+    "ConditionExpression": "attribute_not_exists(#id)",
+    "ExpressionAttributeNames": {"#id": schema.ID},
+    "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+}
+
+
+class WebhookLogUnavailable(RuntimeError):
+    """The row could not be written or read; nothing was recorded."""
+
+
+@dataclass(frozen=True)
+class LogEntry:
+    id: str
+    received_at: float
+    body: StoredBody
+    route: Route | None
+    """None for an unparseable body."""
+    unparseable_reason: str | None = None
+
+
+@dataclass(frozen=True)
+class Recorded:
+    created: bool
+    existing_status: str | None = None
+    """When not created: the status of the row already there (None if DynamoDB did not say)."""
+    existing_received_at: float | None = None
+
+
+def _number(value: float) -> dict[str, str]:
+    return {"N": f"{value:.3f}"}
+
+
+def _row(entry: LogEntry) -> dict[str, Any]:
+    item: dict[str, Any] = {
+        schema.ID: {"S": entry.id},
+        RECEIVED_AT: _number(entry.received_at),
+        REPLAYS: {"N": "0"},
+        BODY: {"B": entry.body.parts[0]},
+        BODY_ENCODING: {"S": entry.body.encoding},
+        BODY_SIZE: {"N": str(entry.body.size)},
+        BODY_PARTS: {"N": str(len(entry.body.parts))},
+    }
+    if entry.route is None:
+        item[STATUS] = {"S": schema.RowStatus.UNPARSEABLE}
+        item[UNPARSEABLE_REASON] = {"S": entry.unparseable_reason or "unknown"}
+        return item
+    item[STATUS] = {"S": schema.RowStatus.PENDING}
+    item[schema.PENDING_SHARD] = {"S": schema.pending_shard(entry.id)}
+    item[schema.PENDING_SINCE] = _number(entry.received_at)
+    item[LANE] = {"S": entry.route.lane}
+    item[TENANT] = {"S": entry.route.tenant}
+    item[KIND] = {"S": entry.route.kind}
+    return item
+
+
+def _existing(item: dict[str, Any] | None) -> Recorded:
+    if not item:
+        return Recorded(created=False)
+    status = item.get(STATUS, {}).get("S")
+    received = item.get(RECEIVED_AT, {}).get("N")
+    return Recorded(
+        created=False, existing_status=status, existing_received_at=None if received is None else float(received)
+    )
+
+
+class WebhookLog:
+    def __init__(self, dynamodb: Any, table: str) -> None:
+        self._dynamodb = dynamodb
+        self._table = table
+
+    def record(self, entry: LogEntry) -> Recorded:
+        """Create the row unless this body was logged before. Raises WebhookLogUnavailable when
+        DynamoDB did not take the write (the caller answers 5xx so the sender retries)."""
+        try:
+            if len(entry.body.parts) == 1:
+                self._dynamodb.put_item(TableName=self._table, Item=_row(entry), **_NEW_ROW_ONLY)
+            else:
+                self._dynamodb.transact_write_items(TransactItems=self._with_parts(entry))
+        except ClientError as exc:
+            code = exc.response.get("Error", {}).get("Code")
+            if code == "ConditionalCheckFailedException":
+                return _existing(exc.response.get("Item"))
+            if code == "TransactionCanceledException":
+                reasons = exc.response.get("CancellationReasons") or []
+                if reasons and reasons[0].get("Code") == "ConditionalCheckFailed":
+                    return _existing(reasons[0].get("Item"))
+            raise WebhookLogUnavailable(f"webhook log write failed: {exc}") from exc
+        except BotoCoreError as exc:
+            raise WebhookLogUnavailable(f"webhook log write failed: {exc}") from exc
+        return Recorded(created=True)
+
+    def _with_parts(self, entry: LogEntry) -> list[dict[str, Any]]:
+        # Parts carry no condition: they are only ever written with their row, and a retry
+        # writes identical bytes.
+        items: list[dict[str, Any]] = [{"Put": {"TableName": self._table, "Item": _row(entry), **_NEW_ROW_ONLY}}]
+        for index, part in enumerate(entry.body.parts[1:], start=1):
+            part_item = {
+                schema.ID: {"S": webhook_body.part_id(entry.id, index)},
+                PART_OF: {"S": entry.id},
+                BODY: {"B": part},
+            }
+            items.append({"Put": {"TableName": self._table, "Item": part_item}})
+        return items
+
+    def load_body(self, log_id: str) -> bytes:
+        """The raw delivery bytes of a logged row, whatever its size. Raises KeyError for an
+        unknown id, WebhookLogUnavailable when DynamoDB cannot be read."""
+        try:
+            row = self._dynamodb.get_item(
+                TableName=self._table, Key={schema.ID: {"S": log_id}}, ConsistentRead=True
+            ).get("Item")
+            if row is None:
+                raise KeyError(log_id)
+            count = int(row[BODY_PARTS]["N"])
+            parts = [row[BODY]["B"], *self._parts(log_id, count)]
+        except (ClientError, BotoCoreError) as exc:
+            raise WebhookLogUnavailable(f"webhook log read failed: {exc}") from exc
+        return webhook_body.unpack(row[BODY_ENCODING]["S"], parts)
+
+    def _parts(self, log_id: str, count: int) -> list[bytes]:
+        if count <= 1:
+            return []
+        wanted = {webhook_body.part_id(log_id, i): i for i in range(1, count)}
+        found: dict[str, bytes] = {}
+        request: dict[str, Any] = {
+            self._table: {"Keys": [{schema.ID: {"S": key}} for key in wanted], "ConsistentRead": True}
+        }
+        for attempt in range(UNPROCESSED_RETRIES):
+            response = self._dynamodb.batch_get_item(RequestItems=request)
+            for item in response.get("Responses", {}).get(self._table, []):
+                found[item[schema.ID]["S"]] = item[BODY]["B"]
+            request = response.get("UnprocessedKeys") or {}
+            if not request:
+                break
+            time.sleep(0.05 * 2**attempt)  # unprocessed keys mean throttling: back off, briefly
+        missing = sorted(set(wanted) - set(found))
+        if missing:
+            raise WebhookLogUnavailable(f"webhook log row {log_id} lacks body parts {missing}")
+        return [found[key] for key in sorted(wanted, key=wanted.__getitem__)]

@@ -1,0 +1,116 @@
+"""API Gateway HTTP API (payload format 2.0) requests and responses, as plain values.
+
+Both doors read events through here so that header-name case, base64 bodies, duplicate query
+parameters and body caps are handled once. Pure: no AWS, no environment.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import parse_qs
+
+JSON = "application/json"
+TEXT = "text/plain; charset=utf-8"
+
+
+class BodyTooLarge(ValueError):
+    def __init__(self, size: int, limit: int) -> None:
+        super().__init__(f"body is {size} bytes; the limit is {limit}")
+        self.size = size
+        self.limit = limit
+
+
+class BodyUndecodable(ValueError):
+    """The event's body cannot be turned back into the bytes the client sent."""
+
+
+@dataclass(frozen=True)
+class HttpRequest:
+    method: str
+    path: str
+    headers: Mapping[str, str]
+    """Names lower-cased (API Gateway already does; other callers may not)."""
+    raw_query: str
+    query: Mapping[str, str]
+    body: str | None
+    is_base64: bool
+    path_parameters: Mapping[str, str] = field(default_factory=dict)
+    request_id: str | None = None
+
+    @classmethod
+    def from_event(cls, event: Mapping[str, Any]) -> HttpRequest:
+        context = event.get("requestContext") or {}
+        http = context.get("http") or {}
+        headers = {str(k).lower(): str(v) for k, v in (event.get("headers") or {}).items()}
+        body = event.get("body")
+        return cls(
+            method=str(http.get("method") or "").upper(),
+            path=str(event.get("rawPath") or http.get("path") or ""),
+            headers=headers,
+            raw_query=str(event.get("rawQueryString") or ""),
+            query={str(k): str(v) for k, v in (event.get("queryStringParameters") or {}).items()},
+            body=None if body is None else str(body),
+            is_base64=bool(event.get("isBase64Encoded")),
+            path_parameters={str(k): str(v) for k, v in (event.get("pathParameters") or {}).items()},
+            request_id=context.get("requestId"),
+        )
+
+    def query_values(self) -> dict[str, list[str]]:
+        """Every value of every query parameter. The raw string is preferred because API Gateway
+        joins repeated parameters with commas in `queryStringParameters`, which would make
+        `a=x&a=y` indistinguishable from `a=x,y`."""
+        if self.raw_query:
+            return parse_qs(self.raw_query, keep_blank_values=True)
+        return {name: [value] for name, value in self.query.items()}
+
+    def body_bytes(self, limit: int) -> bytes:
+        """The bytes the client sent, refusing anything over `limit` before decoding it, so an
+        oversize body costs neither a base64 decode nor an HMAC."""
+        if self.body is None:
+            return b""
+        if self.is_base64:
+            # Base64 carries 3 bytes in 4 characters, less up to 2 of padding: refuse on the
+            # encoded length before allocating the decoded copy.
+            at_least = len(self.body) * 3 // 4 - 2
+            if at_least > limit:
+                raise BodyTooLarge(at_least, limit)
+            try:
+                raw = base64.b64decode(self.body, validate=True)
+            except (binascii.Error, ValueError) as exc:
+                raise BodyUndecodable(f"body is marked base64 but is not: {exc}") from exc
+        else:
+            if len(self.body) > limit:  # every character is at least one byte
+                raise BodyTooLarge(len(self.body), limit)
+            try:
+                # surrogateescape round-trips bytes a caller decoded the same way; any other
+                # lone surrogate has no byte form, so the body cannot be what was signed.
+                raw = self.body.encode("utf-8", errors="surrogateescape")
+            except UnicodeEncodeError as exc:
+                raise BodyUndecodable("body holds characters that have no UTF-8 form") from exc
+        if len(raw) > limit:
+            raise BodyTooLarge(len(raw), limit)
+        return raw
+
+
+def response(
+    status: int, body: str = "", *, content_type: str = TEXT, headers: Mapping[str, str] | None = None
+) -> dict[str, Any]:
+    return {
+        "statusCode": status,
+        "headers": {"content-type": content_type, "x-content-type-options": "nosniff", **(headers or {})},
+        "body": body,
+        "isBase64Encoded": False,
+    }
+
+
+def json_response(status: int, payload: Any, *, headers: Mapping[str, str] | None = None) -> dict[str, Any]:
+    return response(status, json.dumps(payload, separators=(",", ":")), content_type=JSON, headers=headers)
+
+
+def error(status: int, message: str, *, headers: Mapping[str, str] | None = None) -> dict[str, Any]:
+    return json_response(status, {"message": message}, headers=headers)

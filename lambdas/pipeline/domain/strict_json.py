@@ -1,0 +1,29 @@
+"""JSON as both doors accept it: RFC 8259 only.
+
+Python's `json` also accepts `NaN`, `Infinity` and numbers too large for a float, which it turns
+into values it would write back out as tokens no other parser reads; a body holding them would be
+accepted here and then fail in every consumer. They are refused at the door instead.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"number out of range: {text[:32]}")
+    return value
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def loads(text: str) -> Any:
+    """Raises ValueError (including json.JSONDecodeError, and Python's limit on integer digits)
+    for anything that is not strict JSON, RecursionError for nesting too deep to parse."""
+    return json.loads(text, parse_float=_finite, parse_constant=_reject_constant)
