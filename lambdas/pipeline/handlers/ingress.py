@@ -1,0 +1,255 @@
+"""The Meta webhook door (`GET/POST /webhooks/meta`): verify, cap, log, route, enqueue, answer.
+
+A new delivery costs exactly two AWS calls (the conditional log write, the send); the secrets
+are read once per instance. The log row is the obligation: once it is written the answer is 200
+whatever happens to the send (the sweeper replays rows the queue never got), and if it cannot be
+written the answer is 500 so Meta retries. Never 503: Meta disables subscriptions that keep
+failing, so only the stage throttle bounds this door.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from aws_lambda_powertools import Logger
+from aws_lambda_powertools.metrics import EphemeralMetrics
+
+from pipeline import metric_names, schema, settings
+from pipeline.adapters.api_telemetry import CORRELATION_ID, RequestTelemetry
+from pipeline.adapters.clients import Clients
+from pipeline.adapters.observability import logger_for, metrics_for
+from pipeline.adapters.queues import Outgoing, QueueSender
+from pipeline.adapters.secrets import MetaSecrets, MetaSecretSource, SecretsMisconfigured, SecretsUnavailable
+from pipeline.adapters.webhook_log import LogEntry, Recorded, WebhookLog, WebhookLogUnavailable
+from pipeline.domain import http, routing, signature, webhook, webhook_body
+from pipeline.domain.envelope import Envelope
+from pipeline.domain.http import HttpRequest
+from pipeline.domain.signature import SignatureCheck
+
+SERVICE = "ingress"
+Handler = Callable[[Mapping[str, Any], Any], dict[str, Any]]
+
+
+def _ok() -> dict[str, Any]:
+    return http.response(200, "ok")
+
+
+def _failed() -> dict[str, Any]:
+    return http.error(500, "internal error")
+
+
+class SecretSource(Protocol):
+    def get(self) -> MetaSecrets: ...
+
+
+class DeliveryLog(Protocol):
+    def record(self, entry: LogEntry) -> Recorded: ...
+
+
+class Sender(Protocol):
+    def send(self, queue_url: str, message: Outgoing) -> str: ...
+
+
+@dataclass(frozen=True)
+class IngressPorts:
+    """The door's three dependencies; the benchmark swaps them for stubs to time the code alone."""
+
+    secrets: SecretSource
+    log: DeliveryLog
+    queue: Sender
+
+
+@dataclass(frozen=True)
+class IngressConfig:
+    webhook: settings.WebhookSettings
+    queue_urls: Mapping[str, str]
+
+    @classmethod
+    def from_environ(cls, environ: Mapping[str, str]) -> IngressConfig:
+        config = cls(webhook=settings.webhook(environ), queue_urls=settings.lane_queues(environ))
+        missing = sorted(routing.WEBHOOK_LANES - set(config.queue_urls))
+        if missing:
+            raise settings.SettingsError(f"{settings.EnvVar.LANE_QUEUES} lacks webhook lanes: {', '.join(missing)}")
+        if config.webhook.max_body_bytes > webhook_body.MAX_LOGGABLE_BYTES:
+            raise settings.SettingsError(
+                f"max_body_bytes {config.webhook.max_body_bytes} exceeds what the webhook log can hold "
+                f"({webhook_body.MAX_LOGGABLE_BYTES}); a delivery could be accepted and never stored"
+            )
+        return config
+
+
+class _Door:
+    def __init__(
+        self, config: IngressConfig, ports: IngressPorts, telemetry: RequestTelemetry, clock: Callable[[], float]
+    ):
+        self._config = config
+        self._ports = ports
+        self._telemetry = telemetry
+        self._clock = clock
+
+    def answer(self, request: HttpRequest) -> dict[str, Any]:
+        if request.method == "POST":
+            return self._deliver(request)
+        if request.method == "GET":
+            return self._handshake(request)
+        return http.error(405, "method not allowed", headers={"allow": "GET, POST"})
+
+    def _secrets(self) -> MetaSecrets | None:
+        try:
+            return self._ports.secrets.get()
+        except SecretsMisconfigured as exc:
+            self._telemetry.critical(
+                "the Meta secret is unusable; every webhook fails until it is fixed", error=str(exc)
+            )
+            self._telemetry.count(metric_names.WEBHOOK_FAILED, **{metric_names.REASON: "misconfigured"})
+        except SecretsUnavailable as exc:
+            self._telemetry.error("cannot read the Meta secret", error=str(exc))
+            self._telemetry.count(metric_names.WEBHOOK_FAILED, **{metric_names.REASON: "secrets_unavailable"})
+        return None
+
+    def _reject(self, status: int, reason: str, message: str) -> dict[str, Any]:
+        self._telemetry.warning("webhook rejected", status=status, reason=reason)
+        self._telemetry.count(metric_names.WEBHOOK_REJECTED, **{metric_names.REASON: reason})
+        return http.error(status, message)
+
+    def _handshake(self, request: HttpRequest) -> dict[str, Any]:
+        secrets = self._secrets()
+        if secrets is None:
+            return _failed()
+        if not secrets.verify_token:
+            self._telemetry.critical("the Meta secret has no verify_token; no subscription can be verified")
+        challenge = webhook.handshake(request.query_values(), secrets.verify_token)
+        if challenge is None:
+            self._telemetry.count(metric_names.WEBHOOK_REJECTED, **{metric_names.REASON: "handshake_refused"})
+            return http.response(403, "")  # nothing else: a prober learns nothing
+        self._telemetry.info("webhook subscription verified")
+        return http.response(200, challenge)
+
+    def _deliver(self, request: HttpRequest) -> dict[str, Any]:
+        try:
+            raw = request.body_bytes(self._config.webhook.max_body_bytes)
+        except http.BodyTooLarge as exc:
+            return self._reject(413, "too_large", str(exc))
+        except http.BodyUndecodable as exc:
+            return self._reject(400, "undecodable", str(exc))
+        secrets = self._secrets()
+        if secrets is None:
+            return _failed()
+        check = signature.verify(raw, request.headers.get(signature.HEADER), secrets.signing_keys())
+        if check is not SignatureCheck.VALID:
+            status = 403 if check is SignatureCheck.MISMATCH else 401
+            return self._reject(status, check.value, check.value.replace("_", " "))
+        return self._log_and_enqueue(raw)
+
+    def _log_and_enqueue(self, raw: bytes) -> dict[str, Any]:
+        now = self._clock()
+        log_id = webhook.log_id(raw)
+        telemetry = self._telemetry.bind(**{CORRELATION_ID: log_id})
+        telemetry.count(metric_names.WEBHOOK_RECEIVED)
+        parsed = webhook.parse(raw, self._config.webhook.max_json_depth)
+        route = None if parsed.payload is None else routing.route(parsed.payload)
+        entry = LogEntry(
+            id=log_id,
+            received_at=now,
+            body=webhook_body.pack(raw),
+            route=route,
+            unparseable_reason=None if parsed.problem is None else parsed.problem.value,
+        )
+        try:
+            recorded = self._ports.log.record(entry)
+        except WebhookLogUnavailable:
+            telemetry.exception("could not log the delivery; answering 500 so Meta retries", bytes=len(raw))
+            telemetry.count(metric_names.WEBHOOK_FAILED, **{metric_names.REASON: "log_write_failed"})
+            return _failed()
+        if not recorded.created:
+            telemetry.count(metric_names.WEBHOOK_DUPLICATE)
+        if route is None:
+            if recorded.created:
+                telemetry.count(metric_names.WEBHOOK_UNPARSEABLE)
+            telemetry.warning(
+                "unparseable delivery logged, not enqueued",
+                outcome="unparseable",
+                reason=entry.unparseable_reason,
+                bytes=len(raw),
+            )
+            return _ok()
+        # A redelivery of a row that is still pending is sent again: Meta retries only what it
+        # thinks failed, and the consumer's idempotency makes the copy harmless. A finished row
+        # (or one the sweeper gave up on) is left alone.
+        if not recorded.created and recorded.existing_status not in (schema.RowStatus.PENDING, None):
+            telemetry.info("duplicate delivery of a finished row", outcome="duplicate", status=recorded.existing_status)
+            return _ok()
+        created_at = now if recorded.created else (recorded.existing_received_at or now)
+        return self._enqueue(telemetry, webhook.envelope(log_id, route, parsed, created_at), recorded.created)
+
+    def _enqueue(self, telemetry: RequestTelemetry, envelope: Envelope, new: bool) -> dict[str, Any]:
+        fields = {"lane": envelope.lane, "tenant": envelope.tenant, "kind": envelope.kind, "id": envelope.id}
+        try:
+            self._ports.queue.send(self._config.queue_urls[envelope.lane], Outgoing(envelope))
+        except Exception:  # any failure here: the row is written, so the delivery is safe
+            telemetry.exception(
+                "enqueue failed after the row was written; the sweeper will replay it",
+                outcome="enqueue_failed",
+                **fields,
+            )
+            telemetry.count(metric_names.ENQUEUE_FAILED, **{metric_names.LANE: envelope.lane})
+            return _ok()
+        telemetry.count(metric_names.WEBHOOK_ENQUEUED, **{metric_names.LANE: envelope.lane})
+        telemetry.info("delivery enqueued", outcome="enqueued" if new else "re_enqueued", **fields)
+        return _ok()
+
+
+def build_handler(
+    config: IngressConfig,
+    ports: IngressPorts,
+    logger: Logger,
+    metrics: EphemeralMetrics,
+    clock: Callable[[], float] = time.time,
+) -> Handler:
+    def handle(event: Mapping[str, Any], context: Any) -> dict[str, Any]:
+        request = HttpRequest.from_event(event)
+        telemetry = RequestTelemetry(
+            logger, metrics, request_id=getattr(context, "aws_request_id", None) or request.request_id
+        )
+        try:
+            return _Door(config, ports, telemetry, clock).answer(request)
+        except Exception:
+            # A bug, not a dependency: 500 makes Meta retry. Had the row been written already,
+            # the retry finds it pending and sends it again, so nothing is lost either way.
+            telemetry.exception("webhook request failed")
+            telemetry.count(metric_names.WEBHOOK_FAILED, **{metric_names.REASON: "internal"})
+            return _failed()
+
+    return handle
+
+
+def create_handler(
+    environ: Mapping[str, str], *, clients: Clients | None = None, clock: Callable[[], float] = time.time
+) -> Handler:
+    """The handler for one instance, from the variables the template gives the function. No AWS
+    call is made here: the secret is read on the first request."""
+    config = IngressConfig.from_environ(environ)
+    tables = settings.Tables.from_environ(environ)
+    clients = clients or Clients(region=settings.region(environ))
+    ports = IngressPorts(
+        secrets=MetaSecretSource(
+            clients.secretsmanager, settings.require(environ, settings.EnvVar.META_SECRET_ARN), clock
+        ),
+        log=WebhookLog(clients.dynamodb, tables.webhook_log),
+        queue=QueueSender(clients.sqs),
+    )
+    return build_handler(config, ports, logger_for(environ, SERVICE), metrics_for(environ, SERVICE), clock)
+
+
+@functools.cache
+def _default_handler() -> Handler:
+    return create_handler(os.environ)
+
+
+def handler(event: Mapping[str, Any], context: Any) -> dict[str, Any]:
+    return _default_handler()(event, context)
