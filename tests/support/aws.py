@@ -6,12 +6,16 @@ exercise one handler or adapter and want its tables and queues without a synth.
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass
+from types import SimpleNamespace
 
 import boto3
+import botocore.session
 
 from pipeline import schema
+from pipeline.adapters.clients import Clients
 from stacks.config.environments import Environment
 from stacks.runtime_env import Resources
 
@@ -129,3 +133,80 @@ def deploy(env: Environment) -> Deployed:
         secret_arn=secret_arn,
     )
     return Deployed(resources=resources, dlq_arns=dlq_arns, queue_arns=queue_arns)
+
+
+def http_api_event(
+    method: str,
+    path: str = "/",
+    *,
+    body: str | None = None,
+    headers: dict[str, str] | None = None,
+    raw_query: str = "",
+    query: dict[str, str] | None = None,
+    is_base64: bool = False,
+    path_parameters: dict[str, str] | None = None,
+) -> dict:
+    """An API Gateway HTTP API event (payload format 2.0), as a function behind a route gets it."""
+    event: dict = {
+        "version": "2.0",
+        "routeKey": f"{method} {path}",
+        "rawPath": path,
+        "rawQueryString": raw_query,
+        "headers": {name.lower(): value for name, value in (headers or {}).items()},
+        "requestContext": {"http": {"method": method, "path": path}, "requestId": "test-request"},
+        "isBase64Encoded": is_base64,
+    }
+    if query is not None:
+        event["queryStringParameters"] = query
+    if body is not None:
+        event["body"] = body
+    if path_parameters is not None:
+        event["pathParameters"] = path_parameters
+    return event
+
+
+class AwsCalls:
+    """Records every AWS API call made through the clients it watches (a botocore `before-call`
+    hook: one entry per operation, however many HTTP retries it takes), and can make chosen
+    operations fail as the service would, without reaching moto."""
+
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+        self._faults: dict[str, tuple[int, str]] = {}
+
+    def watch(self, *clients) -> AwsCalls:
+        for client in clients:
+            client.meta.events.register("before-call", self._before_call)
+        return self
+
+    def _before_call(self, model, **_):
+        name = f"{model.service_model.service_name}.{model.name}"
+        self.calls.append(name)
+        fault = self._faults.get(name)
+        if fault is None:
+            return None
+        status, code = fault
+        return SimpleNamespace(status_code=status, headers={}), {"Error": {"Code": code, "Message": "injected"}}
+
+    def fail(self, operation: str, code: str = "InternalServerError", status: int = 500) -> None:
+        """Make `service.Operation` (e.g. "dynamodb.PutItem") fail with `code` until healed."""
+        self._faults[operation] = (status, code)
+
+    def heal(self, operation: str) -> None:
+        self._faults.pop(operation, None)
+
+    def reset(self) -> None:
+        self.calls.clear()
+
+
+@functools.cache
+def _shared_botocore_session() -> botocore.session.Session:
+    return botocore.session.get_session()
+
+
+def handler_clients() -> Clients:
+    """Clients for one handler under test, made inside the active moto mock. They share one
+    botocore session, so the service models are parsed once per run rather than once per test
+    (~85 ms each); each client still has its own event hooks, so AwsCalls counts per handler."""
+    session = boto3.session.Session(botocore_session=_shared_botocore_session(), region_name=REGION)
+    return Clients(region=REGION, _session=session)

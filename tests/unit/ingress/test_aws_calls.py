@@ -1,0 +1,78 @@
+"""The door's cost in AWS calls, counted on the clients themselves (botocore hooks)."""
+
+from __future__ import annotations
+
+import base64
+import os
+
+from pipeline.domain import webhook
+from tests.unit.ingress.conftest import encode, page_comment, post, whatsapp_message
+
+
+def _warm(door, aws_calls) -> None:
+    door(post(encode(whatsapp_message("warm-up"))), None)
+    aws_calls.reset()
+
+
+def test_a_new_delivery_costs_exactly_one_write_and_one_send(door, aws_calls):
+    # Given a warm instance (its secret already read)
+    _warm(door, aws_calls)
+
+    # When a new delivery arrives
+    door(post(encode(whatsapp_message("new"))), None)
+
+    # Then the hot path is the conditional write and the send, nothing else
+    assert aws_calls.calls == ["dynamodb.PutItem", "sqs.SendMessage"]
+
+
+def test_the_first_delivery_of_an_instance_also_reads_the_secret(door, aws_calls):
+    door(post(encode(page_comment())), None)
+
+    assert aws_calls.calls == ["secretsmanager.GetSecretValue", "dynamodb.PutItem", "sqs.SendMessage"]
+
+
+def test_a_pending_redelivery_costs_the_failed_write_and_a_send_but_no_read(door, aws_calls):
+    raw = encode(whatsapp_message("again"))
+    door(post(raw), None)
+    aws_calls.reset()
+
+    door(post(raw), None)
+
+    assert aws_calls.calls == ["dynamodb.PutItem", "sqs.SendMessage"]
+
+
+def test_a_finished_redelivery_costs_one_call(door, aws_calls, inspect):
+    raw = encode(whatsapp_message("done"))
+    door(post(raw), None)
+    inspect.mark_done(webhook.log_id(raw))
+    aws_calls.reset()
+
+    door(post(raw), None)
+
+    assert aws_calls.calls == ["dynamodb.PutItem"]
+
+
+def test_an_unparseable_delivery_costs_one_call(door, aws_calls):
+    _warm(door, aws_calls)
+
+    door(post(b"{broken"), None)
+
+    assert aws_calls.calls == ["dynamodb.PutItem"]
+
+
+def test_a_body_stored_in_parts_still_costs_two_calls(door, aws_calls):
+    _warm(door, aws_calls)
+
+    door(post(encode(whatsapp_message(base64.b64encode(os.urandom(600_000)).decode()))), None)
+
+    assert aws_calls.calls == ["dynamodb.TransactWriteItems", "sqs.SendMessage"]
+
+
+def test_refused_requests_cost_nothing_once_warm(door, aws_calls):
+    _warm(door, aws_calls)
+
+    door(post(encode(whatsapp_message()), signature=None), None)
+    door(post(encode(whatsapp_message()), secret="not-ours"), None)
+    door(post(b"{" + b" " * (3 * 1024 * 1024) + b"}"), None)
+
+    assert aws_calls.calls == []

@@ -1,0 +1,83 @@
+"""Admission as properties: predicted wait = backlog / drain rate, shed exactly when that is
+over the objective, and Retry-After never shorter than the predicted wait."""
+
+from __future__ import annotations
+
+import math
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from pipeline.domain import admission
+from pipeline.domain.admission import LaneProfile, LaneSnapshot
+
+PROFILE = LaneProfile(name="bulk", objective_seconds=60, slots=10, capacity_per_second=0.5)
+
+snapshots = st.builds(
+    LaneSnapshot,
+    backlog=st.integers(min_value=0, max_value=100_000),
+    in_flight=st.integers(min_value=0, max_value=100),
+    drained=st.none() | st.integers(min_value=0, max_value=100_000),
+    window_seconds=st.floats(min_value=60, max_value=70),
+)
+profiles = st.builds(
+    LaneProfile,
+    name=st.just("lane"),
+    objective_seconds=st.floats(min_value=1, max_value=3600),
+    slots=st.integers(min_value=1, max_value=100),
+    capacity_per_second=st.floats(min_value=0.01, max_value=1000),
+)
+
+
+@given(snapshot=snapshots, profile=profiles)
+def test_shed_exactly_when_the_predicted_wait_exceeds_the_objective(snapshot, profile):
+    decision = admission.decide(snapshot, profile)
+    rate = admission.drain_rate(snapshot, profile)
+    wait = snapshot.backlog / rate if rate > 0 else (0 if snapshot.backlog == 0 else math.inf)
+
+    assert decision.admitted == (wait <= profile.objective_seconds)
+    if not decision.admitted:
+        assert decision.retry_after_seconds is not None
+        assert 1 <= decision.retry_after_seconds <= admission.MAX_RETRY_AFTER_SECONDS
+        assert decision.retry_after_seconds >= min(wait, admission.MAX_RETRY_AFTER_SECONDS)
+
+
+@given(snapshot=snapshots, profile=profiles)
+def test_a_lane_with_spare_slots_is_never_estimated_below_its_capacity(snapshot, profile):
+    if snapshot.in_flight < profile.slots:
+        assert admission.drain_rate(snapshot, profile) >= profile.capacity_per_second
+
+
+def test_no_measurement_falls_back_to_the_configured_capacity():
+    snapshot = LaneSnapshot(backlog=10, in_flight=50, drained=None, window_seconds=60)
+
+    assert admission.drain_rate(snapshot, PROFILE) == PROFILE.capacity_per_second
+
+
+def test_a_saturated_lane_is_judged_by_what_it_actually_drains():
+    snapshot = LaneSnapshot(backlog=100, in_flight=10, drained=60, window_seconds=60)
+
+    decision = admission.decide(snapshot, PROFILE)
+
+    assert decision.drain_rate == 1.0
+    assert (decision.admitted, decision.retry_after_seconds) == (False, 100)
+
+
+def test_retry_after_is_the_drain_time_rounded_up():
+    snapshot = LaneSnapshot(backlog=61, in_flight=0, drained=None, window_seconds=60)
+
+    decision = admission.decide(snapshot, LaneProfile("l", 60, 10, 0.6))
+
+    assert decision.retry_after_seconds == math.ceil(61 / 0.6)
+
+
+def test_an_unreadable_lane_is_admitted():
+    assert admission.decide(None, PROFILE).admitted
+
+
+def test_drain_buckets_cover_the_last_minute_and_the_current_partial_bucket():
+    starts, window = admission.drain_window(1_000_005.0)
+
+    assert starts == [1_000_000, 999_990, 999_980, 999_970, 999_960, 999_950, 999_940]
+    assert window == 65.0
+    assert admission.drain_key("bulk", 1_000_000) == "drain#bulk#1000000"

@@ -1,0 +1,99 @@
+"""Reading a lane's state from SQS and the drain buckets, and caching it per instance."""
+
+from __future__ import annotations
+
+import boto3
+import pytest
+
+from pipeline.adapters.lane_state import CachedLaneState, LaneStateReader
+from pipeline.domain import admission
+from tests.support.aws import REGION, AwsCalls
+from tests.unit.jobs.conftest import NOW, Clock
+
+
+@pytest.fixture
+def reader(deployed) -> LaneStateReader:
+    return LaneStateReader(
+        boto3.client("sqs", region_name=REGION),
+        boto3.client("dynamodb", region_name=REGION),
+        deployed.resources.state_table,
+        deployed.resources.queue_urls,
+    )
+
+
+def test_backlog_counts_waiting_and_delayed_messages_and_in_flight_is_apart(reader, deployed, inspect):
+    sqs = boto3.client("sqs", region_name=REGION)
+    url = deployed.resources.queue_urls["bulk"]
+    inspect.fill("bulk", 5)
+    sqs.send_message(QueueUrl=url, MessageBody="{}", DelaySeconds=60)
+    sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=2, VisibilityTimeout=300)
+
+    snapshot = reader.read("bulk", NOW)
+
+    assert (snapshot.backlog, snapshot.in_flight) == (4, 2)
+
+
+def test_drained_sums_the_buckets_of_the_window_and_ignores_older_ones(reader):
+    reader.record_drained("bulk", 5, NOW)
+    reader.record_drained("bulk", 3, NOW)
+    reader.record_drained("bulk", 7, NOW - 60)
+    reader.record_drained("bulk", 100, NOW - 120)
+    reader.record_drained("ai", 50, NOW)
+
+    snapshot = reader.read("bulk", NOW)
+
+    assert snapshot.drained == 15
+    assert snapshot.window_seconds == 60
+
+
+def test_no_bucket_at_all_is_no_measurement(reader):
+    assert reader.read("bulk", NOW).drained is None
+
+
+def test_drain_buckets_expire(reader, deployed):
+    reader.record_drained("bulk", 1, NOW)
+
+    item = boto3.client("dynamodb", region_name=REGION).get_item(
+        TableName=deployed.resources.state_table,
+        Key={"pk": {"S": admission.drain_key("bulk", admission.drain_bucket_start(NOW))}},
+    )["Item"]
+    assert int(item["expires_at"]["N"]) == admission.drain_bucket_start(NOW) + admission.DRAIN_BUCKET_TTL_SECONDS
+
+
+def test_the_cache_reads_each_lane_once_per_interval(deployed):
+    sqs = boto3.client("sqs", region_name=REGION)
+    dynamodb = boto3.client("dynamodb", region_name=REGION)
+    calls = AwsCalls().watch(sqs, dynamodb)
+    clock = Clock()
+    cache = CachedLaneState(
+        LaneStateReader(sqs, dynamodb, "state", deployed.resources.queue_urls), 1.0, clock, lambda *_: None
+    )
+
+    cache.get("bulk")
+    cache.get("bulk")
+    clock.advance(0.9)
+    cache.get("bulk")
+    assert len(calls.calls) == 2
+
+    cache.get("ai")
+    clock.advance(0.1)
+    cache.get("bulk")
+    assert len(calls.calls) == 6
+
+
+def test_a_failed_read_is_reported_and_cached_as_unknown(deployed):
+    sqs = boto3.client("sqs", region_name=REGION)
+    calls = AwsCalls().watch(sqs)
+    calls.fail("sqs.GetQueueAttributes")
+    errors = []
+    cache = CachedLaneState(
+        LaneStateReader(sqs, boto3.client("dynamodb", region_name=REGION), "state", deployed.resources.queue_urls),
+        1.0,
+        Clock(),
+        lambda lane, exc: errors.append(lane),
+    )
+
+    assert cache.get("bulk") is None
+    assert cache.get("bulk") is None
+    assert errors == ["bulk"]
+    assert calls.calls == ["sqs.GetQueueAttributes"]
