@@ -1,0 +1,1 @@
+"""Benchmarks and scenario reports: they print figures and assert nothing about time."""
