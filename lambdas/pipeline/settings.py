@@ -223,6 +223,51 @@ def sweeper(environ: Mapping[str, str]) -> SweeperSettings:
 
 
 @dataclass(frozen=True)
+class ConsumerSettings:
+    """Everything a lane consumer is deployed with (see stacks/runtime_env.consumer)."""
+
+    lane: LaneSettings
+    queue_url: str
+    dlq_url: str
+    dependencies: Mapping[str, DependencySettings]
+    idempotency_ttl_seconds: int
+    tables: Tables
+    region: str
+
+    @property
+    def dependency(self) -> DependencySettings | None:
+        """The shared budget this lane's task holds around its external calls, if any."""
+        if self.lane.dependency is None:
+            return None
+        try:
+            return self.dependencies[self.lane.dependency]
+        except KeyError:
+            raise SettingsError(
+                f"lane {self.lane.name!r} uses dependency {self.lane.dependency!r}, "
+                f"which {EnvVar.DEPENDENCIES} does not define"
+            ) from None
+
+    @classmethod
+    def from_environ(cls, environ: Mapping[str, str]) -> ConsumerSettings:
+        raw_ttl = _require(environ, EnvVar.IDEMPOTENCY_TTL_SECONDS)
+        try:
+            ttl = int(raw_ttl)
+        except ValueError:
+            raise SettingsError(f"{EnvVar.IDEMPOTENCY_TTL_SECONDS} must be whole seconds, got {raw_ttl!r}") from None
+        parsed = cls(
+            lane=lane(environ),
+            queue_url=_require(environ, EnvVar.QUEUE_URL),
+            dlq_url=_require(environ, EnvVar.DLQ_URL),
+            dependencies=dependencies(environ),
+            idempotency_ttl_seconds=ttl,
+            tables=Tables.from_environ(environ),
+            region=region(environ),
+        )
+        _ = parsed.dependency  # a lane naming an undefined dependency fails the cold start, loudly
+        return parsed
+
+
+@dataclass(frozen=True)
 class WebhookSettings:
     """WEBHOOK_SETTINGS, for the ingress function."""
 

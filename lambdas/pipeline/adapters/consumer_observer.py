@@ -1,0 +1,117 @@
+"""The consumer's log lines and metrics.
+
+One structured line per record outcome, with `lane`, `tenant`, `outcome`, `attempt`, `kind` and
+`id` as top-level fields (a Contributor Insights rule ranks tenants by `outcome` from them).
+Dead letters log at CRITICAL: abandoning work must be loud. Metrics are counted per batch and
+emitted at its end, one EMF document per dimension set: `Records` by Lane and Outcome, `Retried`
+by Lane and ErrorClass, `Abandoned` by Lane. Tenants never become dimensions.
+
+An observe-mode budget adds a line (and a `Records` count) with outcome `would_defer` for a
+record it would have deferred; the record's own outcome line still follows, so `would_defer`
+counts sit beside the terminal outcomes rather than among them.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import Counter
+from typing import Any
+
+from pipeline import metric_names
+from pipeline.adapters.observability import MetricUnit
+from pipeline.domain.budgets import Grant
+from pipeline.domain.outcomes import RecordOutcome
+from pipeline.domain.records import Received
+from pipeline.metric_names import Outcome
+
+_LEVELS = {
+    Outcome.DEAD_LETTERED: logging.CRITICAL,
+    Outcome.RETRIED: logging.WARNING,
+    Outcome.NOT_STARTED: logging.WARNING,
+}
+
+
+class ConsumerObserver:
+    def __init__(self, logger: Any, metrics: Any, lane: str) -> None:
+        self._logger = logger
+        self._metrics = metrics
+        self._lane = lane
+        self._lock = threading.Lock()  # tasks on worker threads report budget observations too
+        self._counts: Counter[tuple[str, tuple[tuple[str, str], ...]]] = Counter()
+
+    def _count(self, name: str, **dimensions: str) -> None:
+        with self._lock:
+            self._counts[(name, tuple(sorted({metric_names.LANE: self._lane, **dimensions}.items())))] += 1
+
+    def _fields(self, received: Received) -> dict[str, Any]:
+        envelope = received.envelope
+        return {
+            "lane": self._lane,
+            "tenant": envelope.tenant if envelope else "",
+            "kind": envelope.kind if envelope else "",
+            "id": envelope.id if envelope else "",
+            "source": envelope.source if envelope else "",
+            "message_id": received.message_id,
+            "receive_count": received.receive_count,
+            "deferrals": envelope.deferrals if envelope else 0,
+        }
+
+    def outcome(self, received: Received, outcome: RecordOutcome) -> None:
+        fields = {**self._fields(received), "outcome": outcome.outcome, "attempt": outcome.attempt}
+        if outcome.error is not None:
+            fields.update(
+                error_class=outcome.error.error_class, reason=outcome.error.reason, error=outcome.error.message
+            )
+        if outcome.visibility_seconds is not None:
+            fields["visibility_seconds"] = outcome.visibility_seconds
+        if outcome.defer_seconds is not None:
+            fields["defer_seconds"] = outcome.defer_seconds
+        if outcome.detail:
+            fields["detail"] = dict(outcome.detail)
+        self._logger.log(_LEVELS.get(outcome.outcome, logging.INFO), f"record {outcome.outcome}", extra=fields)
+        self._count(metric_names.RECORDS, **{metric_names.OUTCOME: outcome.outcome})
+        if outcome.outcome == Outcome.RETRIED and outcome.error is not None:
+            self._count(metric_names.RETRIED_BY_CLASS, **{metric_names.ERROR_CLASS: outcome.error.error_class})
+        if outcome.outcome == Outcome.DEAD_LETTERED:
+            self._count(metric_names.ABANDONED)
+
+    def over_budget(self, received: Received, grant: Grant) -> None:
+        fields = {
+            **self._fields(received),
+            "outcome": Outcome.WOULD_DEFER,
+            "budget": grant.budget.kind,
+            "budget_key": grant.budget.key,
+            "limit": grant.budget.limit,
+            "over": grant.over,
+        }
+        self._logger.info("budget would defer (observe mode)", extra=fields)
+        self._count(metric_names.RECORDS, **{metric_names.OUTCOME: Outcome.WOULD_DEFER})
+
+    def problem(self, message: str, exc: BaseException | None = None, **fields: Any) -> None:
+        extra = {"lane": self._lane, **fields}
+        if exc is not None:
+            extra.update(error_class=type(exc).__name__, error=str(exc)[:500])
+        self._logger.error(message, extra=extra, exc_info=exc is not None)
+
+    def flush(self) -> None:
+        """One EMF document per dimension set (a document holds one set)."""
+        with self._lock:
+            by_dimensions: dict[tuple[tuple[str, str], ...], list[tuple[str, int]]] = {}
+            for (name, dimensions), value in self._counts.items():
+                by_dimensions.setdefault(dimensions, []).append((name, value))
+            self._counts = Counter()
+            for dimensions, metrics in by_dimensions.items():
+                for dimension, value in dimensions:
+                    self._metrics.add_dimension(name=dimension, value=value)
+                for name, count in metrics:
+                    self._metrics.add_metric(name=name, unit=MetricUnit.Count, value=count)
+                self._metrics.flush_metrics()
+
+    def snapshot(self) -> dict[str, int]:
+        """Counts not yet flushed, as `Metric{Dim=value,...}`: for tests and the local runtime."""
+        with self._lock:
+            return {
+                f"{name}{{{','.join(f'{k}={v}' for k, v in dimensions)}}}": count
+                for (name, dimensions), count in self._counts.items()
+            }

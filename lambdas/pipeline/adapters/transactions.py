@@ -1,0 +1,169 @@
+"""Committing a record's done-mark together with its task's writes.
+
+The done-mark alone is one conditional PutItem/UpdateItem (1 write unit per KB). With writes it
+is one TransactWriteItems (2 units per KB per item): all land, or none. When the transaction is
+cancelled, the cancellation reasons say which conditions failed, and each failed write's
+`on_conflict` decides what happens next:
+
+- the done-mark (FAIL): another copy finished first → DUPLICATE, nothing written;
+- a SKIP write (a stale status, a message already stored): dropped, and the rest retried, so one
+  stale item never blocks the record;
+- a SUPERSEDE check (a newer turn marker): the done-mark is committed alone → SUPERSEDED.
+
+A transaction holds at most 100 items. A larger result may still commit if the writes over the
+limit are `standalone` (safe to apply ahead of the done-mark, since re-applying them changes
+nothing): those go first, in chunks; the last transaction carries the done-mark.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from pipeline.adapters import items
+from pipeline.adapters.state import TableNames
+from pipeline.domain.effects import Check, OnConflict, Put, Update, Write, item_key
+from pipeline.domain.errors import PermanentError
+from pipeline.domain.ports import CommitResult, CommitState
+
+MAX_TRANSACTION_ITEMS = 100
+
+
+def _expression_parts(write: Write) -> dict[str, Any]:
+    parts: dict[str, Any] = {}
+    if write.condition:
+        parts["ConditionExpression"] = write.condition
+    if write.names:
+        parts["ExpressionAttributeNames"] = dict(write.names)
+    if write.values:
+        parts["ExpressionAttributeValues"] = items.to_item(write.values)
+    return parts
+
+
+def request(write: Write, tables: TableNames) -> tuple[str, dict[str, Any]]:
+    """(operation, parameters) in the low-level client's shape, for a transaction item or a
+    single call alike."""
+    table = tables[write.table]
+    if isinstance(write, Put):
+        return "Put", {"TableName": table, "Item": items.to_item(write.item), **_expression_parts(write)}
+    if isinstance(write, Update):
+        return "Update", {
+            "TableName": table,
+            "Key": items.to_item(write.key),
+            "UpdateExpression": write.expression,
+            **_expression_parts(write),
+        }
+    if isinstance(write, Check):
+        return "ConditionCheck", {"TableName": table, "Key": items.to_item(write.key), **_expression_parts(write)}
+    raise TypeError(f"not a write: {write!r}")
+
+
+def _code(exc: ClientError) -> str:
+    return str(exc.response.get("Error", {}).get("Code", ""))
+
+
+class Committer:
+    def __init__(self, dynamodb: Any, tables: TableNames) -> None:
+        self._dynamodb = dynamodb
+        self._tables = tables
+
+    def commit(self, mark: Write, writes: Sequence[Write]) -> CommitResult:
+        _refuse_repeated_items([mark, *writes])
+        ahead: list[Write] = []
+        bound = list(writes)
+        if len(bound) + 1 > MAX_TRANSACTION_ITEMS:
+            ahead = [write for write in bound if write.standalone]
+            bound = [write for write in bound if not write.standalone]
+            if len(bound) + 1 > MAX_TRANSACTION_ITEMS:
+                raise PermanentError(
+                    "too_many_writes",
+                    f"{len(bound)} writes must commit with the done-mark; a transaction holds "
+                    f"{MAX_TRANSACTION_ITEMS} items",
+                )
+            # Fill the final transaction first, so the fewest writes go ahead of the mark.
+            room = MAX_TRANSACTION_ITEMS - 1 - len(bound)
+            bound, ahead = ahead[:room] + bound, ahead[room:]
+        skipped = 0
+        for start in range(0, len(ahead), MAX_TRANSACTION_ITEMS):
+            chunk = ahead[start : start + MAX_TRANSACTION_ITEMS]
+            skipped += self._apply(chunk, mark=None).skipped
+        result = self._apply([mark, *bound], mark=mark)
+        return CommitResult(result.state, result.skipped + skipped)
+
+    def _apply(self, pending: list[Write], mark: Write | None) -> CommitResult:
+        skipped = 0
+        superseded = False
+        while pending:
+            if len(pending) == 1:
+                state = self._single(pending[0])
+                if state is None:  # a lone SKIP write that failed its condition
+                    return CommitResult(CommitState.COMMITTED, skipped + 1)
+                if superseded and state is CommitState.COMMITTED:
+                    return CommitResult(CommitState.SUPERSEDED, skipped)
+                return CommitResult(state, skipped)
+            failed = self._transact(pending)
+            if not failed:
+                return CommitResult(CommitState.SUPERSEDED if superseded else CommitState.COMMITTED, skipped)
+            policies = {pending[i].on_conflict for i in failed}
+            if OnConflict.FAIL in policies:
+                return CommitResult(CommitState.DUPLICATE, skipped)
+            if OnConflict.SUPERSEDE in policies:
+                if mark is None:
+                    raise PermanentError("standalone_supersede", "a standalone write cannot supersede its record")
+                superseded = True
+                pending = [mark]
+                continue
+            skipped += len(failed)
+            pending = [write for i, write in enumerate(pending) if i not in failed]
+        return CommitResult(CommitState.COMMITTED, skipped)
+
+    def _transact(self, writes: list[Write]) -> set[int]:
+        """Run one transaction; the indices whose conditions failed (empty: committed)."""
+        transact_items = []
+        for write in writes:
+            operation, params = request(write, self._tables)
+            transact_items.append({operation: params})
+        try:
+            self._dynamodb.transact_write_items(TransactItems=transact_items)
+        except ClientError as exc:
+            if _code(exc) != "TransactionCanceledException":
+                raise
+            reasons = exc.response.get("CancellationReasons") or []
+            failed = {i for i, reason in enumerate(reasons) if reason.get("Code") == "ConditionalCheckFailed"}
+            others = {str(reason.get("Code")) for reason in reasons} - {"None", "ConditionalCheckFailed", ""}
+            if others or not failed:
+                # TransactionConflict (another copy committing right now), throttling, ...: the
+                # caller classifies the error and the record is retried.
+                raise
+            return failed
+        return set()
+
+    def _single(self, write: Write) -> CommitState | None:
+        operation, params = request(write, self._tables)
+        call = {"Put": self._dynamodb.put_item, "Update": self._dynamodb.update_item}.get(operation)
+        if call is None:
+            raise PermanentError("lone_check", "a condition check cannot be committed on its own")
+        try:
+            call(**params)
+        except ClientError as exc:
+            if _code(exc) != "ConditionalCheckFailedException":
+                raise
+            if write.on_conflict is OnConflict.FAIL:
+                return CommitState.DUPLICATE
+            if write.on_conflict is OnConflict.SUPERSEDE:
+                return CommitState.SUPERSEDED
+            return None
+        return CommitState.COMMITTED
+
+
+def _refuse_repeated_items(writes: Sequence[Write]) -> None:
+    seen: set[tuple[str, tuple[str, ...]]] = set()
+    for write in writes:
+        key = item_key(write)
+        if key in seen:
+            # DynamoDB refuses the whole transaction; saying which item is kinder than its
+            # ValidationException, and it is a task bug no retry fixes.
+            raise PermanentError("repeated_item", f"two writes to one item in one commit: {key}")
+        seen.add(key)

@@ -1,0 +1,152 @@
+"""What a failed record means: transient (retry with backoff) or permanent (dead-letter now).
+
+Tasks say what they know by raising `TransientError` or `PermanentError`. Anything else is
+classified here, and the rule is "who is at fault":
+
+- The world (throttling, a 5xx, a dropped connection, a timeout, a concurrent transaction):
+  transient. Retrying later can succeed.
+- The deployment (access denied, a missing table or queue): transient too. Every message fails
+  the same way, and the fix is a deploy, not a dead letter per message; the receive count still
+  bounds how long each message waits for it.
+- The input (a 4xx validation error from AWS, or ValueError / KeyError / TypeError / IndexError
+  raised while a task reads its payload): permanent. The same bytes give the same answer.
+- Anything else (AttributeError, RuntimeError, ...) is most likely a bug in our code, which a
+  deploy fixes: transient, bounded by max receives, after which the DLQ keeps the message for a
+  redrive.
+
+This module never imports botocore (the domain stays free of AWS SDKs): AWS errors are
+recognised by the `response` dict every botocore ClientError carries, and by the module of
+botocore's own (network-level) exception types.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+MESSAGE_LIMIT = 500
+"""Error text kept in rows and DLQ attributes; a stack trace belongs in the log line."""
+
+
+class TransientError(Exception):
+    """Retrying later may succeed: a dependency is slow, throttled, or briefly down."""
+
+    reason = "transient"
+
+
+class PermanentError(Exception):
+    """No retry can succeed: the input is wrong, not the world.
+
+    `reason` is short and machine-readable (it becomes the DLQ message's `reason` attribute);
+    the message says what a person should look at.
+    """
+
+    def __init__(self, reason: str, message: str = "") -> None:
+        super().__init__(message or reason)
+        self.reason = reason
+
+
+class TaskTimeout(TransientError):
+    """The task ran past its hard time limit; its result, if it ever comes, is discarded."""
+
+    reason = "task_timeout"
+
+
+class DependencyBusy(Exception):
+    """The shared dependency budget is exhausted. Not an error: the consumer defers the record,
+    which costs it no attempt."""
+
+
+@dataclass(frozen=True)
+class Classified:
+    transient: bool
+    error_class: str
+    """Bounded set (exception class or AWS error code): a metric dimension."""
+    reason: str
+    message: str
+
+
+_THROTTLING_CODES = frozenset(
+    {
+        "Throttling",
+        "ThrottlingException",
+        "ThrottledException",
+        "RequestThrottled",
+        "RequestThrottledException",
+        "TooManyRequestsException",
+        "ProvisionedThroughputExceededException",
+        "RequestLimitExceeded",
+        "LimitExceededException",
+        "SlowDown",
+        "TransactionConflictException",
+        "TransactionInProgressException",
+        "InternalServerError",
+        "InternalFailure",
+        "ServiceUnavailable",
+        "ServiceUnavailableException",
+        "KMSThrottlingException",
+    }
+)
+_DEPLOYMENT_CODES = frozenset(
+    {
+        "AccessDenied",
+        "AccessDeniedException",
+        "UnrecognizedClientException",
+        "ExpiredToken",
+        "ExpiredTokenException",
+        "ResourceNotFoundException",
+        "AWS.SimpleQueueService.NonExistentQueue",
+        "QueueDoesNotExist",
+        "KMSAccessDeniedException",
+        "KMSDisabledException",
+    }
+)
+_INPUT_ERRORS = (ValueError, KeyError, TypeError, IndexError)
+
+
+def _text(exc: BaseException) -> str:
+    return (str(exc) or type(exc).__name__)[:MESSAGE_LIMIT]
+
+
+def _aws_error(exc: BaseException) -> tuple[str, int] | None:
+    response = getattr(exc, "response", None)
+    if not isinstance(response, Mapping):
+        return None
+    error = response.get("Error")
+    if not isinstance(error, Mapping):
+        return None
+    code = str(error.get("Code") or "Unknown")
+    metadata: Any = response.get("ResponseMetadata") or {}
+    status = int(metadata.get("HTTPStatusCode") or 0) if isinstance(metadata, Mapping) else 0
+    return code, status
+
+
+def _from_aws(exc: BaseException, code: str, status: int) -> Classified:
+    transient = code in _THROTTLING_CODES or code in _DEPLOYMENT_CODES or status >= 500 or status == 429
+    reason = "aws_throttled_or_unavailable" if transient else "aws_rejected_input"
+    if code in _DEPLOYMENT_CODES:
+        reason = "aws_deployment"
+    return Classified(transient=transient, error_class=code, reason=reason, message=_text(exc))
+
+
+def classify(exc: BaseException) -> Classified:
+    """Transient or permanent, with a bounded error class for metrics and a reason for the DLQ."""
+    name = type(exc).__name__
+    if isinstance(exc, PermanentError):
+        return Classified(False, name, exc.reason, _text(exc))
+    if isinstance(exc, TransientError):
+        return Classified(True, name, exc.reason, _text(exc))
+    aws = _aws_error(exc)
+    if aws is not None:
+        return _from_aws(exc, *aws)
+    if type(exc).__module__.startswith(("botocore", "urllib3")):
+        # Parameter validation is our request being wrong, which no retry changes; every other
+        # SDK-level error (connection, read timeout, credentials refresh) is the network.
+        transient = name != "ParamValidationError"
+        return Classified(transient, name, "sdk_network" if transient else "sdk_invalid_request", _text(exc))
+    if isinstance(exc, TimeoutError | ConnectionError):
+        return Classified(True, name, "network", _text(exc))
+    if isinstance(exc, _INPUT_ERRORS):
+        return Classified(False, name, "bad_input", _text(exc))
+    return Classified(True, name, "unexpected", _text(exc))

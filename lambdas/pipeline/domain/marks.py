@@ -1,0 +1,160 @@
+"""The obligation behind each record, and the writes that finish it.
+
+Work from a webhook or a job has a row (the obligation, written before its message was sent);
+internal work (schedule ticks, reply turns) has none, so its done-marker lives in the state
+table. Either way the record is finished by one conditional write, committed with the task's
+effects:
+
+- a row moves from the status the consumer read to a terminal one (compare-and-set on
+  `status`), leaving the pending index (`pending_shard` removed) in the same write;
+- an internal marker is created only if absent, and expires after the idempotency TTL.
+
+A row may be finished from `pending`, and also from `failed` or `abandoned`: a DLQ redrive or a
+late copy of abandoned work must be able to complete it. Finishing from anything else (done,
+expired) means another copy got there first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pipeline import schema
+from pipeline.domain.effects import OnConflict, Put, Table, Update
+from pipeline.domain.envelope import Envelope
+from pipeline.domain.errors import Classified
+
+STATUS = "status"
+UPDATED_AT = "updated_at"
+FINISHED_AT = "finished_at"
+ATTEMPTS = "attempts"
+DEFERRALS = "deferrals"
+LAST_ERROR = "last_error"
+ERROR_CLASS = "error_class"
+OUTCOME = "outcome"
+"""On an internal done-marker: done or superseded."""
+
+REOPENABLE = frozenset({schema.RowStatus.PENDING, schema.RowStatus.FAILED, schema.RowStatus.ABANDONED})
+_ROW_TABLES = {"webhook": Table.WEBHOOK_LOG, "job": Table.JOBS}
+
+
+def marker_key(lane: str, work_id: str) -> str:
+    return f"done#{lane}#{work_id}"
+
+
+@dataclass(frozen=True)
+class Obligation:
+    table: Table
+    key: Mapping[str, Any]
+    found: Mapping[str, Any] | None
+    """The row or marker as read (consistently) before the task; None when absent."""
+
+    @property
+    def internal(self) -> bool:
+        return self.table is Table.STATE
+
+    @property
+    def status(self) -> str | None:
+        if self.found is None:
+            return None
+        if self.internal:
+            return schema.RowStatus.DONE
+        return str(self.found.get(STATUS) or "")
+
+    @property
+    def open(self) -> bool:
+        """Work still to do: no marker yet, or a row in a status a consumer may finish."""
+        if self.internal:
+            return self.found is None
+        return self.status in REOPENABLE
+
+    @property
+    def missing_row(self) -> bool:
+        return not self.internal and self.found is None
+
+
+def locate(envelope: Envelope, lane: str) -> tuple[Table, dict[str, Any]]:
+    table = _ROW_TABLES.get(envelope.source)
+    if table is None:
+        return Table.STATE, {schema.PK: marker_key(lane, envelope.id)}
+    return table, {schema.ID: envelope.id}
+
+
+def _error_values(error: Classified | None) -> dict[str, Any]:
+    if error is None:
+        return {}
+    return {LAST_ERROR: f"{error.reason}: {error.message}", ERROR_CLASS: error.error_class}
+
+
+def finish(
+    obligation: Obligation,
+    envelope: Envelope,
+    *,
+    status: str,
+    now: float,
+    attempts: int,
+    marker_ttl_seconds: int,
+    error: Classified | None = None,
+    outcome: str | None = None,
+) -> Put | Update | None:
+    """The write that finishes the obligation, or None for internal work that is not done (an
+    expired or failed tick leaves no marker: a redrive may run it again)."""
+    if obligation.internal:
+        if status != schema.RowStatus.DONE:
+            return None
+        return Put(
+            table=Table.STATE,
+            item={
+                **obligation.key,
+                OUTCOME: outcome or status,
+                FINISHED_AT: now,
+                ATTEMPTS: attempts,
+                schema.TTL: int(now) + marker_ttl_seconds,
+            },
+            condition="attribute_not_exists(#pk)",
+            names={"#pk": schema.PK},
+            on_conflict=OnConflict.FAIL,
+        )
+    values: dict[str, Any] = {
+        STATUS: status,
+        UPDATED_AT: now,
+        FINISHED_AT: now,
+        ATTEMPTS: attempts,
+        DEFERRALS: envelope.deferrals,
+        **_error_values(error),
+    }
+    names = {f"#{name}": name for name in values}
+    names["#shard"] = schema.PENDING_SHARD
+    sets = ", ".join(f"#{name} = :{name}" for name in values)
+    return Update(
+        table=obligation.table,
+        key=obligation.key,
+        expression=f"SET {sets} REMOVE #shard",
+        condition="#status = :read",
+        names=names,
+        values={**{f":{name}": value for name, value in values.items()}, ":read": obligation.status},
+        on_conflict=OnConflict.FAIL,
+    )
+
+
+def retry_note(obligation: Obligation, envelope: Envelope, *, now: float, attempts: int, error: Classified) -> Update:
+    """What a row shows between attempts (`GET /jobs/{id}`): attempts so far and the last error.
+    The row stays pending and in the index."""
+    values: dict[str, Any] = {
+        UPDATED_AT: now,
+        ATTEMPTS: attempts,
+        DEFERRALS: envelope.deferrals,
+        **_error_values(error),
+    }
+    names = {f"#{name}": name for name in values}
+    names["#status"] = STATUS
+    return Update(
+        table=obligation.table,
+        key=obligation.key,
+        expression="SET " + ", ".join(f"#{name} = :{name}" for name in values),
+        condition="#status = :read",
+        names=names,
+        values={**{f":{name}": value for name, value in values.items()}, ":read": obligation.status},
+        on_conflict=OnConflict.FAIL,
+    )

@@ -1,0 +1,71 @@
+"""What happened to one record, and what that asks of SQS.
+
+Every record of a batch ends with exactly one of these. Only three shapes touch the queue after
+the record's own processing: a deferral (re-send with a delay, then ack), a failure (left in the
+queue, optionally with a new visibility), and an ack (everything else: Lambda deletes it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from pipeline.domain.errors import Classified
+from pipeline.metric_names import Outcome
+
+
+@dataclass(frozen=True)
+class RecordOutcome:
+    outcome: str
+    """A metric_names.Outcome value."""
+    failed: bool = False
+    """Reported in batchItemFailures: SQS keeps the message and counts the receive."""
+    visibility_seconds: int | None = None
+    """For a failure: when the message should be received again (None leaves the queue's)."""
+    defer_seconds: int | None = None
+    """For a deferral: the re-sent copy's DelaySeconds."""
+    error: Classified | None = None
+    attempt: int = 0
+    detail: Mapping[str, Any] = field(default_factory=dict)
+
+    def with_detail(self, **detail: Any) -> RecordOutcome:
+        return replace(self, detail={**self.detail, **detail})
+
+
+DRAINED = frozenset({Outcome.DONE, Outcome.DUPLICATE, Outcome.SUPERSEDED, Outcome.EXPIRED, Outcome.DEAD_LETTERED})
+"""Outcomes that take a message off the lane for good: what the jobs API's drain rate counts."""
+
+
+def acked(outcome: str, attempt: int, **detail: Any) -> RecordOutcome:
+    return RecordOutcome(outcome=outcome, attempt=attempt, detail=detail)
+
+
+def deferred(seconds: int, attempt: int, budget: str) -> RecordOutcome:
+    return RecordOutcome(outcome=Outcome.DEFERRED, defer_seconds=seconds, attempt=attempt, detail={"budget": budget})
+
+
+def retried(visibility_seconds: int, error: Classified, attempt: int, **detail: Any) -> RecordOutcome:
+    return RecordOutcome(
+        outcome=Outcome.RETRIED,
+        failed=True,
+        visibility_seconds=visibility_seconds,
+        error=error,
+        attempt=attempt,
+        detail=detail,
+    )
+
+
+def dead_lettered(error: Classified, attempt: int, **detail: Any) -> RecordOutcome:
+    return RecordOutcome(outcome=Outcome.DEAD_LETTERED, error=error, attempt=attempt, detail=detail)
+
+
+def not_started(attempt: int, remaining_seconds: float) -> RecordOutcome:
+    # Visible again at once: nothing went wrong with the record, this invocation ran out of time.
+    return RecordOutcome(
+        outcome=Outcome.NOT_STARTED,
+        failed=True,
+        visibility_seconds=0,
+        attempt=attempt,
+        detail={"remaining_seconds": round(remaining_seconds, 3)},
+    )

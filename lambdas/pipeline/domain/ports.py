@@ -1,0 +1,100 @@
+"""What the consumer needs from the outside world, as interfaces the adapters implement.
+
+Keeping these as protocols lets the record pipeline (domain/consumer.py) stay free of boto3,
+and lets a test replace one piece (a task, the vendor, the clock) without touching the rest.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any, Protocol
+
+from pipeline.domain.budgets import Budget, Grant
+from pipeline.domain.effects import Table, Write
+from pipeline.domain.envelope import Envelope
+from pipeline.domain.outcomes import RecordOutcome
+from pipeline.domain.records import Received
+from pipeline.domain.work import FollowUp
+
+Location = tuple[Table, Mapping[str, Any]]
+
+
+def location_id(table: Table, key: Mapping[str, Any]) -> str:
+    return f"{table}|" + "|".join(f"{name}={key[name]}" for name in sorted(key))
+
+
+class ObligationStore(Protocol):
+    def lookup(self, locations: Sequence[Location]) -> dict[str, Mapping[str, Any] | None]:
+        """Consistent reads of rows and markers, keyed by `location_id`; None when absent."""
+        ...
+
+    def payload(self, envelope: Envelope, found: Mapping[str, Any] | None) -> Any:
+        """The envelope's payload: inline, or loaded from the row its `ref` names."""
+        ...
+
+
+class Reader(Protocol):
+    def read(self, table: Table, key: Mapping[str, Any]) -> dict[str, Any] | None: ...
+
+
+class Budgets(Protocol):
+    def acquire(self, budget: Budget, slots: int, hold_seconds: float) -> Grant: ...
+
+    def release(self, grant: Grant) -> None:
+        """Never raises: a lease that cannot be given back expires on its own."""
+        ...
+
+
+class CommitState(StrEnum):
+    COMMITTED = "committed"
+    DUPLICATE = "duplicate"
+    """The done-mark's condition failed: another copy finished first; nothing was written."""
+    SUPERSEDED = "superseded"
+    """A SUPERSEDE write's condition failed: only the done-mark was written."""
+
+
+@dataclass(frozen=True)
+class CommitResult:
+    state: CommitState
+    skipped: int = 0
+    """SKIP writes dropped because their condition failed (stale or repeated)."""
+
+
+class Committer(Protocol):
+    def commit(self, mark: Write, writes: Sequence[Write]) -> CommitResult: ...
+
+
+class LaneQueue(Protocol):
+    def send(self, follow_ups: Sequence[FollowUp]) -> None:
+        """Raises when any follow-up was not accepted."""
+        ...
+
+    def defer(self, items: Sequence[tuple[Envelope, int]]) -> set[int]:
+        """Re-send each envelope with its delay; returns the indices SQS did not accept."""
+        ...
+
+    def dead_letter(self, body: str, attributes: Mapping[str, str]) -> None: ...
+
+    def set_visibility(self, items: Sequence[tuple[str, int]]) -> int:
+        """(receipt handle, seconds) pairs; returns how many SQS refused."""
+        ...
+
+
+class Drain(Protocol):
+    def record(self, count: int, now: float) -> None: ...
+
+
+class Observer(Protocol):
+    def outcome(self, received: Received, outcome: RecordOutcome) -> None:
+        """The one log line and metric for a record's outcome."""
+        ...
+
+    def over_budget(self, received: Received, grant: Grant) -> None:
+        """A record an observe-mode budget would have deferred (it proceeds)."""
+        ...
+
+    def problem(self, message: str, exc: BaseException | None = None, **fields: Any) -> None:
+        """Something outside any single record went wrong and was survived."""
+        ...

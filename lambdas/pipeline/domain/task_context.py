@@ -1,0 +1,81 @@
+"""The TaskContext the consumer hands a task (see domain/work.py for the contract)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any
+
+from pipeline.domain.budgets import Budget, Grant
+from pipeline.domain.effects import TASK_TABLES, Table
+from pipeline.domain.envelope import Envelope
+from pipeline.domain.errors import DependencyBusy
+from pipeline.domain.ports import Budgets, Reader
+from pipeline.domain.work import Vendor
+
+
+class TaskRun:
+    def __init__(
+        self,
+        *,
+        envelope: Envelope,
+        payload: Any,
+        lane: str,
+        options: Mapping[str, str],
+        now: float,
+        vendor: Vendor,
+        reader: Reader,
+        budgets: Budgets,
+        dependency: Budget | None,
+        limit_seconds: float,
+        on_over_budget: Callable[[Grant], None],
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.envelope = envelope
+        self.payload = payload
+        self.lane = lane
+        self.now = now
+        self.vendor = vendor
+        self._options = options
+        self._reader = reader
+        self._budgets = budgets
+        self._dependency = dependency
+        self._limit = limit_seconds
+        self._on_over_budget = on_over_budget
+        self._monotonic = monotonic
+        self._deadline = monotonic() + limit_seconds
+
+    def option(self, name: str, default: str) -> str:
+        return self._options.get(name, default)
+
+    def read(self, table: Table, key: Mapping[str, Any]) -> dict[str, Any] | None:
+        if table not in TASK_TABLES:
+            raise ValueError(f"tasks read the data and state tables, not {table}")
+        return self._reader.read(table, key)
+
+    def remaining(self) -> float:
+        return max(0.0, self._deadline - self._monotonic())
+
+    @contextmanager
+    def dependency(self) -> Iterator[None]:
+        budget = self._dependency
+        if budget is None:
+            yield
+            return
+        # Held for at most the task's limit (plus slack for clock skew between instances): a task
+        # past its limit is abandoned by the consumer, and its slot must come back on its own.
+        try:
+            grant = self._budgets.acquire(budget, 1, self._limit + 5.0)
+        except Exception as exc:
+            # Fail closed: this budget protects someone else's quota, and an unreadable counter is
+            # no licence to exceed it. Deferring costs the record no attempt.
+            raise DependencyBusy(f"{budget.key} could not be read: {exc}") from exc
+        if grant.granted < 1:
+            raise DependencyBusy(f"{budget.key} is at its limit of {budget.limit}")
+        if grant.over:
+            self._on_over_budget(grant)
+        try:
+            yield
+        finally:
+            self._budgets.release(grant)

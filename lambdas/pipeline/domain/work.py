@@ -1,0 +1,80 @@
+"""The contract between the generic consumer and a lane's task.
+
+A task is a plain function `run(ctx: TaskContext) -> TaskResult`:
+
+- It reads what it needs through `ctx` (the envelope, its payload resolved from the row if it
+  travelled by reference, the lane's options, consistent reads of the data and state tables).
+- It calls anything external (the AI vendor) itself, inside `with ctx.dependency():` when the
+  call spends a shared dependency budget. An exhausted budget raises `DependencyBusy` out of
+  that block, and the consumer defers the record at no attempt's cost.
+- It returns its writes and follow-up messages instead of performing them. The consumer sends
+  the follow-ups, then commits the writes with the record's done-mark in one transaction. So a
+  task may run twice (redelivery, a visibility timeout mid-task), but its writes land once; only
+  its external calls can repeat, which is why they come first and cost no state.
+- It raises `TransientError` or `PermanentError` (domain/errors.py) for failures it recognises;
+  anything else is classified by the consumer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from pipeline.domain.effects import Table, Write
+from pipeline.domain.envelope import Envelope
+
+
+class Vendor(Protocol):
+    """The external model a task may call (simulated here; see adapters/vendor.py)."""
+
+    def complete(self, prompt: str, *, timeout: float) -> str: ...
+
+
+class TaskContext(Protocol):
+    envelope: Envelope
+    payload: Any
+    lane: str
+    now: float
+    """Epoch seconds when the task started; use it for every timestamp the task writes."""
+    vendor: Vendor
+
+    def option(self, name: str, default: str) -> str:
+        """One of the lane's task options from the catalogue, as text."""
+        ...
+
+    def read(self, table: Table, key: Mapping[str, Any]) -> dict[str, Any] | None:
+        """A strongly consistent read of one item of the data or state table."""
+        ...
+
+    def dependency(self) -> AbstractContextManager[None]:
+        """Hold a slot of the lane's shared dependency budget for the duration of the block."""
+        ...
+
+    def remaining(self) -> float:
+        """Seconds left before the task's hard time limit: the timeout for external calls."""
+        ...
+
+
+@dataclass(frozen=True)
+class FollowUp:
+    """A message the task wants on its own lane (e.g. a coalesced reply turn a few seconds out).
+    Sent before the commit, so a crash in between repeats it rather than loses it: follow-ups
+    must be idempotent by id (the consumer's done-marker makes a repeated id a no-op)."""
+
+    envelope: Envelope
+    delay_seconds: int = 0
+
+
+@dataclass(frozen=True)
+class TaskResult:
+    writes: tuple[Write, ...] = ()
+    follow_ups: tuple[FollowUp, ...] = ()
+    superseded: bool = False
+    """The task found newer work that makes this record moot: nothing to write but the done-mark."""
+    detail: Mapping[str, Any] = field(default_factory=dict)
+    """Small facts for the record's log line (counts, labels), never payload contents."""
+
+
+TaskFn = Callable[[TaskContext], TaskResult]

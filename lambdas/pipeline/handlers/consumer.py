@@ -1,0 +1,121 @@
+"""The one consumer every lane runs: SQS batch in, ReportBatchItemFailures response out.
+
+The lane (its task, budgets, retry policy and deadlines) comes from the environment the stack
+writes (stacks/runtime_env.consumer); the record pipeline is domain/consumer.py.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import random
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from pipeline import settings
+from pipeline.adapters.clients import Clients
+from pipeline.adapters.consumer_observer import ConsumerObserver
+from pipeline.adapters.drain import LaneDrain
+from pipeline.adapters.lane_queue import SqsLaneQueue
+from pipeline.adapters.lane_state import LaneStateReader
+from pipeline.adapters.leases import LeaseBudgets
+from pipeline.adapters.observability import logger_for, metrics_for
+from pipeline.adapters.state import ItemReader, ObligationReader, TableNames
+from pipeline.adapters.transactions import Committer
+from pipeline.adapters.vendor import SimulatedVendor
+from pipeline.domain import budgets
+from pipeline.domain.consumer import Adapters, Consumer, ConsumerConfig
+from pipeline.domain.effects import Table
+from pipeline.domain.work import TaskFn, Vendor
+from pipeline.tasks import TASKS, task_for
+
+Handler = Callable[[Mapping[str, Any], Any], dict[str, Any]]
+
+
+def _table_names(tables: settings.Tables) -> TableNames:
+    return TableNames(
+        {
+            Table.WEBHOOK_LOG: tables.webhook_log,
+            Table.JOBS: tables.jobs,
+            Table.STATE: tables.state,
+            Table.DATA: tables.data,
+        }
+    )
+
+
+def create_handler(
+    environ: Mapping[str, str],
+    *,
+    tasks: Mapping[str, TaskFn] = TASKS,
+    clients: Clients | None = None,
+    vendor: Vendor | None = None,
+    rng: random.Random | None = None,
+    clock: Callable[[], float] = time.time,
+) -> Handler:
+    """Build one consumer instance. The keyword arguments are seams for tests and the local
+    runtime (a seeded RNG, a fake vendor or clock, clients with event hooks); Lambda passes none."""
+    config = settings.ConsumerSettings.from_environ(environ)
+    lane = config.lane
+    task = task_for(lane.task, tasks)
+    rng = rng or random.Random()  # noqa: S311 (jitter, not secrets)
+    clients = clients or Clients(region=config.region)
+    logger = logger_for(environ, f"consumer-{lane.name}")
+    metrics = metrics_for(environ, f"consumer-{lane.name}")
+    observer = ConsumerObserver(logger, metrics, lane.name)
+    names = _table_names(config.tables)
+    dynamodb = clients.dynamodb
+    dependency = config.dependency
+    consumer = Consumer(
+        ConsumerConfig(
+            lane=lane,
+            dependency=(budgets.dependency(dependency.name, dependency.limit, dependency.mode) if dependency else None),
+            marker_ttl_seconds=config.idempotency_ttl_seconds,
+        ),
+        task,
+        Adapters(
+            store=ObligationReader(dynamodb, names),
+            reader=ItemReader(dynamodb, names),
+            budgets=LeaseBudgets(
+                dynamodb,
+                config.tables.state,
+                clock,
+                on_release_error=lambda grant, exc: observer.problem(
+                    "lease not given back; it expires on its own", exc, budget=grant.budget.key
+                ),
+            ),
+            committer=Committer(dynamodb, names),
+            queue=SqsLaneQueue(clients.sqs, config.queue_url, config.dlq_url),
+            drain=LaneDrain(LaneStateReader(clients.sqs, dynamodb, config.tables.state, {}), lane.name),
+            observer=observer,
+            vendor=vendor or SimulatedVendor.from_options(lane.options, random.Random(rng.random())),  # noqa: S311
+        ),
+        clock=clock,
+        rng=rng,
+    )
+
+    def handle(event: Mapping[str, Any], context: Any) -> dict[str, Any]:
+        started = time.monotonic()
+
+        def remaining() -> float:
+            if context is not None and hasattr(context, "get_remaining_time_in_millis"):
+                return float(context.get_remaining_time_in_millis()) / 1000.0
+            return lane.timeout_seconds - (time.monotonic() - started)
+
+        records = event.get("Records") or []
+        try:
+            failures = consumer.process(records, remaining)
+        finally:
+            observer.flush()
+        return {"batchItemFailures": [{"itemIdentifier": message_id} for message_id in failures]}
+
+    return handle
+
+
+@functools.cache
+def _default() -> Handler:
+    return create_handler(os.environ)
+
+
+def handler(event: Mapping[str, Any], context: Any) -> dict[str, Any]:
+    return _default()(event, context)

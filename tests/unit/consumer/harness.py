@@ -1,0 +1,375 @@
+"""Playing the Lambda service for one lane's consumer against moto.
+
+`LaneHarness.poll` does what the event source mapping does: receive from the lane queue (real
+visibility and receive counts), build the SQS event, invoke the handler, and delete the records
+the response did not report as failures. Rows are written the way the ingress (its real
+WebhookLog adapter) and the jobs API write them. The handler's own clients come from a boto3
+session whose event hooks record every call it makes, so tests can inspect what it asked SQS.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import boto3
+from moto.core.botocore_stubber import BotocoreStubber
+
+from pipeline import schema
+from pipeline.adapters.clients import Clients
+from pipeline.adapters.webhook_log import LogEntry, WebhookLog
+from pipeline.domain import jobs as job_rules
+from pipeline.domain import webhook_body
+from pipeline.domain.envelope import Envelope
+from pipeline.domain.routing import Route
+from pipeline.handlers.consumer import create_handler
+from tests.support.aws import REGION
+
+_ATOMIC = threading.RLock()
+
+
+@contextmanager
+def atomic_requests(monkeypatch: Any) -> Iterator[None]:
+    """Make each moto request atomic, as each DynamoDB write (and transaction) is atomic in AWS.
+    moto's in-process backend has no lock of its own, and a transaction there restores a snapshot
+    of the whole table when it fails, which under real threads could undo another thread's write."""
+    original = BotocoreStubber.process_request
+
+    def locked(self: BotocoreStubber, request: Any) -> Any:
+        with _ATOMIC:
+            return original(self, request)
+
+    monkeypatch.setattr(BotocoreStubber, "process_request", locked)
+    yield
+
+
+def with_lane(environ: Mapping[str, str], **changes: Any) -> dict[str, str]:
+    """The consumer environment with some of its lane settings changed."""
+    lane = json.loads(environ["LANE"])
+    options = changes.pop("options", None)
+    lane.update(changes)
+    if options is not None:
+        lane["options"] = {**lane.get("options", {}), **options}
+    return {**environ, "LANE": json.dumps(lane)}
+
+
+def with_dependency(environ: Mapping[str, str], name: str, *, limit: int, mode: str = "enforce") -> dict[str, str]:
+    dependencies = json.loads(environ["DEPENDENCIES"])
+    dependencies[name] = {"limit": limit, "mode": mode}
+    return {**environ, "DEPENDENCIES": json.dumps(dependencies)}
+
+
+class Context:
+    """The slice of the Lambda context the consumer reads."""
+
+    def __init__(self, remaining_seconds: float) -> None:
+        self._deadline = time.monotonic() + remaining_seconds
+
+    def get_remaining_time_in_millis(self) -> int:
+        return max(0, int((self._deadline - time.monotonic()) * 1000))
+
+
+@dataclass
+class Clock:
+    now: float = field(default_factory=time.time)
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+@dataclass
+class Calls:
+    """Every API call the handler's clients made: (service, operation, params)."""
+
+    made: list[tuple[str, str, dict[str, Any]]] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def record(self, params: Mapping[str, Any], model: Any, **_: Any) -> None:
+        with self.lock:
+            self.made.append((model.service_model.service_name, model.name, dict(params)))
+
+    def of(self, operation: str) -> list[dict[str, Any]]:
+        with self.lock:
+            return [params for _, name, params in self.made if name == operation]
+
+    def count(self, service: str | None = None) -> int:
+        with self.lock:
+            return sum(1 for s, _, _ in self.made if service is None or s == service)
+
+    def clear(self) -> None:
+        with self.lock:
+            self.made.clear()
+
+
+def hooked_clients(calls: Calls) -> Clients:
+    session = boto3.session.Session(region_name=REGION)
+    session.events.register("provide-client-params.*.*", calls.record)
+    return Clients(region=REGION, _session=session)
+
+
+def sqs_event(messages: list[dict[str, Any]], queue_arn: str) -> dict[str, Any]:
+    return {
+        "Records": [
+            {
+                "messageId": m["MessageId"],
+                "receiptHandle": m["ReceiptHandle"],
+                "body": m["Body"],
+                "attributes": m.get("Attributes", {}),
+                "messageAttributes": m.get("MessageAttributes", {}),
+                "md5OfBody": m.get("MD5OfBody", ""),
+                "eventSource": "aws:sqs",
+                "eventSourceARN": queue_arn,
+                "awsRegion": REGION,
+            }
+            for m in messages
+        ]
+    }
+
+
+class LaneHarness:
+    def __init__(self, lane: str, environ: Mapping[str, str], queue_arn: str) -> None:
+        self.lane = lane
+        self.environ = dict(environ)
+        self.queue_arn = queue_arn
+        self.queue_url = environ["QUEUE_URL"]
+        self.dlq_url = environ["DLQ_URL"]
+        self.sqs = boto3.client("sqs", region_name=REGION)
+        self.dynamodb = boto3.resource("dynamodb", region_name=REGION)
+        self.calls = Calls()
+
+    # The consumer
+
+    def handler(self, environ: Mapping[str, str] | None = None, **seams: Any) -> Callable[..., dict[str, Any]]:
+        seams.setdefault("clients", hooked_clients(self.calls))
+        return create_handler(environ or self.environ, **seams)
+
+    # SQS, as the event source mapping uses it
+
+    def send(self, envelope: Envelope, *, delay: int = 0) -> str:
+        kwargs: dict[str, Any] = {"QueueUrl": self.queue_url, "MessageBody": envelope.to_json()}
+        if delay:
+            kwargs["DelaySeconds"] = delay
+        return self.sqs.send_message(**kwargs)["MessageId"]
+
+    def send_raw(self, body: str) -> str:
+        return self.sqs.send_message(QueueUrl=self.queue_url, MessageBody=body)["MessageId"]
+
+    def receive(self, limit: int = 10, visibility: int | None = None, url: str | None = None) -> list[dict[str, Any]]:
+        kwargs: dict[str, Any] = {
+            "QueueUrl": url or self.queue_url,
+            "MaxNumberOfMessages": limit,
+            "AttributeNames": ["All"],
+            "MessageAttributeNames": ["All"],
+            "WaitTimeSeconds": 0,
+        }
+        if visibility is not None:
+            kwargs["VisibilityTimeout"] = visibility
+        return self.sqs.receive_message(**kwargs).get("Messages", [])
+
+    def invoke(
+        self, handler: Callable[..., dict[str, Any]], messages: list[dict[str, Any]], context: Any = None
+    ) -> dict[str, Any]:
+        response = handler(sqs_event(messages, self.queue_arn), context if context is not None else Context(60))
+        failed = {item["itemIdentifier"] for item in response["batchItemFailures"]}
+        acked = [m for m in messages if m["MessageId"] not in failed]
+        for m in acked:
+            self.sqs.delete_message(QueueUrl=self.queue_url, ReceiptHandle=m["ReceiptHandle"])
+        return response
+
+    def poll(
+        self,
+        handler: Callable[..., dict[str, Any]],
+        *,
+        limit: int = 10,
+        visibility: int | None = None,
+        context: Any = None,
+    ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        messages = self.receive(limit, visibility)
+        return self.invoke(handler, messages, context), messages
+
+    def dead_letters(self) -> list[dict[str, Any]]:
+        found: list[dict[str, Any]] = []
+        while batch := self.receive(10, visibility=30, url=self.dlq_url):
+            found.extend(batch)
+        return found
+
+    def depth(self, url: str | None = None) -> int:
+        attributes = self.sqs.get_queue_attributes(
+            QueueUrl=url or self.queue_url,
+            AttributeNames=[
+                "ApproximateNumberOfMessages",
+                "ApproximateNumberOfMessagesNotVisible",
+                "ApproximateNumberOfMessagesDelayed",
+            ],
+        )["Attributes"]
+        return sum(int(v) for v in attributes.values())
+
+    # Rows, as the ingress and the jobs API write them
+
+    def webhook_row(
+        self,
+        payload: Any,
+        *,
+        tenant: str,
+        lane: str | None = None,
+        received_at: float | None = None,
+        inline: bool = False,
+        deadline: float | None = None,
+    ) -> Envelope:
+        raw = json.dumps(payload).encode()
+        row_id = "wh-" + __import__("hashlib").sha256(raw).hexdigest()
+        received = received_at if received_at is not None else time.time()
+        route = Route(lane=lane or self.lane, tenant=tenant, kind="whatsapp.messages")
+        WebhookLog(self.dynamodb.meta.client, "webhook-log").record(
+            LogEntry(id=row_id, received_at=received, body=webhook_body.pack(raw), route=route)
+        )
+        return Envelope(
+            id=row_id,
+            lane=route.lane,
+            tenant=tenant,
+            kind=route.kind,
+            source="webhook",
+            created_at=received,
+            deadline=deadline,
+            payload=payload if inline else None,
+            ref=None if inline else row_id,
+        )
+
+    def job_row(
+        self,
+        job_id: str,
+        payload: Any,
+        *,
+        tenant: str,
+        kind: str,
+        created_at: float | None = None,
+        deadline: float | None = None,
+        queued: int | None = None,
+        inline: bool = True,
+    ) -> Envelope:
+        created = created_at if created_at is not None else time.time()
+        item = {
+            schema.ID: job_id,
+            "lane": self.lane,
+            "tenant": tenant,
+            "kind": kind,
+            "payload": payload,
+            "status": schema.RowStatus.PENDING,
+            "attempts": 0,
+            "deferrals": 0,
+            "created_at": _decimal(created),
+            "updated_at": _decimal(created),
+            schema.PENDING_SHARD: schema.pending_shard(job_id),
+            schema.PENDING_SINCE: _decimal(created),
+        }
+        if deadline is not None:
+            item["deadline"] = _decimal(deadline)
+        self.dynamodb.Table("jobs").put_item(Item=_decimals(item))
+        if queued is not None:
+            self.dynamodb.Table("state").put_item(
+                Item={schema.PK: job_rules.queued_key(self.lane, tenant), job_rules.QUEUED: queued}
+            )
+        return Envelope(
+            id=job_id,
+            lane=self.lane,
+            tenant=tenant,
+            kind=kind,
+            source="job",
+            created_at=created,
+            deadline=deadline,
+            payload=payload if inline else None,
+            ref=None if inline else job_id,
+        )
+
+    def row(self, table: str, row_id: str) -> dict[str, Any] | None:
+        return self.dynamodb.Table(table).get_item(Key={schema.ID: row_id}, ConsistentRead=True).get("Item")
+
+    def state(self, pk: str) -> dict[str, Any] | None:
+        return self.dynamodb.Table("state").get_item(Key={schema.PK: pk}, ConsistentRead=True).get("Item")
+
+    def data(self, pk: str, sk: str) -> dict[str, Any] | None:
+        return self.dynamodb.Table("data").get_item(Key={schema.PK: pk, schema.SK: sk}, ConsistentRead=True).get("Item")
+
+    def data_items(self, pk: str) -> list[dict[str, Any]]:
+        from boto3.dynamodb.conditions import Key
+
+        return self.dynamodb.Table("data").query(KeyConditionExpression=Key(schema.PK).eq(pk))["Items"]
+
+
+def _decimal(value: float) -> Any:
+    from decimal import Decimal
+
+    return Decimal(str(value))
+
+
+def _decimals(value: Any) -> Any:
+    from decimal import Decimal
+
+    if isinstance(value, float):
+        return Decimal(str(value))
+    if isinstance(value, dict):
+        return {k: _decimals(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_decimals(v) for v in value]
+    return value
+
+
+def internal(
+    lane: str,
+    work_id: str,
+    kind: str,
+    payload: Any,
+    *,
+    tenant: str = "system",
+    created_at: float | None = None,
+    deadline: float | None = None,
+) -> Envelope:
+    return Envelope(
+        id=work_id,
+        lane=lane,
+        tenant=tenant,
+        kind=kind,
+        source="internal",
+        created_at=created_at if created_at is not None else time.time(),
+        deadline=deadline,
+        payload=payload,
+    )
+
+
+def log_lines(caplog: Any) -> list[dict[str, Any]]:
+    """The handler's log records as dicts (message, level and the `extra` fields). Read through
+    caplog: Powertools binds its stream handler once per process, so stdout capture would miss
+    the log lines of every logger but the first."""
+    return [{"message": r.getMessage(), "level": r.levelname, **r.__dict__} for r in caplog.records]
+
+
+def stdout_records(text: str) -> list[dict[str, Any]]:
+    """The JSON documents a handler printed: its EMF metric documents."""
+    found = []
+    for raw in text.splitlines():
+        line = raw.strip()
+        if line.startswith("{"):
+            try:
+                found.append(json.loads(line))
+            except json.JSONDecodeError:
+                continue
+    return found
+
+
+def metric_total(printed: list[dict[str, Any]], name: str, **dimensions: str) -> float:
+    total = 0.0
+    for doc in printed:
+        if "_aws" not in doc or name not in doc:
+            continue
+        if all(doc.get(k) == v for k, v in dimensions.items()):
+            value = doc[name]
+            total += sum(value) if isinstance(value, list) else value
+    return total

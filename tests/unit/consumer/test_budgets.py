@@ -1,0 +1,209 @@
+"""Budgets: the tenant in-flight quota and the shared dependency budget, enforced or observed,
+held as leases that a crash cannot leak."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+
+import boto3
+
+from pipeline import schema
+from pipeline.adapters.leases import LeaseBudgets
+from pipeline.domain import budgets
+from pipeline.domain.envelope import Envelope
+from tests.support.aws import REGION
+from tests.unit.consumer.fakes import ConcurrencyProbe, Recorder
+from tests.unit.consumer.harness import (
+    Clock,
+    internal,
+    log_lines,
+    metric_total,
+    stdout_records,
+    with_dependency,
+    with_lane,
+)
+
+
+def _quota_writes(h) -> list[dict]:
+    return [p for p in h.calls.of("UpdateItem") if p["Key"][schema.PK]["S"].startswith("quota#")]
+
+
+def _leases(item: dict) -> list[str]:
+    return [name for name in item if name.startswith(budgets.LEASE_PREFIX)]
+
+
+def test_a_flood_from_one_tenant_is_deferred_past_its_quota_while_others_proceed(lane):
+    # Given a batch of ten: eight comments from page A, two from page B, and a quota of 4 per page
+    h = lane("engagement")
+    environ = with_lane(h.environ, tenant_quota=4, defer_seconds=2)
+    for n in range(8):
+        h.send(internal("engagement", f"a-{n}", "comment", {}, tenant="page-a"))
+    h.send(internal("engagement", "b-0", "comment", {}, tenant="page-b"))
+    h.send(internal("engagement", "b-1", "comment", {}, tenant="page-b"))
+    task = Recorder()
+    # When the consumer takes the batch
+    response, messages = h.poll(h.handler(environ, tasks={"engagement": task}))
+    assert len(messages) == 10
+    # Then page B's work and four of page A's run; page A's other four are deferred, not failed
+    assert response == {"batchItemFailures": []}
+    assert sorted(task.calls) == sorted([f"a-{n}" for n in range(4)] + ["b-0", "b-1"])
+    [resend] = h.calls.of("SendMessageBatch")
+    assert len(resend["Entries"]) == 4
+    for entry in resend["Entries"]:
+        assert 2 <= entry["DelaySeconds"] <= 3
+        assert entry["MessageGroupId"] == "page-a"
+        body = Envelope.from_json(entry["MessageBody"])
+        assert (body.deferrals, body.attempt) == (1, 0)
+    # And the quota cost one update to take and one to give back per tenant, not one per record
+    assert len(_quota_writes(h)) == 4
+    for tenant in ("page-a", "page-b"):
+        item = h.state(f"quota#engagement#{tenant}")
+        assert item[budgets.IN_USE] == 0
+        assert _leases(item) == []
+
+
+def test_deferral_never_moves_work_towards_the_dlq(lane):
+    # Given a tenant whose only slot is held by another consumer, and a lane that dead-letters
+    # after 6 receives
+    h = lane("engagement")
+    environ = with_lane(h.environ, tenant_quota=1, defer_seconds=0)
+    holder = LeaseBudgets(boto3.client("dynamodb", region_name=REGION), "state", time.time)
+    held = holder.acquire(budgets.tenant_quota("engagement", "page-a", 1, "enforce"), 1, 60)
+    assert held.granted == 1
+    h.send(internal("engagement", "c-1", "comment", {}, tenant="page-a"))
+    task = Recorder()
+    handler = h.handler(environ, tasks={"engagement": task})
+    # When it is deferred eight times over
+    for expected in range(1, 9):
+        response, [message] = h.poll(handler)
+        # Then every copy is a first receive, carrying its deferral count, and none is dead-lettered
+        assert message["Attributes"]["ApproximateReceiveCount"] == "1"
+        assert Envelope.from_json(message["Body"]).deferrals == expected - 1
+        assert response == {"batchItemFailures": []}
+    assert task.calls == []
+    assert h.dead_letters() == []
+    # And once the slot is free, the work runs, with no attempt spent on waiting
+    holder.release(held)
+    response, [message] = h.poll(handler)
+    assert task.calls == ["c-1"]
+    assert Envelope.from_json(message["Body"]).attempt == 0
+
+
+def test_observe_mode_defers_nothing_but_counts_what_it_would_have_deferred(lane, capsys, caplog):
+    # Given a quota of 1 being rolled out in observe mode, and five records from one tenant
+    h = lane("engagement")
+    environ = with_lane(h.environ, tenant_quota=1, tenant_quota_mode="observe")
+    for n in range(5):
+        h.send(internal("engagement", f"o-{n}", "comment", {}, tenant="page-a"))
+    task = Recorder()
+    # When the batch runs
+    response, _ = h.poll(h.handler(environ, tasks={"engagement": task}))
+    # Then all five run and none is re-sent
+    assert response == {"batchItemFailures": []}
+    assert len(task.calls) == 5
+    assert h.calls.of("SendMessageBatch") == []
+    # And four would-defers are logged (with the tenant) and counted
+    would = [line for line in log_lines(caplog) if line.get("outcome") == "would_defer"]
+    assert len(would) == 4
+    assert {line["tenant"] for line in would} == {"page-a"}
+    printed = stdout_records(capsys.readouterr().out)
+    assert metric_total(printed, "Records", Lane="engagement", Outcome="would_defer") == 4
+    assert metric_total(printed, "Records", Lane="engagement", Outcome="done") == 5
+
+
+def test_leases_of_a_crashed_consumer_expire_and_free_the_quota(aws, deployed):
+    # Given a consumer that took all 4 slots of a tenant's quota and then crashed (never gave back)
+    clock = Clock(now=1_800_000_000.0)
+    leases = LeaseBudgets(boto3.client("dynamodb", region_name=REGION), "state", clock)
+    quota = budgets.tenant_quota("engagement", "page-a", 4, "enforce")
+    assert leases.acquire(quota, 4, hold_seconds=10).granted == 4
+    # When another consumer asks before the leases expire, it gets nothing
+    clock.advance(5)
+    refused = leases.acquire(quota, 2, hold_seconds=10)
+    assert (refused.granted, refused.over) == (0, 2)
+    # And once they have expired, it gets its slots, and the dead lease is purged
+    clock.advance(6)
+    granted = leases.acquire(quota, 2, hold_seconds=10)
+    assert granted.granted == 2
+    item = boto3.resource("dynamodb", region_name=REGION).Table("state").get_item(Key={schema.PK: quota.key})["Item"]
+    assert item[budgets.IN_USE] == 2
+    assert _leases(item) == [budgets.LEASE_PREFIX + str(granted.lease_id)]
+    # And giving those back leaves the budget empty
+    leases.release(granted)
+    item = boto3.resource("dynamodb", region_name=REGION).Table("state").get_item(Key={schema.PK: quota.key})["Item"]
+    assert (item[budgets.IN_USE], _leases(item)) == (0, [])
+
+
+def test_a_consumer_proceeds_once_a_crashed_consumers_lease_expires(lane):
+    # Given page A's quota of 1 held by a consumer that crashed a minute ago with a 30 s lease
+    h = lane("engagement")
+    environ = with_lane(h.environ, tenant_quota=1)
+    crashed = LeaseBudgets(boto3.client("dynamodb", region_name=REGION), "state", lambda: time.time() - 60)
+    crashed.acquire(budgets.tenant_quota("engagement", "page-a", 1, "enforce"), 1, 30)
+    h.send(internal("engagement", "c-2", "comment", {}, tenant="page-a"))
+    task = Recorder()
+    # When a healthy consumer takes the record
+    h.poll(h.handler(environ, tasks={"engagement": task}))
+    # Then it runs
+    assert task.calls == ["c-2"]
+
+
+def _drain_concurrently(h, handlers, total: int, probe: ConcurrencyProbe) -> None:
+    def worker(handler):
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline:
+            with probe.lock:
+                if len(probe.completed) >= total:
+                    return
+            h.poll(handler, limit=1)
+
+    threads = [threading.Thread(target=worker, args=(handler,)) for handler in handlers]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(20)
+
+
+def test_a_dependency_limit_of_one_is_never_exceeded_by_concurrent_consumers(lane, caplog):
+    # Given the llm dependency limited to one call at a time, and four turns on the ai lane
+    h = lane("ai")
+    environ = with_dependency(with_lane(h.environ, defer_seconds=0), "llm", limit=1)
+    for n in range(4):
+        h.send(internal("ai", f"turn-{n}", "ai.turn", {}, tenant=f"shop-{n}"))
+    probe = ConcurrencyProbe(hold=0.1)
+    handlers = [h.handler(environ, tasks={"ai": probe}) for _ in range(3)]
+    # When three consumer instances work the lane at once
+    _drain_concurrently(h, handlers, 4, probe)
+    # Then every turn finished, never more than one inside the budget, and the rest waited by
+    # deferral (which cost them no attempt)
+    assert sorted(probe.completed) == sorted(f"turn-{n}" for n in range(4))
+    assert probe.peak == 1
+    deferred = [line for line in log_lines(caplog) if line.get("outcome") == "deferred"]
+    assert deferred
+    assert all(line["detail"]["budget"] == "dependency" for line in deferred)
+    for params in h.calls.of("SendMessageBatch"):
+        for entry in params["Entries"]:
+            assert json.loads(entry["MessageBody"]).get("attempt", 0) == 0
+    assert h.state("dependency#llm")[budgets.IN_USE] == 0
+
+
+def test_a_dependency_budget_in_observe_mode_lets_calls_through_and_counts_them(lane, caplog):
+    h = lane("ai")
+    environ = with_dependency(h.environ, "llm", limit=1, mode="observe")
+    for n in range(3):
+        h.send(internal("ai", f"turn-{n}", "ai.turn", {}, tenant=f"shop-{n}"))
+    messages = h.receive(10)
+    probe = ConcurrencyProbe(hold=0.3)
+    threads = [threading.Thread(target=h.invoke, args=(h.handler(environ, tasks={"ai": probe}), [m])) for m in messages]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(5)
+    assert len(probe.completed) == 3
+    assert probe.peak >= 2
+    would = [line for line in log_lines(caplog) if line.get("outcome") == "would_defer"]
+    assert would
+    assert all(line["budget"] == "dependency" for line in would)
+    assert [line for line in log_lines(caplog) if line.get("outcome") == "deferred"] == []

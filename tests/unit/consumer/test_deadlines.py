@@ -1,0 +1,66 @@
+"""Work whose caller has gone is dropped before it costs anything."""
+
+from __future__ import annotations
+
+import time
+
+from pipeline import schema
+from pipeline.domain.marks import marker_key
+from tests.unit.consumer.fakes import Recorder
+from tests.unit.consumer.harness import internal, log_lines, metric_total, stdout_records, with_lane
+
+
+def test_a_job_past_its_deadline_is_expired_without_a_task_call(lane, capsys, caplog):
+    # Given a job whose deadline passed while it waited in the queue
+    h = lane("messages")
+    h.send(h.job_row("job-stale", {}, tenant="acme", kind="test", deadline=time.time() - 1, queued=1))
+    task = Recorder()
+    # When the consumer receives it
+    response, _ = h.poll(h.handler(tasks={"messages": task}))
+    # Then it is acked and counted, the task never runs, and the job says expired
+    assert response == {"batchItemFailures": []}
+    assert task.calls == []
+    row = h.row("jobs", "job-stale")
+    assert row["status"] == schema.RowStatus.EXPIRED
+    assert schema.PENDING_SHARD not in row
+    assert h.state("queued#messages#acme")["queued"] == 0
+    assert [line["outcome"] for line in log_lines(caplog) if line["message"].startswith("record")] == ["expired"]
+    printed = stdout_records(capsys.readouterr().out)
+    assert metric_total(printed, "Records", Lane="messages", Outcome="expired") == 1
+
+
+def test_a_tick_older_than_the_lanes_default_expiry_is_dropped(lane):
+    # Given a lane whose work expires 5 s after creation, and a tick created 6 s ago
+    h = lane("scheduled")
+    h.send(internal("scheduled", "tick-old", "scoring.tick", {}, created_at=time.time() - 6))
+    h.send(internal("scheduled", "tick-new", "scoring.tick", {}, created_at=time.time()))
+    task = Recorder()
+    # When both are received
+    h.poll(h.handler(tasks={"scheduled": task}))
+    # Then only the fresh one runs; the old one leaves no marker (a redrive may still run it)
+    assert task.calls == ["tick-new"]
+    assert h.state(marker_key("scheduled", "tick-old")) is None
+    assert h.state(marker_key("scheduled", "tick-new")) is not None
+
+
+def test_work_without_a_deadline_on_a_lane_without_expiry_never_expires(lane):
+    h = lane("messages")
+    environ = with_lane(h.environ, default_expiry_seconds=None)
+    h.send(h.job_row("job-old", {}, tenant="acme", kind="test", created_at=time.time() - 30 * 86400))
+    task = Recorder()
+    h.poll(h.handler(environ, tasks={"messages": task}))
+    assert task.calls == ["job-old"]
+
+
+def test_a_finished_job_is_a_duplicate_even_past_its_deadline(lane):
+    h = lane("messages")
+    envelope = h.job_row("job-both", {}, tenant="acme", kind="test", deadline=time.time() - 1)
+    h.dynamodb.Table("jobs").update_item(
+        Key={schema.ID: "job-both"},
+        UpdateExpression="SET #s = :done",
+        ExpressionAttributeNames={"#s": "status"},
+        ExpressionAttributeValues={":done": schema.RowStatus.DONE},
+    )
+    h.send(envelope)
+    h.poll(h.handler(tasks={"messages": Recorder()}))
+    assert h.row("jobs", "job-both")["status"] == schema.RowStatus.DONE
