@@ -76,7 +76,7 @@ def tenant_for(payload: Any) -> str:
         if isinstance(value, int) and not isinstance(value, bool):
             value = str(value)
         if value not in (None, ""):
-            return value if tenant_ids.is_valid(value) else UNKNOWN_TENANT
+            return value if isinstance(value, str) and tenant_ids.is_valid(value) else UNKNOWN_TENANT
     return UNKNOWN_TENANT
 
 
