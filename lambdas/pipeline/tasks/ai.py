@@ -1,0 +1,166 @@
+"""ai lane: reply turns, coalesced so a burst of messages gets one reply.
+
+People send "hi", "is the shop open", "on Sunday" seconds apart; three messages should not mean
+three model calls and three replies. Two kinds of work on this lane do it:
+
+- `ai.inbound` (a job the product posts for each customer message; payload `conversation`,
+  `message_id`, `text`, optional `sent_at`): stamps the conversation's turn marker with this
+  message as the newest, stores the message, and schedules an `ai.turn` `debounce_seconds` out
+  (a follow-up on this lane). The marker only ever moves forward, ordered by (sent_at,
+  message_id), so an older message processed late neither takes the marker back nor is lost:
+  its turn finds a newer marker and the newer turn answers both.
+- `ai.turn` (internal): reads the marker. Newer than this turn's message → superseded, a cheap
+  no-op. Older → the stamp has not landed yet (the follow-up is sent before the stamp commits,
+  so that a crash repeats the turn rather than loses it) → transient, retried shortly. Equal →
+  this is the newest message: call the vendor, holding a slot of the shared `llm` budget, then
+  commit the reply together with a check that the marker is still ours. A message that arrived
+  during the call fails that check, and the reply is dropped in favour of the newer turn.
+
+The turn's id derives from the message (`turn-<conversation>-<message id>`), so a repeated
+follow-up is a duplicate the consumer's done-marker absorbs.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from pipeline import schema
+from pipeline.domain.effects import Check, OnConflict, Put, Table, Update
+from pipeline.domain.envelope import Envelope
+from pipeline.domain.errors import PermanentError, TransientError
+from pipeline.domain.work import FollowUp, TaskContext, TaskResult
+
+INBOUND = "ai.inbound"
+TURN = "ai.turn"
+MARKER_TTL_SECONDS = 2 * 24 * 3600
+"""Outlives any turn: the lane's default expiry drops a turn long before its marker goes."""
+PROMPT_TEXT_LIMIT = 4000
+
+
+class TurnBeforeStamp(TransientError):
+    reason = "turn_before_stamp"
+
+
+def marker_key(tenant: str, conversation: str) -> dict[str, str]:
+    return {schema.PK: f"turn-marker#{tenant}#{conversation}"}
+
+
+def conversation_pk(tenant: str, conversation: str) -> str:
+    return f"conversation#{tenant}#{conversation}"
+
+
+def turn_id(conversation: str, message_id: str) -> str:
+    return f"turn-{conversation}-{message_id}"
+
+
+def _field(payload: Mapping[str, Any], name: str) -> str:
+    value = payload.get(name)
+    if not isinstance(value, str | int) or isinstance(value, bool) or str(value) == "":
+        raise PermanentError("bad_ai_payload", f"{name} is required")
+    return str(value)
+
+
+def _payload(ctx: TaskContext) -> Mapping[str, Any]:
+    if not isinstance(ctx.payload, Mapping):
+        raise PermanentError("bad_ai_payload", "payload must be an object")
+    return ctx.payload
+
+
+def stamp(ctx: TaskContext) -> TaskResult:
+    payload = _payload(ctx)
+    conversation, message_id = _field(payload, "conversation"), _field(payload, "message_id")
+    text = str(payload.get("text") or "")
+    seq = float(payload.get("sent_at") or ctx.envelope.created_at)
+    tenant = ctx.envelope.tenant
+    marker = Update(
+        table=Table.STATE,
+        key=marker_key(tenant, conversation),
+        expression="SET #token = :token, #seq = :seq, #text = :text, #ttl = :ttl",
+        condition="attribute_not_exists(#seq) OR #seq < :seq OR (#seq = :seq AND #token <= :token)",
+        names={"#token": "token", "#seq": "seq", "#text": "text", "#ttl": schema.TTL},
+        values={
+            ":token": message_id,
+            ":seq": seq,
+            ":text": text[:PROMPT_TEXT_LIMIT],
+            ":ttl": int(ctx.now) + MARKER_TTL_SECONDS,
+        },
+        on_conflict=OnConflict.SKIP,  # a newer message holds the marker: leave it there
+    )
+    stored = Put(
+        table=Table.DATA,
+        item={
+            schema.PK: conversation_pk(tenant, conversation),
+            schema.SK: f"in#{message_id}",
+            "text": text,
+            "sent_at": seq,
+            "stored_at": ctx.now,
+        },
+        condition="attribute_not_exists(#pk)",
+        names={"#pk": schema.PK},
+        on_conflict=OnConflict.SKIP,
+    )
+    debounce = float(ctx.option("debounce_seconds", "4"))
+    turn = Envelope(
+        id=turn_id(conversation, message_id),
+        lane=ctx.lane,
+        tenant=tenant,
+        kind=TURN,
+        source="internal",
+        created_at=ctx.now,
+        deadline=ctx.envelope.deadline,
+        payload={"conversation": conversation, "token": message_id, "seq": seq},
+    )
+    return TaskResult(
+        writes=(marker, stored),
+        follow_ups=(FollowUp(turn, delay_seconds=math.ceil(debounce)),),
+        detail={"conversation": conversation},
+    )
+
+
+def turn(ctx: TaskContext) -> TaskResult:
+    payload = _payload(ctx)
+    conversation, token = _field(payload, "conversation"), _field(payload, "token")
+    seq = float(payload.get("seq") or 0)
+    tenant = ctx.envelope.tenant
+    marker = ctx.read(Table.STATE, marker_key(tenant, conversation))
+    if marker is None:
+        raise TurnBeforeStamp(f"no marker yet for conversation {conversation}")
+    theirs = (float(marker.get("seq", 0)), str(marker.get("token", "")))
+    if theirs > (seq, token):
+        return TaskResult(superseded=True, detail={"conversation": conversation, "superseded_by": theirs[1]})
+    if theirs < (seq, token):
+        raise TurnBeforeStamp(f"marker for conversation {conversation} predates message {token}")
+    with ctx.dependency():
+        reply = ctx.vendor.complete(str(marker.get("text", "")), timeout=ctx.remaining())
+    answer = Put(
+        table=Table.DATA,
+        item={
+            schema.PK: conversation_pk(tenant, conversation),
+            schema.SK: f"reply#{token}",
+            "text": reply,
+            "answers": token,
+            "answered_at": ctx.now,
+        },
+        condition="attribute_not_exists(#pk)",
+        names={"#pk": schema.PK},
+        on_conflict=OnConflict.SKIP,
+    )
+    still_newest = Check(
+        table=Table.STATE,
+        key=marker_key(tenant, conversation),
+        condition="#token = :token",
+        names={"#token": "token"},
+        values={":token": token},
+        on_conflict=OnConflict.SUPERSEDE,
+    )
+    return TaskResult(writes=(answer, still_newest), detail={"conversation": conversation})
+
+
+def run(ctx: TaskContext) -> TaskResult:
+    if ctx.envelope.kind == INBOUND:
+        return stamp(ctx)
+    if ctx.envelope.kind == TURN:
+        return turn(ctx)
+    raise PermanentError("unknown_kind", f"the ai lane does {INBOUND} and {TURN}, not {ctx.envelope.kind}")

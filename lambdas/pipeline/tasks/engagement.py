@@ -1,0 +1,72 @@
+"""engagement lane: comment triage.
+
+Each new or edited comment is labelled (question, complaint, spam, other) by the model behind
+the `llm` dependency, holding one slot of that shared budget for the calls. What keeps one page's
+campaign from starving every other page is not in here: it is the lane's tenant quota, checked by
+the consumer before this runs, which defers the flood's surplus with one update per batch.
+
+Accepts a Meta delivery (the webhook path) or a single comment object (a job of kind
+`comment.triage` with `comment_id`, `message`, `post_id`, `from`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from pipeline import schema
+from pipeline.domain.effects import OnConflict, Put, Table
+from pipeline.domain.errors import PermanentError
+from pipeline.domain.work import TaskContext, TaskResult
+from pipeline.tasks import meta
+from pipeline.tasks.messages import comment_key
+
+PROMPT_TEXT_LIMIT = 2000
+"""Characters of a comment sent to the model: the label is in the first lines, and tokens cost."""
+
+
+def _comments(payload: object) -> tuple[list[meta.Comment], int]:
+    if isinstance(payload, Mapping) and "entry" in payload:
+        units = meta.read(payload)
+        return units.comments, units.ignored + len(units.messages) + len(units.statuses)
+    if isinstance(payload, Mapping) and payload.get("comment_id"):
+        single = meta.Units()
+        meta.add_comment(payload, single)  # same rules as a feed change
+        return single.comments, single.ignored
+    raise PermanentError("not_a_comment", "payload is neither a Meta delivery nor a comment")
+
+
+def triage(tenant: str, comment: meta.Comment, label: str, now: float) -> Put:
+    # Triage is stored once; a later (edited) copy does not relabel what a person may have acted on.
+    return Put(
+        table=Table.DATA,
+        item={
+            **comment_key(tenant, comment.id),
+            "post_id": comment.post_id,
+            "author": comment.author,
+            "text": comment.text,
+            "label": label,
+            "triaged_at": now,
+        },
+        condition="attribute_not_exists(#pk) OR #label = :untriaged",
+        names={"#pk": schema.PK, "#label": "label"},
+        values={":untriaged": "untriaged"},
+        on_conflict=OnConflict.SKIP,
+        standalone=True,
+    )
+
+
+def run(ctx: TaskContext) -> TaskResult:
+    comments, ignored = _comments(ctx.payload)
+    unique = {comment.id: comment for comment in comments}
+    if not unique:
+        return TaskResult(detail={"comments": 0, "ignored": ignored})
+    labels: dict[str, str] = {}
+    with ctx.dependency():
+        for comment in unique.values():
+            prompt = "classify:" + comment.text[:PROMPT_TEXT_LIMIT]
+            labels[comment.id] = ctx.vendor.complete(prompt, timeout=ctx.remaining())
+    writes = tuple(triage(ctx.envelope.tenant, c, labels[c.id], ctx.now) for c in unique.values())
+    counts: dict[str, int] = {}
+    for label in labels.values():
+        counts[label] = counts.get(label, 0) + 1
+    return TaskResult(writes=writes, detail={"comments": len(unique), "ignored": ignored, "labels": counts})

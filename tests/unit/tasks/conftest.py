@@ -1,0 +1,23 @@
+"""Task fixtures: the consumer harness per lane, with moto requests made atomic (as AWS's are)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.unit.consumer.harness import LaneHarness, atomic_requests
+
+
+@pytest.fixture
+def atomic(monkeypatch):
+    with atomic_requests(monkeypatch):
+        yield
+
+
+@pytest.fixture
+def lane(deployed, consumer_environ, atomic):
+    """A factory: `lane("bulk")` gives that lane's harness."""
+
+    def make(name: str) -> LaneHarness:
+        return LaneHarness(name, consumer_environ(name), deployed.queue_arns[name])
+
+    return make

@@ -1,0 +1,115 @@
+"""Meta webhook payloads shaped as Meta sends them, and a TaskContext for calling tasks directly."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from pipeline.domain.effects import Table
+from pipeline.domain.envelope import Envelope
+
+WABA = "waba-100"
+PAGE = "page-200"
+
+
+def whatsapp(*, messages: list[dict] | None = None, statuses: list[dict] | None = None, waba: str = WABA) -> dict:
+    value: dict[str, Any] = {"messaging_product": "whatsapp", "metadata": {"phone_number_id": "pn-1"}}
+    if messages is not None:
+        value["messages"] = messages
+    if statuses is not None:
+        value["statuses"] = statuses
+    return {
+        "object": "whatsapp_business_account",
+        "entry": [{"id": waba, "changes": [{"field": "messages", "value": value}]}],
+    }
+
+
+def text_message(wamid: str, body: str = "hi", ts: int = 1_700_000_000, sender: str = "15550001") -> dict:
+    return {"from": sender, "id": wamid, "timestamp": str(ts), "type": "text", "text": {"body": body}}
+
+
+def status(wamid: str, name: str, ts: int = 1_700_000_100) -> dict:
+    return {"id": wamid, "status": name, "timestamp": str(ts), "recipient_id": "15550001"}
+
+
+def comment_change(comment_id: str, text: str, post: str = "post-1", verb: str = "add") -> dict:
+    return {
+        "field": "feed",
+        "value": {
+            "item": "comment",
+            "verb": verb,
+            "comment_id": comment_id,
+            "post_id": post,
+            "message": text,
+            "from": {"id": "user-9", "name": "Sam"},
+        },
+    }
+
+
+def feed(*changes: dict, page: str = PAGE) -> dict:
+    return {"object": "page", "entry": [{"id": page, "time": 1_700_000_000, "changes": list(changes)}]}
+
+
+@dataclass
+class FakeVendor:
+    answers: list[str] = field(default_factory=list)
+    prompts: list[str] = field(default_factory=list)
+
+    def complete(self, prompt: str, *, timeout: float) -> str:
+        self.prompts.append(prompt)
+        return self.answers.pop(0) if self.answers else "ok"
+
+
+@dataclass
+class FakeContext:
+    """A TaskContext with a dict for the tables, for calling a task without AWS."""
+
+    envelope: Envelope
+    payload: Any
+    lane: str = "messages"
+    now: float = field(default_factory=time.time)
+    vendor: FakeVendor = field(default_factory=FakeVendor)
+    options: Mapping[str, str] = field(default_factory=dict)
+    items: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+    held: int = 0
+
+    def option(self, name: str, default: str) -> str:
+        return self.options.get(name, default)
+
+    def read(self, table: Table, key: Mapping[str, Any]) -> dict[str, Any] | None:
+        return self.items.get((str(table), str(sorted(key.items()))))
+
+    def put(self, table: Table, key: Mapping[str, Any], item: dict[str, Any]) -> None:
+        self.items[(str(table), str(sorted(key.items())))] = {**key, **item}
+
+    @contextmanager
+    def dependency(self) -> Iterator[None]:
+        self.held += 1
+        yield
+
+    def remaining(self) -> float:
+        return 5.0
+
+
+def envelope(
+    lane: str,
+    kind: str,
+    *,
+    tenant: str = "t1",
+    work_id: str = "w1",
+    source: str = "internal",
+    payload: Any = None,
+    created_at: float | None = None,
+) -> Envelope:
+    return Envelope(
+        id=work_id,
+        lane=lane,
+        tenant=tenant,
+        kind=kind,
+        source=source,
+        created_at=created_at if created_at is not None else time.time(),
+        payload=payload or {},
+    )

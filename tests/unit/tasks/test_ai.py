@@ -1,0 +1,185 @@
+"""ai lane: a burst of messages gets one reply; stale turns are cheap no-ops."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import boto3
+
+from pipeline import schema
+from pipeline.adapters.vendor import SimulatedVendor, VendorTimeout, VendorUnavailable
+from pipeline.domain.envelope import Envelope
+from pipeline.tasks import ai
+from tests.support.aws import REGION
+from tests.unit.consumer.harness import internal, log_lines, with_lane
+from tests.unit.tasks.payloads import FakeVendor
+
+SHOP = "shop-1"
+
+
+def _inbound(h, message_id: str, sent_at: float, text: str = "hi"):
+    payload = {"conversation": "conv-1", "message_id": message_id, "text": text, "sent_at": sent_at}
+    return h.job_row(f"job-{message_id}", payload, tenant=SHOP, kind=ai.INBOUND)
+
+
+def _drain(h, handler, rounds: int = 12) -> None:
+    for _ in range(rounds):
+        if h.depth() == 0:
+            return
+        h.poll(handler)
+
+
+def _outcomes(caplog, kind: str) -> list[str]:
+    return sorted(line["outcome"] for line in log_lines(caplog) if line.get("kind") == kind)
+
+
+def test_a_burst_of_three_messages_gets_one_reply(lane, caplog):
+    # Given three messages from one customer, seconds apart
+    h = lane("ai")
+    environ = with_lane(h.environ, options={"debounce_seconds": "0"})
+    for n, message_id in enumerate(("m1", "m2", "m3")):
+        h.send(_inbound(h, message_id, sent_at=1000.0 + n))
+    vendor = FakeVendor(answers=["We open at 10 on Sundays."])
+    handler = h.handler(environ, vendor=vendor)
+    # When the lane works through the messages and the turns they schedule
+    _drain(h, handler)
+    # Then each message scheduled a turn, the two older turns found a newer marker, and the model
+    # was called once, for the newest message
+    assert _outcomes(caplog, ai.TURN) == ["done", "superseded", "superseded"]
+    assert len(vendor.prompts) == 1
+    replies = [i for i in h.data_items(ai.conversation_pk(SHOP, "conv-1")) if i[schema.SK].startswith("reply#")]
+    assert [(r[schema.SK], r["text"]) for r in replies] == [("reply#m3", "We open at 10 on Sundays.")]
+    assert all(h.row("jobs", f"job-{m}")["status"] == schema.RowStatus.DONE for m in ("m1", "m2", "m3"))
+
+
+def test_the_turn_is_scheduled_the_debounce_out(lane):
+    h = lane("ai")
+    h.send(_inbound(h, "m1", sent_at=1000.0))
+    h.poll(h.handler(vendor=FakeVendor()))
+    [params] = h.calls.of("SendMessageBatch")
+    [entry] = params["Entries"]
+    assert entry["DelaySeconds"] == 1  # the local lane's debounce_seconds
+    turn = Envelope.from_json(entry["MessageBody"])
+    assert (turn.kind, turn.source, turn.id) == (ai.TURN, "internal", ai.turn_id("conv-1", "m1"))
+
+
+def test_an_older_message_processed_late_does_not_take_the_marker_back(lane, caplog):
+    # Given the newer message stamped first, and the older one processed after it
+    h = lane("ai")
+    environ = with_lane(h.environ, options={"debounce_seconds": "0"})
+    vendor = FakeVendor()
+    handler = h.handler(environ, vendor=vendor)
+    h.send(_inbound(h, "m2", sent_at=2000.0))
+    h.poll(handler)
+    h.send(_inbound(h, "m1", sent_at=1000.0))
+    _drain(h, handler)
+    # Then the marker still names the newer message, whose turn alone answered
+    marker = h.state(ai.marker_key(SHOP, "conv-1")[schema.PK])
+    assert marker["token"] == "m2"
+    assert _outcomes(caplog, ai.TURN) == ["done", "superseded"]
+    assert len(vendor.prompts) == 1
+    # And the older message itself was kept with the conversation
+    assert h.data(ai.conversation_pk(SHOP, "conv-1"), "in#m1") is not None
+
+
+def test_a_turn_that_arrives_before_its_stamp_is_retried_not_dropped(lane, caplog):
+    # Given a turn whose message has not been stamped yet (its stamp's commit is still to come)
+    h = lane("ai")
+    h.send(
+        internal(
+            "ai",
+            ai.turn_id("conv-1", "m1"),
+            ai.TURN,
+            {"conversation": "conv-1", "token": "m1", "seq": 1000.0},
+            tenant=SHOP,
+        )
+    )
+    response, _ = h.poll(h.handler(vendor=FakeVendor()))
+    # Then it is retried, and nothing is marked done
+    assert len(response["batchItemFailures"]) == 1
+    [line] = [line for line in log_lines(caplog) if line.get("outcome") == "retried"]
+    assert line["error_class"] == "TurnBeforeStamp"
+
+
+def test_a_newer_message_arriving_during_the_model_call_wins(lane, caplog):
+    # Given a turn in progress for m1, and m2 stamped while the model is thinking
+    h = lane("ai")
+    environ = with_lane(h.environ, options={"debounce_seconds": "0"})
+    h.send(_inbound(h, "m1", sent_at=1000.0))
+    state = boto3.resource("dynamodb", region_name=REGION).Table("state")
+
+    class InterruptedVendor:
+        calls = 0
+
+        def complete(self, prompt: str, *, timeout: float) -> str:
+            InterruptedVendor.calls += 1
+            state.update_item(
+                Key=ai.marker_key(SHOP, "conv-1"),
+                UpdateExpression="SET #t = :m2, #s = :s",
+                ExpressionAttributeNames={"#t": "token", "#s": "seq"},
+                ExpressionAttributeValues={":m2": "m2", ":s": 2000},
+            )
+            return "a reply nobody should see"
+
+    _drain(h, h.handler(environ, vendor=InterruptedVendor()))
+    # Then the stale reply is dropped and the turn counts as superseded
+    assert InterruptedVendor.calls == 1
+    assert h.data(ai.conversation_pk(SHOP, "conv-1"), "reply#m1") is None
+    assert _outcomes(caplog, ai.TURN) == ["superseded"]
+
+
+def test_vendor_failures_are_transient(lane, caplog):
+    h = lane("ai")
+    environ = with_lane(
+        h.environ, options={"debounce_seconds": "0", "vendor_failure_rate": "1", "vendor_latency_ms": "0"}
+    )
+    h.send(_inbound(h, "m1", sent_at=1000.0))
+    handler = h.handler(environ)
+    h.poll(handler)  # the stamp
+    response, _ = h.poll(handler)  # the turn
+    assert len(response["batchItemFailures"]) == 1
+    retried = [line for line in log_lines(caplog) if line.get("outcome") == "retried"]
+    assert retried[0]["error_class"] == "VendorUnavailable"
+
+
+def test_unknown_work_on_the_ai_lane_is_dead_lettered(lane):
+    h = lane("ai")
+    h.send(internal("ai", "x-1", "ai.summarise", {}, tenant=SHOP))
+    h.poll(h.handler(vendor=FakeVendor()))
+    assert h.dead_letters()[0]["MessageAttributes"]["reason"]["StringValue"] == "unknown_kind"
+
+
+def test_an_inbound_message_without_a_conversation_is_permanent(lane):
+    h = lane("ai")
+    h.send(h.job_row("job-bad", {"message_id": "m"}, tenant=SHOP, kind=ai.INBOUND))
+    h.poll(h.handler(vendor=FakeVendor()))
+    [dead] = h.dead_letters()
+    assert dead["MessageAttributes"]["reason"]["StringValue"] == "bad_ai_payload"
+    assert json.loads(dead["Body"])["id"] == "job-bad"
+
+
+def test_the_simulated_vendor_sleeps_its_latency_and_fails_at_its_rate():
+    slept: list[float] = []
+    vendor = SimulatedVendor(latency_ms=250, failure_rate=0.5, rng=random.Random(4), sleep=slept.append)
+    outcomes = []
+    for _ in range(200):
+        try:
+            vendor.complete("hello", timeout=1.0)
+            outcomes.append(True)
+        except VendorUnavailable:
+            outcomes.append(False)
+    assert slept == [0.25] * 200
+    assert 70 < sum(outcomes) < 130
+
+
+def test_the_simulated_vendor_times_out_when_its_latency_exceeds_the_callers_budget():
+    slept: list[float] = []
+    vendor = SimulatedVendor(latency_ms=3000, failure_rate=0, rng=random.Random(1), sleep=slept.append)
+    try:
+        vendor.complete("hello", timeout=0.5)
+    except VendorTimeout:
+        pass
+    else:
+        raise AssertionError("a 3 s call under a 0.5 s timeout must time out")
+    assert slept == [0.5]

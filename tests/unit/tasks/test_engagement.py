@@ -1,0 +1,107 @@
+"""engagement lane: comment triage, with the tenant quota keeping one page's flood cheap."""
+
+from __future__ import annotations
+
+import pytest
+
+from pipeline.adapters.vendor import label_for
+from pipeline.domain import budgets
+from pipeline.domain.errors import PermanentError
+from pipeline.tasks import engagement
+from tests.unit.tasks.payloads import PAGE, FakeContext, FakeVendor, comment_change, envelope, feed
+
+
+def test_a_comment_is_labelled_by_the_model_within_the_llm_budget(lane):
+    # Given a new comment asking a question
+    h = lane("engagement")
+    h.send(h.webhook_row(feed(comment_change("c-1", "When do you open on Sunday?")), tenant=PAGE, lane="engagement"))
+    # When the engagement consumer triages it
+    response, _ = h.poll(h.handler())
+    # Then it is labelled, and the shared llm slot it used has been given back
+    assert response == {"batchItemFailures": []}
+    assert h.data(f"comment#{PAGE}#c-1", "triage")["label"] == "question"
+    assert h.state("dependency#llm")[budgets.IN_USE] == 0
+
+
+def test_a_flood_from_one_page_defers_cheaply_while_another_page_proceeds(lane):
+    # Given a batch of ten deliveries: eight from a page running a campaign, two from another page
+    h = lane("engagement")
+    for n in range(8):
+        h.send(h.webhook_row(feed(comment_change(f"flood-{n}", f"win {n}")), tenant="page-flood", lane="engagement"))
+    for n in range(2):
+        h.send(
+            h.webhook_row(
+                feed(comment_change(f"calm-{n}", "refund please"), page="page-calm"),
+                tenant="page-calm",
+                lane="engagement",
+            )
+        )
+    vendor = FakeVendor()
+    # When the consumer (tenant quota 4) takes the batch
+    response, messages = h.poll(h.handler(vendor=vendor))
+    assert len(messages) == 10
+    # Then the quiet page's comments were triaged, and the flood got its four slots
+    assert response == {"batchItemFailures": []}
+    assert len(vendor.prompts) == 6
+    assert h.data("comment#page-calm#calm-0", "triage") is not None
+    # And the flood's surplus cost no model call and no write of its own: one re-send batch
+    [resend] = h.calls.of("SendMessageBatch")
+    assert len(resend["Entries"]) == 4
+    assert {entry["MessageGroupId"] for entry in resend["Entries"]} == {"page-flood"}
+    data_puts = [
+        item
+        for params in h.calls.of("TransactWriteItems")
+        for item in params["TransactItems"]
+        if "Put" in item and item["Put"]["TableName"] == "data"
+    ]
+    assert len(data_puts) == 6
+
+
+def test_an_edited_comment_keeps_its_first_label_but_an_untriaged_one_is_labelled(lane):
+    h = lane("engagement")
+    h.send(h.webhook_row(feed(comment_change("c-2", "Refund now!")), tenant=PAGE, lane="engagement"))
+    h.poll(h.handler())
+    h.send(h.webhook_row(feed(comment_change("c-2", "thanks, sorted", verb="edited")), tenant=PAGE, lane="engagement"))
+    h.poll(h.handler())
+    assert h.data(f"comment#{PAGE}#c-2", "triage")["label"] == "complaint"
+
+
+def test_a_single_comment_job_is_triaged():
+    ctx = FakeContext(
+        envelope("engagement", "comment.triage", tenant=PAGE),
+        {"comment_id": "c-9", "message": "follow me for free money", "post_id": "p"},
+        vendor=FakeVendor(answers=["spam"]),
+    )
+    result = engagement.run(ctx)
+    [write] = result.writes
+    assert write.item["label"] == "spam"
+    assert ctx.held == 1
+    assert ctx.vendor.prompts == ["classify:follow me for free money"]
+
+
+def test_reactions_and_removals_are_not_triaged():
+    reaction = {"field": "feed", "value": {"item": "reaction", "verb": "add", "post_id": "p"}}
+    removal = comment_change("c-3", "x", verb="remove")
+    ctx = FakeContext(envelope("engagement", "page.feed", tenant=PAGE), feed(reaction, removal))
+    result = engagement.run(ctx)
+    assert result.writes == ()
+    assert ctx.held == 0  # no comment, no model call, no budget taken
+    assert result.detail == {"comments": 0, "ignored": 2}
+
+
+def test_something_that_is_not_a_comment_is_permanent():
+    with pytest.raises(PermanentError):
+        engagement.run(FakeContext(envelope("engagement", "x"), ["not", "a", "comment"]))
+
+
+@pytest.mark.parametrize(
+    ("text", "label"),
+    [
+        ("Is it available in blue?", "question"),
+        ("This is a scam", "complaint"),
+        ("dm me crypto", "spam"),
+        ("Lovely photo", "other"),
+    ],
+)
+def test_the_simulated_model_labels_by_rule(text, label):
+    assert label_for(text) == label
