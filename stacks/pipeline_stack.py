@@ -93,6 +93,7 @@ class PipelineStack(Stack):
             secret=self.secret,
             ingress_environment=runtime_env.ingress(env, resources, dumps),
             jobs_environment=runtime_env.jobs(env, resources, dumps),
+            on_call=self.on_call,
         )
         self.sweeper = Sweeper(
             self,

@@ -46,5 +46,19 @@ OLDEST_UNPROCESSED_AGE = "OldestUnprocessedAgeSeconds"  # by Source: webhook, jo
 REPLAYED = "Replayed"  # by Source
 
 # The doors' own failures: each is a 5xx its caller sees (Meta retries; producers should too)
-WEBHOOK_FAILED = "WebhookFailed"  # by Reason: misconfigured, secrets_unavailable, log_write_failed, internal
-JOB_FAILED = "JobFailed"  # by Reason: table_unavailable, internal
+WEBHOOK_FAILED = "WebhookFailed"  # by Reason (WebhookFailure): Meta got a 5xx and will retry
+JOB_FAILED = "JobFailed"  # by Reason (JobFailure): the producer got a 5xx
+
+
+class WebhookFailure:
+    MISCONFIGURED = "misconfigured"
+    SECRETS_UNAVAILABLE = "secrets_unavailable"
+    LOG_WRITE_FAILED = "log_write_failed"
+    INTERNAL = "internal"
+    ALL = (MISCONFIGURED, SECRETS_UNAVAILABLE, LOG_WRITE_FAILED, INTERNAL)
+
+
+class JobFailure:
+    TABLE_UNAVAILABLE = "table_unavailable"
+    INTERNAL = "internal"
+    ALL = (TABLE_UNAVAILABLE, INTERNAL)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+from pipeline.domain.webhook_body import MAX_LOGGABLE_BYTES
 from stacks.config.lanes import (
     AI,
     BULK,
@@ -52,6 +53,13 @@ class WebhookConfig:
     max_body_bytes: int = 3 * MIB
     """Meta's largest delivery."""
     max_json_depth: int = 64
+
+    def __post_init__(self) -> None:
+        # Larger than one DynamoDB transaction can log: the door would accept a delivery it cannot keep.
+        if not 1 <= self.max_body_bytes <= MAX_LOGGABLE_BYTES:
+            raise ValueError(f"webhook max_body_bytes must be 1..{MAX_LOGGABLE_BYTES}, got {self.max_body_bytes}")
+        if self.max_json_depth < 1:
+            raise ValueError("webhook max_json_depth must be >= 1")
 
 
 @dataclass(frozen=True)

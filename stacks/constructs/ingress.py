@@ -11,15 +11,19 @@ from aws_cdk import aws_apigateway as apigw_v1
 from aws_cdk import aws_apigatewayv2 as apigw
 from aws_cdk import aws_apigatewayv2_authorizers as authorizers
 from aws_cdk import aws_apigatewayv2_integrations as integrations
+from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_secretsmanager as secretsmanager
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
+from pipeline import metric_names
 from stacks.config.environments import Environment
+from stacks.constructs.alarms import OnCall
 from stacks.constructs.function import FunctionSpec, PipelineFunction, SharedCode, retention
-from stacks.constructs.grants import CONDITIONAL_WRITE, READ, grant_rows
+from stacks.constructs.grants import READ, grant_rows
 from stacks.constructs.tables import PipelineTables
+from stacks.runtime_env import metrics_namespace
 
 META_SECRET_ID = "MetaSecret"  # noqa: S105 (a logical ID, not a secret)
 
@@ -93,6 +97,7 @@ class Ingress(Construct):
         secret: secretsmanager.ISecret,
         ingress_environment: dict[str, str],
         jobs_environment: dict[str, str],
+        on_call: OnCall,
     ) -> None:
         super().__init__(scope, construct_id)
         self.webhook = PipelineFunction(
@@ -110,7 +115,8 @@ class Ingress(Construct):
             ),
         )
         webhook_fn = self.webhook.function
-        grant_rows(webhook_fn, tables.webhook_log, CONDITIONAL_WRITE)
+        # A conditional PutItem (alone, or in a transaction for bodies split into parts).
+        grant_rows(webhook_fn, tables.webhook_log, ("dynamodb:PutItem",))
         secret.grant_read(webhook_fn)
         for lane in sorted(webhook_lanes):
             queues[lane].grant_send_messages(webhook_fn)
@@ -128,8 +134,10 @@ class Ingress(Construct):
             ),
         )
         jobs_fn = self.jobs.function
-        grant_rows(jobs_fn, tables.jobs, (*READ, *CONDITIONAL_WRITE))
-        grant_rows(jobs_fn, tables.state, (*READ, *CONDITIONAL_WRITE))
+        # The job row is put with the tenant's queued counter in one transaction; GET reads it back;
+        # admission reads the lane's drain buckets.
+        grant_rows(jobs_fn, tables.jobs, ("dynamodb:PutItem", "dynamodb:GetItem"))
+        grant_rows(jobs_fn, tables.state, ("dynamodb:UpdateItem", *READ))
         for queue in queues.values():
             queue.grant_send_messages(jobs_fn)
             queue.grant(jobs_fn, "sqs:GetQueueAttributes")
@@ -167,6 +175,36 @@ class Ingress(Construct):
         self.api.add_routes(
             path="/jobs/{id}", methods=[apigw.HttpMethod.GET], integration=jobs_integration, authorizer=iam
         )
+
+        self._failure_alarms(env, on_call)
+
+    def _failure_alarms(self, env: Environment, on_call: OnCall) -> None:
+        """A 5xx from the door means Meta retries and, if it keeps failing, disables the
+        subscription; a 5xx from the jobs API means a producer's request was not taken."""
+        namespace = metrics_namespace(env)
+        self.failure_alarms = []
+        for service, metric, reasons in (
+            ("ingress", metric_names.WEBHOOK_FAILED, metric_names.WebhookFailure.ALL),
+            ("jobs", metric_names.JOB_FAILED, metric_names.JobFailure.ALL),
+        ):
+            for reason in reasons:
+                self.failure_alarms.append(
+                    on_call.alarm(
+                        self,
+                        f"{metric}{''.join(part.capitalize() for part in reason.split('_'))}",
+                        metric=cloudwatch.Metric(
+                            namespace=namespace,
+                            metric_name=metric,
+                            dimensions_map={metric_names.REASON: reason, "service": service},
+                            period=on_call.period(),
+                            statistic="Sum",
+                        ),
+                        threshold=1,
+                        comparison=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+                        evaluation_periods=1,
+                        description=f"{service} answered 5xx ({reason}). See docs/RUNBOOK.md#door-failures.",
+                    )
+                )
 
     @property
     def url(self) -> str:

@@ -126,3 +126,14 @@ def test_contributor_insights_rank_tenants_by_work_and_by_deferrals(synthesized)
     assert "$.tenant" in body
     assert "deferred" in body
     assert deferrals["RuleState"] == "ENABLED"
+
+
+def test_every_5xx_reason_of_the_doors_is_alarmed(synthesized):
+    alarmed = {
+        (a["MetricName"], next(d["Value"] for d in a["Dimensions"] if d["Name"] == metric_names.REASON))
+        for a in _alarms(synthesized)
+        if a.get("MetricName") in (metric_names.WEBHOOK_FAILED, metric_names.JOB_FAILED)
+    }
+    assert alarmed == {(metric_names.WEBHOOK_FAILED, r) for r in metric_names.WebhookFailure.ALL} | {
+        (metric_names.JOB_FAILED, r) for r in metric_names.JobFailure.ALL
+    }

@@ -78,3 +78,12 @@ def test_a_lane_using_an_unknown_dependency_is_refused():
     env = get_environment("dev")
     with pytest.raises(ValueError, match="unknown dependency"):
         replace(env, dependencies=())
+
+
+def test_a_body_cap_the_webhook_log_cannot_hold_is_refused():
+    from pipeline.domain.webhook_body import MAX_LOGGABLE_BYTES
+    from stacks.config.environments import WebhookConfig
+
+    assert WebhookConfig().max_body_bytes == 3 * 1024 * 1024
+    with pytest.raises(ValueError, match="max_body_bytes"):
+        WebhookConfig(max_body_bytes=MAX_LOGGABLE_BYTES + 1)

@@ -30,6 +30,7 @@ from pipeline.domain import http, routing, signature, webhook, webhook_body
 from pipeline.domain.envelope import Envelope
 from pipeline.domain.http import HttpRequest
 from pipeline.domain.signature import SignatureCheck
+from pipeline.metric_names import WebhookFailure
 
 SERVICE = "ingress"
 Handler = Callable[[Mapping[str, Any], Any], dict[str, Any]]
@@ -106,10 +107,12 @@ class _Door:
             self._telemetry.critical(
                 "the Meta secret is unusable; every webhook fails until it is fixed", error=str(exc)
             )
-            self._telemetry.count(metric_names.WEBHOOK_FAILED, **{metric_names.REASON: "misconfigured"})
+            self._telemetry.count(metric_names.WEBHOOK_FAILED, **{metric_names.REASON: WebhookFailure.MISCONFIGURED})
         except SecretsUnavailable as exc:
             self._telemetry.error("cannot read the Meta secret", error=str(exc))
-            self._telemetry.count(metric_names.WEBHOOK_FAILED, **{metric_names.REASON: "secrets_unavailable"})
+            self._telemetry.count(
+                metric_names.WEBHOOK_FAILED, **{metric_names.REASON: WebhookFailure.SECRETS_UNAVAILABLE}
+            )
         return None
 
     def _reject(self, status: int, reason: str, message: str) -> dict[str, Any]:
@@ -164,7 +167,7 @@ class _Door:
             recorded = self._ports.log.record(entry)
         except WebhookLogUnavailable:
             telemetry.exception("could not log the delivery; answering 500 so Meta retries", bytes=len(raw))
-            telemetry.count(metric_names.WEBHOOK_FAILED, **{metric_names.REASON: "log_write_failed"})
+            telemetry.count(metric_names.WEBHOOK_FAILED, **{metric_names.REASON: WebhookFailure.LOG_WRITE_FAILED})
             return _failed()
         if not recorded.created:
             telemetry.count(metric_names.WEBHOOK_DUPLICATE)
@@ -222,7 +225,7 @@ def build_handler(
             # A bug, not a dependency: 500 makes Meta retry. Had the row been written already,
             # the retry finds it pending and sends it again, so nothing is lost either way.
             telemetry.exception("webhook request failed")
-            telemetry.count(metric_names.WEBHOOK_FAILED, **{metric_names.REASON: "internal"})
+            telemetry.count(metric_names.WEBHOOK_FAILED, **{metric_names.REASON: WebhookFailure.INTERNAL})
             return _failed()
 
     return handle

@@ -225,11 +225,11 @@ def build_handler(
             return _Api(config, ports, telemetry, clock).answer(request)
         except JobsTableUnavailable:
             telemetry.exception("jobs table unavailable")
-            telemetry.count(metric_names.JOB_FAILED, **{metric_names.REASON: "table_unavailable"})
+            telemetry.count(metric_names.JOB_FAILED, **{metric_names.REASON: metric_names.JobFailure.TABLE_UNAVAILABLE})
             return http.error(500, "internal error")
         except Exception:
             telemetry.exception("jobs request failed")
-            telemetry.count(metric_names.JOB_FAILED, **{metric_names.REASON: "internal"})
+            telemetry.count(metric_names.JOB_FAILED, **{metric_names.REASON: metric_names.JobFailure.INTERNAL})
             return http.error(500, "internal error")
 
     return handle
