@@ -1,0 +1,377 @@
+"""What a processed message costs the consumer in DynamoDB write units and SQS requests.
+
+    .venv/bin/python -m bench.consumer_bench [--messages 200]
+
+The job: the messages lane at batch size 10, each message a logged WhatsApp delivery carrying one
+inbound message (sent inline, as the ingress sends small bodies). Doing it means storing the
+message (the effect) and marking its webhook-log row done, which also takes the row out of the
+pending index. Measured against moto with botocore hooks (see bench/consumer_costs.py), for:
+
+1. this consumer, with the batch's ten records from one tenant, and from ten tenants (the tenant
+   quota costs one update to take and one to give back per tenant per batch);
+2. the design's minimum: the effect and its done-mark in one TransactWriteItems, nothing else;
+3. Powertools' BatchProcessor with its idempotency utility (DynamoDBPersistenceLayer) doing the
+   same job.
+
+Then what the cheap paths cost this consumer: a redelivered (already done) message, and a record
+deferred by its tenant's quota. SQS requests made by the event source mapping (one ReceiveMessage
+and one DeleteMessageBatch per batch) are shown apart from the consumer's own. Figures only; no
+timing, nothing asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import os
+import time
+import warnings
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager, redirect_stdout
+from dataclasses import dataclass
+from typing import Any
+
+REGION = "us-east-1"
+BATCH = 10
+LANE = "messages"
+
+
+@contextmanager
+def _aws() -> Iterator[None]:
+    for name, value in {
+        "AWS_ACCESS_KEY_ID": "bench",
+        "AWS_SECRET_ACCESS_KEY": "bench",
+        "AWS_DEFAULT_REGION": REGION,
+        "AWS_REGION": REGION,
+    }.items():
+        os.environ[name] = value
+    from moto import mock_aws
+
+    with mock_aws():
+        yield
+
+
+def _category(table: str, key: Mapping[str, Any]) -> str:
+    if table in ("webhook-log", "jobs"):
+        return "done-mark"
+    if table == "data":
+        return "effect"
+    if table == "idempotency":
+        return "idempotency"
+    pk = key.get("pk", {}).get("S", "")
+    for prefix, name in (
+        ("quota#", "tenant quota"),
+        ("dependency#", "dependency"),
+        ("drain#", "drain count"),
+        ("done#", "done-mark"),
+        ("queued#", "jobs count"),
+    ):
+        if pk.startswith(prefix):
+            return name
+    return "other"
+
+
+@dataclass
+class World:
+    environ: dict[str, str]
+    queue_url: str
+    dynamodb: Any
+    sqs: Any
+    esm_requests: int = 0
+
+    def meter(self) -> tuple[Any, Any]:
+        import boto3
+
+        from bench.consumer_costs import Meter, Tables
+
+        session = boto3.session.Session(region_name=REGION)
+        meter = Meter(
+            probe=self.dynamodb,
+            tables=Tables(
+                keys={
+                    "webhook-log": ("id",),
+                    "jobs": ("id",),
+                    "state": ("pk",),
+                    "data": ("pk", "sk"),
+                    "idempotency": ("id",),
+                },
+                indexed_by={"webhook-log": "pending_shard", "jobs": "pending_shard"},
+            ),
+            category=_category,
+        )
+        meter.attach(session.events)
+        return session, meter
+
+    def deliver(self, count: int, tenant_of: Callable[[int], str], copies: int = 1) -> None:
+        """Log `count` deliveries the way the ingress does and put their messages on the lane."""
+        from pipeline.adapters.webhook_log import LogEntry, WebhookLog
+        from pipeline.domain import webhook, webhook_body
+        from pipeline.domain.routing import Route
+
+        log = WebhookLog(self.dynamodb, "webhook-log")
+        now = time.time()
+        for n in range(count):
+            tenant = tenant_of(n)
+            raw = json.dumps(
+                {
+                    "object": "whatsapp_business_account",
+                    "entry": [
+                        {
+                            "id": tenant,
+                            "changes": [
+                                {
+                                    "field": "messages",
+                                    "value": {
+                                        "messaging_product": "whatsapp",
+                                        "messages": [
+                                            {
+                                                "from": "15550001",
+                                                "id": f"wamid.{n:06d}",
+                                                "timestamp": "1700000000",
+                                                "type": "text",
+                                                "text": {"body": f"Hello, is the shop open today? ({n})"},
+                                            }
+                                        ],
+                                    },
+                                }
+                            ],
+                        }
+                    ],
+                }
+            ).encode()
+            row_id = webhook.log_id(raw)
+            route = Route(lane=LANE, tenant=tenant, kind="whatsapp.messages")
+            log.record(LogEntry(id=row_id, received_at=now, body=webhook_body.pack(raw), route=route))
+            envelope = webhook.envelope(row_id, route, webhook.parse(raw, 64), now)
+            for _ in range(copies):
+                self.sqs.send_message(QueueUrl=self.queue_url, MessageBody=envelope.to_json(), MessageGroupId=tenant)
+
+    def drain(self, handler: Callable[[dict[str, Any], Any], Any]) -> int:
+        """Play the event source mapping until the queue is empty; returns the batches run."""
+        batches = 0
+        while True:
+            messages = self.sqs.receive_message(
+                QueueUrl=self.queue_url, MaxNumberOfMessages=BATCH, AttributeNames=["All"]
+            ).get("Messages", [])
+            self.esm_requests += 1
+            if not messages:
+                return batches
+            batches += 1
+            with redirect_stdout(io.StringIO()):  # log lines and EMF documents
+                response = handler(_event(messages), _Context())
+            failed = {item["itemIdentifier"] for item in response["batchItemFailures"]}
+            acked = [m for m in messages if m["MessageId"] not in failed]
+            if acked:
+                self.sqs.delete_message_batch(
+                    QueueUrl=self.queue_url,
+                    Entries=[{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(acked)],
+                )
+                self.esm_requests += 1
+
+
+class _Context:
+    """A fresh invocation with the lane's whole timeout ahead of it."""
+
+    @staticmethod
+    def get_remaining_time_in_millis() -> int:
+        return 30_000
+
+
+def _event(messages: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "Records": [
+            {
+                "messageId": m["MessageId"],
+                "receiptHandle": m["ReceiptHandle"],
+                "body": m["Body"],
+                "attributes": m.get("Attributes", {}),
+                "messageAttributes": {},
+                "eventSource": "aws:sqs",
+                "eventSourceARN": f"arn:aws:sqs:{REGION}:000000000000:{LANE}",
+                "awsRegion": REGION,
+            }
+            for m in messages
+        ]
+    }
+
+
+def _world(lane_changes: Mapping[str, Any] | None = None) -> World:
+    import boto3
+
+    from stacks import runtime_env
+    from stacks.config.environments import ENVIRONMENTS
+    from tests.support.aws import deploy
+
+    env = ENVIRONMENTS["local"]
+    deployed = deploy(env)
+    environ = {
+        **runtime_env.consumer(env, env.lane(LANE), deployed.resources, json.dumps),
+        "AWS_REGION": REGION,
+        "LOG_LEVEL": "WARNING",
+    }
+    if lane_changes:
+        lane = {**json.loads(environ["LANE"]), **lane_changes}
+        environ["LANE"] = json.dumps(lane)
+    return World(
+        environ,
+        deployed.resources.queue_urls[LANE],
+        boto3.client("dynamodb", region_name=REGION),
+        boto3.client("sqs", region_name=REGION),
+    )
+
+
+@dataclass
+class Figures:
+    name: str
+    messages: int
+    meter: Any
+    esm_requests: int
+
+    def per(self, value: float) -> float:
+        return value / self.messages
+
+    @property
+    def wcu(self) -> float:
+        return self.per(sum(self.meter.wcu.values()))
+
+
+def _ours(messages: int, tenant_of: Callable[[int], str], name: str) -> Figures:
+    from pipeline.adapters.clients import Clients
+    from pipeline.handlers.consumer import create_handler
+
+    with _aws():
+        world = _world()
+        world.deliver(messages, tenant_of)
+        session, meter = world.meter()
+        world.drain(create_handler(world.environ, clients=Clients(region=REGION, _session=session)))
+        return Figures(name, messages, meter, world.esm_requests)
+
+
+def _powertools(messages: int) -> Figures:
+    from bench.consumer_powertools import conditional_put, create_idempotency_table, make_handler
+
+    with _aws():
+        world = _world()
+        create_idempotency_table(world.dynamodb)
+        world.deliver(messages, lambda n: f"waba-{n // BATCH}")
+        session, meter = world.meter()
+        client = session.client("dynamodb")
+
+        def store_message(envelope: dict[str, Any]) -> dict[str, Any]:
+            [message] = envelope["payload"]["entry"][0]["changes"][0]["value"]["messages"]
+            conditional_put(
+                client,
+                TableName="data",
+                Item={
+                    "pk": {"S": f"msg#{envelope['tenant']}#{message['id']}"},
+                    "sk": {"S": "message"},
+                    "text": {"S": message["text"]["body"]},
+                    "sender": {"S": message["from"]},
+                    "stored_at": {"N": str(time.time())},
+                },
+                ConditionExpression="attribute_not_exists(pk)",
+            )
+            client.update_item(
+                TableName="webhook-log",
+                Key={"id": {"S": envelope["id"]}},
+                UpdateExpression="SET #s = :done, updated_at = :now REMOVE pending_shard",
+                ExpressionAttributeNames={"#s": "status"},
+                ExpressionAttributeValues={":done": {"S": "done"}, ":now": {"N": str(time.time())}},
+            )
+            return {"stored": 1}
+
+        world.drain(make_handler(client, store_message))
+        return Figures("Powertools idempotency + BatchProcessor", messages, meter, world.esm_requests)
+
+
+def _cheap_paths(messages: int) -> tuple[Figures, Figures]:
+    """(redeliveries of finished work, a flooded tenant's records) for this consumer."""
+    from pipeline.adapters.clients import Clients
+    from pipeline.handlers.consumer import create_handler
+
+    with _aws():
+        world = _world()
+        world.deliver(messages, lambda n: f"waba-{n // BATCH}")
+        world.drain(create_handler(world.environ))
+        world.esm_requests = 0
+        world.deliver(messages, lambda n: f"waba-{n // BATCH}")  # the same bodies: Meta retrying
+        session, again = world.meter()
+        world.drain(create_handler(world.environ, clients=Clients(region=REGION, _session=session)))
+        repeat = Figures("redelivered (already done)", messages, again, world.esm_requests)
+    with _aws():
+        # A tenant whose whole quota is held by other consumers: every record of each batch is
+        # deferred, so everything metered is the price of deferring.
+        from pipeline.adapters.leases import LeaseBudgets
+        from pipeline.domain import budgets
+
+        world = _world({"defer_seconds": 30})
+        quota = json.loads(world.environ["LANE"])["tenant_quota"]
+        held = budgets.tenant_quota(LANE, "waba-flood", quota, "enforce")
+        LeaseBudgets(world.dynamodb, "state", time.time).acquire(held, quota, hold_seconds=600)
+        world.deliver(messages, lambda n: "waba-flood")
+        session, flood = world.meter()
+        world.drain(create_handler(world.environ, clients=Clients(region=REGION, _session=session)))
+        deferred = Figures("deferred by the tenant quota", messages, flood, world.esm_requests)
+    return repeat, deferred
+
+
+def _print(rows: list[Figures], minimum: Figures) -> None:
+    header = f"{'per processed message':<44}{'WCU':>7}{'writes':>8}{'RCU':>7}{'reads':>7}{'SQS own':>9}{'SQS ESM':>9}"
+    print(header)
+    print("-" * len(header))
+    for row in rows:
+        m = row.meter
+        print(
+            f"{row.name:<44}{row.wcu:>7.2f}{row.per(m.write_requests()):>8.2f}{row.per(m.rcu):>7.2f}"
+            f"{row.per(m.read_requests()):>7.2f}{row.per(m.sqs_requests()):>9.2f}{row.per(row.esm_requests):>9.2f}"
+        )
+    effect = minimum.per(minimum.meter.wcu["effect"] + minimum.meter.wcu["done-mark"] + minimum.meter.wcu["GSI"])
+    print(
+        f"{'design minimum: effect + done-mark (1 txn)':<44}{effect:>7.2f}{1.0:>8.2f}{'':>7}{'':>7}"
+        f"{0.0:>9.2f}{minimum.per(minimum.esm_requests):>9.2f}"
+    )
+
+
+def _breakdown(rows: list[Figures]) -> None:
+    print("\nWCU per processed message, by what the write is for")
+    names = sorted({name for row in rows for name in row.meter.wcu})
+    print(f"{'':<44}" + "".join(f"{name:>13}" for name in names))
+    for row in rows:
+        print(f"{row.name:<44}" + "".join(f"{row.per(row.meter.wcu[name]):>13.2f}" for name in names))
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--messages", type=int, default=100, help="messages per scenario (a multiple of 10)")
+    args = parser.parse_args(argv)
+    # Powertools asks for the Lambda context to bound in-progress records; there is none here.
+    warnings.filterwarnings("ignore", message="Couldn't determine the remaining time left")
+    messages = max(BATCH, args.messages // BATCH * BATCH)
+
+    one_tenant = _ours(messages, lambda n: f"waba-{n // BATCH}", "this consumer, 1 tenant per batch")
+    ten_tenants = _ours(messages, lambda n: f"waba-{n % BATCH}", "this consumer, 10 tenants per batch")
+    powertools = _powertools(messages)
+    repeat, deferred = _cheap_paths(messages)
+
+    print(f"\nConsumer costs: {messages} messages per scenario, batch size {BATCH}, messages lane (moto)\n")
+    _print([one_tenant, ten_tenants, powertools], one_tenant)
+    _breakdown([one_tenant, ten_tenants, powertools])
+    print("\nThe cheap paths of this consumer (per message on that path)")
+    header = f"{'':<44}{'WCU':>7}{'writes':>8}{'RCU':>7}{'reads':>7}{'SQS own':>9}{'SQS ESM':>9}"
+    print(header)
+    for row in (repeat, deferred):
+        m = row.meter
+        print(
+            f"{row.name:<44}{row.wcu:>7.2f}{row.per(m.write_requests()):>8.2f}{row.per(m.rcu):>7.2f}"
+            f"{row.per(m.read_requests()):>7.2f}{row.per(m.sqs_requests()):>9.2f}{row.per(row.esm_requests):>9.2f}"
+        )
+    print(
+        "\nWCU: on-demand write units (a transactional write costs two per KB per item; a GSI entry added or"
+        "\nremoved costs one). SQS own: requests the consumer makes; SQS ESM: the event source mapping's"
+        "\nReceiveMessage and DeleteMessageBatch (plus one empty receive at the end of each run)."
+    )
+
+
+if __name__ == "__main__":
+    main()
