@@ -42,8 +42,9 @@ class LaneBacklog:
         except (BotoCoreError, ClientError) as exc:
             # Unknown depth counts as busy: during an SQS incident the sweep should not pile
             # replays onto the queue. Patience still bounds how long a lost row waits.
-            self._log.warning("could not read the lane's depth; treating it as busy",
-                              extra={"lane": lane, "error": str(exc)})
+            self._log.warning(
+                "could not read the lane's depth; treating it as busy", extra={"lane": lane, "error": str(exc)}
+            )
             return True
         values = attributes.get("Attributes", {})
         return sum(int(values.get(name, 0)) for name in BACKLOG_ATTRIBUTES) > 0

@@ -179,8 +179,9 @@ class Sweep:
         if patience is None:
             self._abandon(store, row, now, report, f"lane {row.lane!r} has no queue to replay to")
             return
-        verdict = judge(row, now=now, busy=self.backlog.busy(row.lane), patience_seconds=patience,
-                        settings=self.settings)
+        verdict = judge(
+            row, now=now, busy=self.backlog.busy(row.lane), patience_seconds=patience, settings=self.settings
+        )
         if verdict is Verdict.SETTLING:
             report.settling += 1
         elif verdict is Verdict.LATE:

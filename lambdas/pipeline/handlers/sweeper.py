@@ -106,10 +106,23 @@ def create_handler(
         sweep = Sweep(
             settings=sweeper_settings,
             stores=(
-                PendingRows(dynamodb, tables.webhook_log, source="webhook", logical_table=Table.WEBHOOK_LOG,
-                            to_envelope=webhook_envelope, committer=committer),
-                PendingRows(dynamodb, tables.jobs, source="job", logical_table=Table.JOBS,
-                            to_envelope=job_envelope, committer=committer, bookkeeping=abandoned_job_bookkeeping),
+                PendingRows(
+                    dynamodb,
+                    tables.webhook_log,
+                    source="webhook",
+                    logical_table=Table.WEBHOOK_LOG,
+                    to_envelope=webhook_envelope,
+                    committer=committer,
+                ),
+                PendingRows(
+                    dynamodb,
+                    tables.jobs,
+                    source="job",
+                    logical_table=Table.JOBS,
+                    to_envelope=job_envelope,
+                    committer=committer,
+                    bookkeeping=abandoned_job_bookkeeping,
+                ),
             ),
             backlog=LaneBacklog(clients.sqs, queue_urls, logger),
             replay=replay,

@@ -42,8 +42,9 @@ class Rows:
     def _table(self, source: str) -> Any:
         return boto3.resource("dynamodb", region_name=REGION).Table(self.table_names[source])
 
-    def webhook(self, row_id: str, *, lane: str = "messages", tenant: str = "waba-1", age: float = 60.0,
-                **extra: Any) -> None:
+    def webhook(
+        self, row_id: str, *, lane: str = "messages", tenant: str = "waba-1", age: float = 60.0, **extra: Any
+    ) -> None:
         since = int(self.clock.now - age)
         item = {
             schema.ID: row_id,

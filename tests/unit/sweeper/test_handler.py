@@ -59,5 +59,10 @@ def test_missing_settings_are_named(sweeper_environ):
     with pytest.raises(SettingsError, match="SWEEPER_SETTINGS"):
         sweeper.create_handler(environ)
     with pytest.raises(SettingsError, match="grace_seconds <= patience_seconds"):
-        sweeper.create_handler({**sweeper_environ, "SWEEPER_SETTINGS": '{"grace_seconds": 60, '
-                                '"patience_seconds": 10, "max_replays": 3, "rows_per_run": 10}'})
+        sweeper.create_handler(
+            {
+                **sweeper_environ,
+                "SWEEPER_SETTINGS": '{"grace_seconds": 60, '
+                '"patience_seconds": 10, "max_replays": 3, "rows_per_run": 10}',
+            }
+        )

@@ -126,8 +126,12 @@ def test_replays_oldest_first_and_at_most_rows_per_run(rows, queues, sweeper_env
     # Given five lost rows in different shards and a sweeper allowed three rows a run
     for n, age in enumerate((50, 10, 40, 20, 30)):
         rows.webhook(f"wh-{n}", age=GRACE + age)
-    environ = {**sweeper_environ, "SWEEPER_SETTINGS": json.dumps(
-        {"grace_seconds": GRACE, "patience_seconds": PATIENCE, "max_replays": 3, "rows_per_run": 3})}
+    environ = {
+        **sweeper_environ,
+        "SWEEPER_SETTINGS": json.dumps(
+            {"grace_seconds": GRACE, "patience_seconds": PATIENCE, "max_replays": 3, "rows_per_run": 3}
+        ),
+    }
 
     # When one sweep runs
     report = create_handler(environ, clock=clock)({}, None)
