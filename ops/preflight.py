@@ -1,0 +1,165 @@
+"""`lanectl preflight ENV`: what would make a deploy fail, checked before it starts.
+
+Each check prints PASS, FAIL or SKIP with what it saw; any FAIL exits 1 (so `make deploy` stops).
+- credentials: who the caller is (and the configured account, when the environment pins one);
+- CDK bootstrap: the version parameter the synthesized template checks;
+- concurrency: the reservations the environment makes against the account's quota, keeping the
+  100 Lambda holds unreserved (a new account's quota of 10 fails any reservation);
+- Meta secret: set, with the keys the webhook door reads (only once the stack exists).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
+
+from ops.aws import describe_error
+from ops.context import Context
+from ops.errors import FAILED, OK
+from ops.plan import SWEEPER_RESERVATION, UNRESERVED_MINIMUM
+from ops.resolve import Deployment, find, output_prefix, stack_name
+
+BOOTSTRAP_PARAMETER = "/cdk-bootstrap/hnb659fds/version"
+MINIMUM_BOOTSTRAP_VERSION = 6
+"""The oldest bootstrap stack the CDK v2 template's BootstrapVersion rule accepts."""
+META_SECRET_KEYS = ("app_secret", "verify_token")
+
+PASS, FAIL, SKIP = "PASS", "FAIL", "SKIP"
+
+
+@dataclass(frozen=True)
+class Result:
+    status: str
+    name: str
+    detail: str
+
+
+def check_credentials(ctx: Context) -> tuple[Result, str | None]:
+    try:
+        identity = ctx.aws.client("sts").get_caller_identity()
+    except NoCredentialsError:
+        return Result(FAIL, "credentials", "no AWS credentials found (set AWS_PROFILE or pass --profile)"), None
+    except (BotoCoreError, ClientError) as exc:
+        return Result(FAIL, "credentials", describe_error(exc)), None
+    account = str(identity["Account"])
+    if ctx.env.account and ctx.env.account != account:
+        return Result(
+            FAIL, "credentials", f"signed in to account {account}, but {ctx.env.name} is pinned to {ctx.env.account}"
+        ), account
+    who = f"account {account} as {identity.get('Arn', '?')} in {ctx.target.region}"
+    return Result(PASS, "credentials", who), account
+
+
+def check_bootstrap(ctx: Context, account: str) -> Result:
+    hint = f"run: npx cdk bootstrap aws://{account}/{ctx.target.region}"
+    try:
+        value = ctx.aws.client("ssm").get_parameter(Name=BOOTSTRAP_PARAMETER)["Parameter"]["Value"]
+    except ClientError as exc:
+        if exc.response.get("Error", {}).get("Code") == "ParameterNotFound":
+            return Result(FAIL, "cdk bootstrap", f"{ctx.target.region} is not bootstrapped; {hint}")
+        return Result(FAIL, "cdk bootstrap", describe_error(exc))
+    if int(value) < MINIMUM_BOOTSTRAP_VERSION:
+        old = f"bootstrap version {value} is older than {MINIMUM_BOOTSTRAP_VERSION}"
+        return Result(FAIL, "cdk bootstrap", f"{old}; {hint}")
+    return Result(PASS, "cdk bootstrap", f"version {value}")
+
+
+def _current_reservations(ctx: Context, deployment: Deployment | None) -> int:
+    """What this stack already reserves: redeploying it frees those before taking them again."""
+    if deployment is None:
+        return 0
+    client = ctx.aws.client("lambda")
+    total = 0
+    for lane in ctx.env.lanes:
+        name = deployment.outputs.get(output_prefix(lane.name) + "FunctionName")
+        if name:
+            total += int(client.get_function_concurrency(FunctionName=name).get("ReservedConcurrentExecutions") or 0)
+    return total
+
+
+def check_concurrency(ctx: Context, deployment: Deployment | None) -> Result:
+    try:
+        settings = ctx.aws.client("lambda").get_account_settings()["AccountLimit"]
+    except (BotoCoreError, ClientError) as exc:
+        return Result(SKIP, "concurrency", f"cannot read the account's Lambda settings ({describe_error(exc)})")
+    quota = int(settings["ConcurrentExecutions"])
+    unreserved = int(settings.get("UnreservedConcurrentExecutions", quota))
+    if not ctx.env.reserved_concurrency:
+        return Result(PASS, "concurrency", f"{ctx.env.name} reserves nothing; account quota {quota}")
+    wanted = ctx.env.reserved_total + SWEEPER_RESERVATION
+    held = _current_reservations(ctx, deployment)
+    available = unreserved + held - UNRESERVED_MINIMUM
+    detail = (
+        f"{ctx.env.name} reserves {wanted} (already holding {held}); the account has {unreserved} unreserved "
+        f"of {quota} and Lambda keeps {UNRESERVED_MINIMUM}"
+    )
+    if wanted > available:
+        return Result(
+            FAIL,
+            "concurrency",
+            f"{detail}: short by {wanted - available}. Ask for a higher quota, or "
+            "turn reservations off for this environment",
+        )
+    return Result(PASS, "concurrency", detail)
+
+
+def check_meta_secret(ctx: Context, deployment: Deployment | None) -> Result:
+    if deployment is None:
+        return Result(
+            SKIP, "meta secret", f"{stack_name(ctx.env)} is not deployed yet; set the secret after the first deploy"
+        )
+    arn = deployment.outputs.get("MetaSecretArn")
+    if not arn:
+        return Result(FAIL, "meta secret", f"{deployment.stack} has no MetaSecretArn output")
+    try:
+        raw = ctx.aws.client("secretsmanager").get_secret_value(SecretId=arn)["SecretString"]
+    except (BotoCoreError, ClientError) as exc:
+        return Result(FAIL, "meta secret", f"cannot read {arn}: {describe_error(exc)}")
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError:
+        return Result(FAIL, "meta secret", "the secret is not a JSON object")
+    missing = [key for key in META_SECRET_KEYS if not (isinstance(value, dict) and value.get(key))]
+    if missing:
+        return Result(FAIL, "meta secret", f"set {', '.join(missing)} in {arn}")
+    # Never print the values: only that they are there.
+    return Result(PASS, "meta secret", f"{', '.join(META_SECRET_KEYS)} set")
+
+
+def run_preflight(ctx: Context) -> int:
+    ctx.console.line(f"preflight for {ctx.env.name} ({ctx.target.where})")
+    results: list[Result] = []
+
+    def record(result: Result) -> None:
+        results.append(result)
+        ctx.console.line(f"{result.status}  {result.name}: {result.detail}")
+
+    credentials, account = check_credentials(ctx)
+    record(credentials)
+    if account is None:
+        for name in ("cdk bootstrap", "concurrency", "meta secret"):
+            record(Result(SKIP, name, "needs credentials"))
+    else:
+        deployment, problem = _stack(ctx)
+        if problem is not None:
+            record(Result(FAIL, "stack", problem))
+        checks: list[Callable[[], Result]] = [
+            lambda: check_bootstrap(ctx, account),
+            lambda: check_concurrency(ctx, deployment),
+            lambda: check_meta_secret(ctx, deployment),
+        ]
+        for check in checks:
+            record(check())
+    failed = [r for r in results if r.status == FAIL]
+    ctx.console.line(f"{len(failed)} check(s) failed: do not deploy yet" if failed else "ready to deploy")
+    return FAILED if failed else OK
+
+
+def _stack(ctx: Context) -> tuple[Deployment | None, str | None]:
+    try:
+        return find(ctx.aws.client("cloudformation"), ctx.env), None
+    except (BotoCoreError, ClientError) as exc:
+        return None, f"cannot describe {stack_name(ctx.env)}: {describe_error(exc)}"

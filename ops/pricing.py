@@ -1,0 +1,165 @@
+"""Monthly cost of a lane at AWS list prices, from its traffic assumptions.
+
+Prices are us-east-1 on-demand list prices as published in 2025, without free tiers, for the
+services a message touches: SQS standard requests, Lambda on arm64 (GB-seconds and requests),
+DynamoDB on-demand request units, API Gateway HTTP API requests, CloudWatch Logs ingestion; plus
+the fixed cost of alarms, the dashboard, the sweeper's schedule and Lambda's idle SQS pollers.
+Not included: custom metrics ($0.30 per metric-month), data transfer, KMS and Secrets Manager
+requests, storage. The point is the order of magnitude and how it moves with traffic, not a bill.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from pipeline.domain.routing import WEBHOOK_LANES
+from stacks.config.lanes import Lane
+
+
+@dataclass(frozen=True)
+class Prices:
+    region: str = "us-east-1"
+    as_of: str = "2025 list prices"
+    sqs_per_million_requests: float = 0.40
+    sqs_request_kib: int = 64
+    """Each 64 KiB chunk of a message is billed as one request."""
+    lambda_per_gb_second: float = 0.0000133334
+    """arm64, first pricing tier."""
+    lambda_per_million_requests: float = 0.20
+    dynamodb_per_million_writes: float = 0.625
+    dynamodb_per_million_reads: float = 0.125
+    http_api_per_million_requests: float = 1.00
+    logs_per_gb: float = 0.50
+    alarm_per_month: float = 0.10
+    dashboard_per_month: float = 3.00
+    hours_per_month: float = 730.0
+
+    @property
+    def seconds_per_month(self) -> float:
+        return self.hours_per_month * 3600
+
+
+LIST_PRICES = Prices()
+
+
+@dataclass(frozen=True)
+class Usage:
+    """How a message turns into requests, stated so the estimate can be argued with."""
+
+    door_seconds: float = 0.03
+    """Duration of the webhook door or jobs API invocation that accepts one message."""
+    webhook_door_memory_mb: int = 1024
+    jobs_door_memory_mb: int = 512
+    invocation_overhead_seconds: float = 0.02
+    row_overhead_kib: float = 0.5
+    """Keys, status and timestamps on the row, beside the payload."""
+    log_kib_per_message: float = 1.0
+    """The door's and the consumer's JSON log lines."""
+    idle_pollers: int = 5
+    """Lambda keeps five long-polling receivers per SQS mapping, each a request every 20 s when idle."""
+
+    def door_memory(self, entry: str) -> int:
+        return {"webhook": self.webhook_door_memory_mb, "job": self.jobs_door_memory_mb}.get(entry, 0)
+
+
+ASSUMED = Usage()
+
+
+def entry(lane: Lane) -> str:
+    """How work arrives on the lane: a Meta webhook, a job through the API, or a schedule's tick."""
+    if lane.tick is not None:
+        return "tick"
+    return "webhook" if lane.name in WEBHOOK_LANES else "job"
+
+
+@dataclass(frozen=True)
+class UnitsPerMessage:
+    sqs_requests: float
+    writes: float
+    reads: float
+    api_requests: float
+
+
+def units(lane: Lane, usage: Usage = ASSUMED) -> UnitsPerMessage:
+    row_kib = lane.traffic.payload_kib + usage.row_overhead_kib
+    row_writes = math.ceil(row_kib)  # one write unit per KiB
+    kind = entry(lane)
+    # The send (one request per 64 KiB), then one receive and one delete per batch.
+    sqs = math.ceil(lane.traffic.payload_kib / LIST_PRICES.sqs_request_kib) + 2 / lane.batch_size
+    budgets = 2 + (2 if lane.dependency else 0)  # tenant in-flight quota and dependency lease: take and give back
+    if kind == "tick":
+        # No row: an idempotency marker and the task's write, in one transaction (2 units each).
+        return UnitsPerMessage(sqs, writes=2 * 2 + budgets, reads=0.0, api_requests=0.0)
+    door = row_writes + 1  # the row, and its entry in the pending index
+    if kind == "job":
+        door = 2 * (row_writes + 1) + 1  # row and tenant counter in one transaction, plus the index entry
+    finish = 2 * (row_writes + 1 + (1 if kind == "job" else 0)) + 1  # done-mark, task write, counter; index removal
+    reads = math.ceil(row_kib / 4)  # one consistent read of the row per 4 KiB
+    return UnitsPerMessage(sqs, writes=door + finish + budgets, reads=reads, api_requests=1.0)
+
+
+@dataclass(frozen=True)
+class Cost:
+    messages: float
+    sqs: float
+    lambda_: float
+    dynamodb: float
+    api: float
+    logs: float
+
+    @property
+    def total(self) -> float:
+        return self.sqs + self.lambda_ + self.dynamodb + self.api + self.logs
+
+
+def lane_cost(lane: Lane, average_fraction: float, prices: Prices = LIST_PRICES, usage: Usage = ASSUMED) -> Cost:
+    messages = lane.traffic.peak_per_second * average_fraction * prices.seconds_per_month
+    per = units(lane, usage)
+    invocations = messages / lane.batch_size  # full batches: optimistic at low traffic
+    consumer_gb_s = invocations * (lane.batch_size * lane.traffic.service_seconds + usage.invocation_overhead_seconds)
+    consumer_gb_s *= lane.memory_mb / 1024
+    kind = entry(lane)
+    door_invocations = messages if kind != "tick" else 0.0
+    door_gb_s = door_invocations * usage.door_seconds * usage.door_memory(kind) / 1024
+    million = 1_000_000
+    return Cost(
+        messages=messages,
+        sqs=messages * per.sqs_requests / million * prices.sqs_per_million_requests,
+        lambda_=(consumer_gb_s + door_gb_s) * prices.lambda_per_gb_second
+        + (invocations + door_invocations) / million * prices.lambda_per_million_requests,
+        dynamodb=messages * per.writes / million * prices.dynamodb_per_million_writes
+        + messages * per.reads / million * prices.dynamodb_per_million_reads,
+        api=messages * per.api_requests / million * prices.http_api_per_million_requests,
+        logs=messages * usage.log_kib_per_message / (1024 * 1024) * prices.logs_per_gb,
+    )
+
+
+@dataclass(frozen=True)
+class FixedCost:
+    idle_polling: float
+    sweeper: float
+    alarms: float
+    dashboard: float
+    alarm_count: int
+
+    @property
+    def total(self) -> float:
+        return self.idle_polling + self.sweeper + self.alarms + self.dashboard
+
+
+def fixed_cost(
+    lane_count: int, sweeper_period_seconds: float, prices: Prices = LIST_PRICES, usage: Usage = ASSUMED
+) -> FixedCost:
+    polls = lane_count * usage.idle_pollers * prices.seconds_per_month / 20
+    sweeps = prices.seconds_per_month / sweeper_period_seconds
+    # Per lane: age, dead letters, consumer errors, throttles, jobs shed. Global: unprocessed
+    # webhook and job age, abandoned webhooks and jobs.
+    alarm_count = 5 * lane_count + 4
+    return FixedCost(
+        idle_polling=polls / 1_000_000 * prices.sqs_per_million_requests,
+        sweeper=sweeps * (1.0 * 0.5 * prices.lambda_per_gb_second + prices.lambda_per_million_requests / 1_000_000),
+        alarms=alarm_count * prices.alarm_per_month,
+        dashboard=prices.dashboard_per_month,
+        alarm_count=alarm_count,
+    )

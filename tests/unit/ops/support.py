@@ -1,0 +1,233 @@
+"""A deployed environment in moto, shaped as `lanes-<env>` is: the same stack name and outputs, so
+the CLI finds its resources the way it does on AWS (from describe_stacks), with nothing faked.
+
+The template holds what the CLI touches: each lane's queue and DLQ (with redrive), a consumer
+function and its event source mapping (created disabled: moto's own mapping would otherwise
+"invoke" inside SendMessage and delete the message), and the global outputs. Secrets Manager is
+one of the types moto's CloudFormation skips, so the secret is created directly and its ARN
+passed in as a parameter.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import boto3
+
+from ops.aws import Aws
+from ops.resolve import output_prefix
+from stacks.config.environments import Environment
+from tests.support.aws import REGION
+
+ASSUME_LAMBDA = {
+    "Version": "2012-10-17",
+    "Statement": [{"Effect": "Allow", "Principal": {"Service": "lambda.amazonaws.com"}, "Action": "sts:AssumeRole"}],
+}
+
+
+def template(env: Environment, *, drop_outputs: tuple[str, ...] = ()) -> dict[str, Any]:
+    resources: dict[str, Any] = {
+        "Role": {"Type": "AWS::IAM::Role", "Properties": {"AssumeRolePolicyDocument": ASSUME_LAMBDA}},
+        "Topic": {"Type": "AWS::SNS::Topic"},
+    }
+    outputs: dict[str, Any] = {
+        "ApiUrl": {"Value": "https://api.example.test/"},
+        "WebhookTableName": {"Value": "webhook-log"},
+        "JobsTableName": {"Value": "jobs"},
+        "StateTableName": {"Value": "state"},
+        "DataTableName": {"Value": "data"},
+        "AlarmTopicArn": {"Value": {"Ref": "Topic"}},
+        "MetaSecretArn": {"Value": {"Ref": "MetaSecretArn"}},
+    }
+    for lane in env.lanes:
+        prefix = output_prefix(lane.name)
+        resources[f"{prefix}Dlq"] = {"Type": "AWS::SQS::Queue", "Properties": {"MessageRetentionPeriod": 1209600}}
+        resources[f"{prefix}Queue"] = {
+            "Type": "AWS::SQS::Queue",
+            "Properties": {
+                "VisibilityTimeout": lane.visibility_timeout_seconds,
+                "RedrivePolicy": {
+                    "deadLetterTargetArn": {"Fn::GetAtt": [f"{prefix}Dlq", "Arn"]},
+                    "maxReceiveCount": lane.max_receives,
+                },
+            },
+        }
+        resources[f"{prefix}Function"] = {
+            "Type": "AWS::Lambda::Function",
+            "Properties": {
+                "Runtime": "python3.12",
+                "Handler": "index.handler",
+                "Role": {"Fn::GetAtt": ["Role", "Arn"]},
+                "Code": {"ZipFile": "def handler(event, context):\n    return {}\n"},
+            },
+        }
+        resources[f"{prefix}Mapping"] = {
+            "Type": "AWS::Lambda::EventSourceMapping",
+            "Properties": {
+                "FunctionName": {"Ref": f"{prefix}Function"},
+                "EventSourceArn": {"Fn::GetAtt": [f"{prefix}Queue", "Arn"]},
+                "BatchSize": lane.batch_size,
+                "Enabled": False,
+                "ScalingConfig": {"MaximumConcurrency": lane.max_concurrency},
+            },
+        }
+        outputs[f"{prefix}QueueUrl"] = {"Value": {"Ref": f"{prefix}Queue"}}
+        outputs[f"{prefix}QueueArn"] = {"Value": {"Fn::GetAtt": [f"{prefix}Queue", "Arn"]}}
+        outputs[f"{prefix}DlqUrl"] = {"Value": {"Ref": f"{prefix}Dlq"}}
+        outputs[f"{prefix}DlqArn"] = {"Value": {"Fn::GetAtt": [f"{prefix}Dlq", "Arn"]}}
+        outputs[f"{prefix}MappingId"] = {"Value": {"Ref": f"{prefix}Mapping"}}
+        outputs[f"{prefix}FunctionName"] = {"Value": {"Ref": f"{prefix}Function"}}
+    for key in drop_outputs:
+        outputs.pop(key)
+    return {
+        "Parameters": {"MetaSecretArn": {"Type": "String"}},
+        "Resources": resources,
+        "Outputs": outputs,
+    }
+
+
+@dataclass(frozen=True)
+class LaneOutputs:
+    queue_url: str
+    queue_arn: str
+    dlq_url: str
+    dlq_arn: str
+    mapping_id: str
+
+
+@dataclass(frozen=True)
+class Stack:
+    name: str
+    lanes: dict[str, LaneOutputs]
+    secret_arn: str
+    clients: dict[str, Any] = field(repr=False)
+
+    def lane(self, name: str) -> LaneOutputs:
+        return self.lanes[name]
+
+
+def deploy_stack(
+    env: Environment,
+    *,
+    secret: dict[str, str] | None = None,
+    drop_outputs: tuple[str, ...] = (),
+    endpoint_url: str | None = None,
+) -> Stack:
+    def client(service: str) -> Any:
+        return boto3.client(service, region_name=REGION, endpoint_url=endpoint_url)
+
+    secret_value = {"app_secret": "s3cr3t-app", "verify_token": "s3cr3t-verify"} if secret is None else secret
+    secret_arn = client("secretsmanager").create_secret(
+        Name=f"lanes-{env.name}-MetaSecret", SecretString=json.dumps(secret_value)
+    )["ARN"]
+    cfn = client("cloudformation")
+    name = f"lanes-{env.name}"
+    cfn.create_stack(
+        StackName=name,
+        TemplateBody=json.dumps(template(env, drop_outputs=drop_outputs)),
+        Parameters=[{"ParameterKey": "MetaSecretArn", "ParameterValue": secret_arn}],
+        Capabilities=["CAPABILITY_IAM"],
+    )
+    outputs = {o["OutputKey"]: o["OutputValue"] for o in cfn.describe_stacks(StackName=name)["Stacks"][0]["Outputs"]}
+    lanes = {}
+    for lane in env.lanes:
+        prefix = output_prefix(lane.name)
+        if f"{prefix}DlqUrl" not in outputs:
+            continue
+        lanes[lane.name] = LaneOutputs(
+            queue_url=outputs[f"{prefix}QueueUrl"],
+            queue_arn=outputs[f"{prefix}QueueArn"],
+            dlq_url=outputs[f"{prefix}DlqUrl"],
+            dlq_arn=outputs[f"{prefix}DlqArn"],
+            mapping_id=outputs[f"{prefix}MappingId"],
+        )
+    return Stack(
+        name=name,
+        lanes=lanes,
+        secret_arn=secret_arn,
+        clients={s: client(s) for s in ("sqs", "lambda", "cloudwatch", "ssm", "secretsmanager")},
+    )
+
+
+@dataclass
+class FakeClock:
+    """Time that moves only when the code under test sleeps."""
+
+    now: float = field(default_factory=time.time)
+    sleeps: list[float] = field(default_factory=list)
+    on_sleep: Any = None
+
+    def __call__(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+        self.now += seconds
+        if self.on_sleep is not None:
+            self.on_sleep(len(self.sleeps))
+
+
+def park(sqs: Any, dlq_url: str, *, body: dict[str, Any] | str, **attributes: str) -> None:
+    """A message dead-lettered by the consumer: the original body, the reason attached."""
+    sqs.send_message(
+        QueueUrl=dlq_url,
+        MessageBody=body if isinstance(body, str) else json.dumps(body),
+        MessageAttributes={k: {"DataType": "String", "StringValue": v} for k, v in attributes.items()},
+    )
+
+
+def envelope(work_id: str, tenant: str, lane: str = "messages", kind: str = "whatsapp_business_account") -> dict:
+    return {
+        "id": work_id,
+        "lane": lane,
+        "tenant": tenant,
+        "kind": kind,
+        "source": "webhook",
+        "created_at": time.time() - 600,
+        "ref": work_id,
+    }
+
+
+def redrive_by_sqs(sqs: Any, queue_url: str, max_receives: int, body: dict[str, Any]) -> None:
+    """A message SQS itself moved to the DLQ: received max_receives times without being deleted."""
+    sqs.send_message(QueueUrl=queue_url, MessageBody=json.dumps(body), MessageGroupId=body["tenant"])
+    for _ in range(max_receives + 1):
+        sqs.receive_message(QueueUrl=queue_url, VisibilityTimeout=0, MaxNumberOfMessages=1)
+
+
+def visible(sqs: Any, url: str) -> int:
+    return int(
+        sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["ApproximateNumberOfMessages"])["Attributes"][
+            "ApproximateNumberOfMessages"
+        ]
+    )
+
+
+def receive_all(sqs: Any, url: str) -> list[dict[str, Any]]:
+    found = []
+    while True:
+        batch = sqs.receive_message(
+            QueueUrl=url,
+            MaxNumberOfMessages=10,
+            VisibilityTimeout=60,
+            MessageAttributeNames=["All"],
+            MessageSystemAttributeNames=["All"],
+        ).get("Messages", [])
+        if not batch:
+            return found
+        found.extend(batch)
+
+
+class StubbedAws(Aws):
+    """Clients from moto, except the named ones, which are botocore-stubbed: for the AWS APIs moto
+    does not implement (message move tasks, Lambda account settings), answered as AWS answers."""
+
+    def __init__(self, target: Any, stubbed: dict[str, Any]) -> None:
+        super().__init__(target)
+        self._stubbed = stubbed
+
+    def client(self, service: str) -> Any:
+        return self._stubbed[service] if service in self._stubbed else super().client(service)

@@ -1,0 +1,139 @@
+"""`plan`: Little's law from the catalogue's traffic, contradictions found, cost at list prices."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from ops import pricing
+from ops.output import Console
+from ops.plan import plan_lane, run_plan, visibility_problem
+from stacks.config.environments import ENVIRONMENTS, Dependency
+from stacks.config.lanes import LLM_DEPENDENCY, Traffic
+
+
+def _row(out: str, lane: str, section: str = "capacity") -> list[str]:
+    """A lane's row in the capacity table (first) or the cost table (second)."""
+    rows = [line.split() for line in out.splitlines() if line.startswith(lane + " ")]
+    assert len(rows) == 2
+    return rows[0 if section == "capacity" else 1]
+
+
+def test_plan_prod_capacity_table(lanectl):
+    result = lanectl("plan", "prod")
+
+    assert result.code == 0
+    assert result.out.startswith("capacity plan for prod (peak traffic from the lane catalogue; target utilisation")
+    # messages: 200/s x 0.05 s = 10 busy; 10 / 0.7 -> 15 slots; 20 / 10 = 2x headroom; 200/s x 30 s = 6,000
+    assert _row(result.out, "messages")[:10] == [
+        "messages",
+        "200",
+        "0.05s",
+        "10.0",
+        "15",
+        "20",
+        "25",
+        "2.0x",
+        "30s",
+        "6,000",
+    ]
+    # ai: 8/s x 4 s = 32 busy -> 46 slots at 70%; the queue bound at its 120 s objective is 960
+    assert _row(result.out, "ai")[:10] == ["ai", "8", "4s", "32.0", "46", "40", "40", "1.2x", "2m00s", "960"]
+
+
+def test_plan_prod_finds_what_the_catalogue_cannot_sustain(lanectl):
+    result = lanectl("plan", "--env", "prod")
+
+    warnings = result.out.split("warnings (")[1]
+    assert "engagement: MaximumConcurrency 10 is under the 40.0 busy slots at peak" in " ".join(warnings.split())
+    assert "llm: 72.0 calls busy at peak exceed the shared limit 40" in " ".join(warnings.split())
+    assert "reserved concurrency 83 (lanes 82 + sweeper 1) of a 1000 quota" in result.out
+
+
+def test_strict_plan_fails_on_warnings(lanectl):
+    assert lanectl("plan", "prod", "--strict").code == 1
+    assert lanectl("plan", "prod").code == 0
+
+
+def test_plan_cost_section(lanectl):
+    result = lanectl("plan", "prod", "--average", "25%")
+
+    assert (
+        "monthly cost at list prices (us-east-1, 2025 list prices, no free tier; 730 h; average traffic = 25% "
+        "of peak)" in result.out
+    )
+    assert _row(result.out, "messages", "cost")[0:4] == ["messages", "webhook", "131.4M", "15/1"]
+    assert _row(result.out, "scheduled", "cost")[1] == "tick"
+    assert "29 alarms $2.90" in result.out
+    assert "total: about $" in result.out
+
+
+def test_sqs_cost_by_hand():
+    # 200/s x 25% x 730 h = 131.4M messages; each is a send plus a receive and a delete per batch of 10
+    cost = pricing.lane_cost(ENVIRONMENTS["prod"].lane("messages"), 0.25)
+    assert cost.messages == pytest.approx(131_400_000)
+    assert cost.sqs == pytest.approx(131.4 * 1.2 * 0.40)
+    # 13.14M invocations of 10 x 0.05 s + 0.02 s at 512 MB, plus 131.4M door calls of 30 ms at 1024 MB
+    consumer_gb_s = 13_140_000 * 0.52 * 0.5
+    door_gb_s = 131_400_000 * 0.03 * 1.0
+    assert cost.lambda_ == pytest.approx((consumer_gb_s + door_gb_s) * 0.0000133334 + 144.54 * 0.20)
+
+
+def test_a_consistent_environment_has_no_warnings(capsys):
+    env = ENVIRONMENTS["prod"]
+    lanes = tuple(
+        replace(lane, max_concurrency=max(lane.max_concurrency, 60), reserved_concurrency=max(lane.max_concurrency, 60))
+        for lane in env.lanes
+    )
+    calm = replace(env, lanes=lanes, dependencies=(Dependency(LLM_DEPENDENCY, limit=100, vendor_quota=100),))
+
+    code = run_plan(calm, Console(), utilisation=0.7, average_fraction=0.25, strict=True)
+
+    assert code == 0
+    assert "no warnings: the configuration is consistent with its traffic assumptions" in capsys.readouterr().out
+
+
+def test_contradictions_are_each_named(capsys):
+    env = ENVIRONMENTS["staging"]
+    slow = replace(env.lane("messages"), objective_seconds=1, traffic=Traffic(peak_per_second=1, service_seconds=2))
+    lanes = tuple(slow if lane.name == "messages" else lane for lane in env.lanes)
+    broken = replace(
+        env,
+        lanes=lanes,
+        dependencies=(Dependency(LLM_DEPENDENCY, limit=30, vendor_quota=20),),
+        reserved_concurrency=True,
+        account_concurrency_quota=100,
+    )
+
+    code = run_plan(broken, Console(), utilisation=0.7, average_fraction=0.25, strict=True)
+
+    out = " ".join(capsys.readouterr().out.split())
+    assert code == 1
+    assert "messages: objective 1 s is shorter than one message's service time (2 s): every message misses it" in out
+    assert "llm: the shared limit 30 is over the vendor quota 20" in out
+    assert "account: 22 reserved is over the 0 reservable: the deploy fails" in out
+
+
+def test_visibility_check():
+    assert visibility_problem(180, 30, 0) is None
+    assert "under 6 x timeout + batch window (185 s)" in visibility_problem(180, 30, 5)
+
+
+def test_little_law_numbers():
+    plan = plan_lane(ENVIRONMENTS["prod"].lane("bulk"), 0.5)
+    assert (plan.busy_slots, plan.slots, plan.queue_bound) == (40.0, 80, 3600)
+
+
+def test_plan_needs_an_environment(lanectl):
+    result = lanectl("plan")
+
+    assert result.code == 2
+    assert "no environment given; pass --env with one of: dev, local, prod, staging" in result.err
+
+
+def test_plan_rejects_a_bad_utilisation(lanectl):
+    result = lanectl("plan", "prod", "--utilisation", "1.5")
+
+    assert result.code == 2
+    assert "--utilisation must be above 0 and at most 1" in result.err

@@ -1,0 +1,141 @@
+"""`preflight`: credentials, CDK bootstrap, the account's concurrency, the Meta secret."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import boto3
+from botocore.stub import Stubber
+
+from stacks.config.environments import ENVIRONMENTS
+from tests.support.aws import REGION
+
+from .support import StubbedAws, deploy_stack
+
+
+def _bootstrap(version="21"):
+    boto3.client("ssm", region_name=REGION).put_parameter(
+        Name="/cdk-bootstrap/hnb659fds/version", Value=version, Type="String"
+    )
+
+
+def _lambda(quota, unreserved, held=0, functions=5):
+    client = boto3.client("lambda", region_name=REGION)
+    stubber = Stubber(client)
+    stubber.add_response(
+        "get_account_settings",
+        {"AccountLimit": {"ConcurrentExecutions": quota, "UnreservedConcurrentExecutions": unreserved}},
+    )
+    for n in range(functions):
+        stubber.add_response("get_function_concurrency", {"ReservedConcurrentExecutions": held if n == 0 else 0})
+    stubber.activate()
+    return lambda target: StubbedAws(target, {"lambda": client})
+
+
+def test_everything_ready(prod_stack, lanectl):
+    _bootstrap()
+
+    result = lanectl("preflight", "prod", aws=_lambda(quota=1000, unreserved=1000))
+
+    assert result.code == 0, result.out
+    lines = result.out.splitlines()
+    assert lines[0] == "preflight for prod (us-east-1)"
+    assert lines[1].startswith("PASS  credentials: account 123456789012 as arn:aws:sts::123456789012:user/moto")
+    assert lines[2] == "PASS  cdk bootstrap: version 21"
+    assert lines[3] == (
+        "PASS  concurrency: prod reserves 83 (already holding 0); the account has 1000 unreserved "
+        "of 1000 and Lambda keeps 100"
+    )
+    assert lines[4] == "PASS  meta secret: app_secret, verify_token set"
+    assert lines[5] == "ready to deploy"
+    assert "s3cr3t" not in result.out
+
+
+def test_redeploying_counts_what_the_stack_already_reserves(prod_stack, lanectl):
+    # Given an account whose unreserved pool already excludes this stack's 83
+    _bootstrap()
+
+    result = lanectl("preflight", "prod", aws=_lambda(quota=1000, unreserved=917, held=83))
+
+    assert result.code == 0
+    assert "PASS  concurrency: prod reserves 83 (already holding 83); the account has 917 unreserved" in result.out
+
+
+def test_a_new_accounts_quota_fails_the_reservations(prod_stack, lanectl):
+    _bootstrap()
+
+    result = lanectl("preflight", "--env", "prod", aws=_lambda(quota=10, unreserved=10))
+
+    assert result.code == 1
+    assert (
+        "FAIL  concurrency: prod reserves 83 (already holding 0); the account has 10 unreserved of 10 and Lambda "
+        "keeps 100: short by 173." in result.out
+    )
+    assert result.out.splitlines()[-1] == "1 check(s) failed: do not deploy yet"
+
+
+def test_missing_bootstrap_fails_with_the_command_to_run(aws, lanectl):
+    result = lanectl("preflight", "dev")
+
+    assert result.code == 1
+    assert (
+        "FAIL  cdk bootstrap: us-east-1 is not bootstrapped; run: npx cdk bootstrap aws://123456789012/us-east-1"
+        in result.out
+    )
+
+
+def test_old_bootstrap_fails(aws, lanectl):
+    _bootstrap("4")
+
+    assert "FAIL  cdk bootstrap: bootstrap version 4 is older than 6" in lanectl("preflight", "dev").out
+
+
+def test_before_the_first_deploy_the_secret_is_skipped(aws, lanectl):
+    _bootstrap()
+
+    result = lanectl("preflight", "dev")
+
+    # moto cannot report account settings, so that check is skipped rather than guessed
+    assert "SKIP  concurrency: cannot read the account's Lambda settings" in result.out
+    assert "SKIP  meta secret: lanes-dev is not deployed yet; set the secret after the first deploy" in result.out
+    assert result.code == 0
+
+
+def test_incomplete_secret_fails_naming_the_key_not_the_value(aws, lanectl):
+    _bootstrap()
+    deploy_stack(ENVIRONMENTS["dev"], secret={"app_secret": "hunter2", "verify_token": ""})
+
+    result = lanectl("preflight", "dev")
+
+    assert result.code == 1
+    assert "FAIL  meta secret: set verify_token in arn:aws:secretsmanager:" in result.out
+    assert "hunter2" not in result.out
+
+
+def test_no_credentials_fails_and_skips_the_rest(monkeypatch, tmp_path, lanectl):
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    monkeypatch.setenv("AWS_REGION", REGION)
+
+    result = lanectl("preflight", "prod")
+
+    assert result.code == 1
+    assert result.out.splitlines()[1:] == [
+        "FAIL  credentials: no AWS credentials found (set AWS_PROFILE or pass --profile)",
+        "SKIP  cdk bootstrap: needs credentials",
+        "SKIP  concurrency: needs credentials",
+        "SKIP  meta secret: needs credentials",
+        "1 check(s) failed: do not deploy yet",
+    ]
+
+
+def test_an_environment_pinned_to_another_account(aws, lanectl, monkeypatch):
+    monkeypatch.setitem(ENVIRONMENTS, "staging", replace(ENVIRONMENTS["staging"], account="210987654321"))
+
+    result = lanectl("preflight", "staging")
+
+    assert result.code == 1
+    assert "FAIL  credentials: signed in to account 123456789012, but staging is pinned to 210987654321" in result.out
