@@ -72,3 +72,9 @@ def main(args: argparse.Namespace) -> int:
         out.write(text + "\n")
         out.flush()
     return 0
+
+
+if __name__ == "__main__":
+    _parser = argparse.ArgumentParser(prog="python -m ops.local", description=__doc__)
+    add_arguments(_parser)
+    raise SystemExit(main(_parser.parse_args()))

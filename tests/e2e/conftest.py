@@ -1,0 +1,149 @@
+"""One local runtime, in its own process, for the end-to-end tests: they reach it only as
+users do, through its HTTP port, the emulated AWS endpoint, and the operator CLI."""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import boto3
+import pytest
+
+from ops.runtime.client import PipelineClient
+from ops.runtime.runtime import free_port
+
+ROOT = Path(__file__).resolve().parents[2]
+STARTUP_SECONDS = 120
+
+
+@dataclass
+class RunningPipeline:
+    process: subprocess.Popen[str]
+    api_url: str
+    aws_endpoint: str
+    outputs: dict[str, str]
+    client: PipelineClient
+    verify_token: str
+    lines: list[str]
+
+    def aws(self, service: str):
+        return boto3.client(
+            service,
+            endpoint_url=self.aws_endpoint,
+            region_name="us-east-1",
+            aws_access_key_id="local",
+            aws_secret_access_key="local",
+        )
+
+    def lanectl(self, *args: str) -> subprocess.CompletedProcess[str]:
+        environ = {
+            **os.environ,
+            "LANES_ENDPOINT_URL": self.aws_endpoint,
+            "AWS_ACCESS_KEY_ID": "local",
+            "AWS_SECRET_ACCESS_KEY": "local",
+            "AWS_DEFAULT_REGION": "us-east-1",
+        }
+        return subprocess.run(
+            [sys.executable, "-m", "ops.cli", *args],
+            cwd=ROOT,
+            env=environ,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
+
+
+def _reader(stream, sink: queue.Queue[str], lines: list[str]) -> None:
+    for line in stream:
+        lines.append(line.rstrip("\n"))
+        sink.put(line)
+
+
+@pytest.fixture(scope="session")
+def pipeline(tmp_path_factory) -> RunningPipeline:
+    api_port, aws_port = free_port(), free_port()
+    log_dir = tmp_path_factory.mktemp("runtime-logs")
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "ops.local",
+            "--no-live",
+            "--port",
+            str(api_port),
+            "--aws-port",
+            str(aws_port),
+            "--log-dir",
+            str(log_dir),
+        ],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    lines: list[str] = []
+    ready: queue.Queue[str] = queue.Queue()
+    threading.Thread(target=_reader, args=(process.stdout, ready, lines), daemon=True).start()
+    deadline = time.monotonic() + STARTUP_SECONDS
+    while True:
+        try:
+            line = ready.get(timeout=max(0.1, deadline - time.monotonic()))
+        except queue.Empty:
+            process.kill()
+            pytest.fail("the local runtime did not start:\n" + "\n".join(lines[-40:]))
+        if line.startswith("ready:"):
+            break
+        if process.poll() is not None:
+            pytest.fail("the local runtime exited:\n" + "\n".join(lines[-40:]))
+    endpoint = f"http://127.0.0.1:{aws_port}"
+    cloudformation = boto3.client(
+        "cloudformation",
+        endpoint_url=endpoint,
+        region_name="us-east-1",
+        aws_access_key_id="local",
+        aws_secret_access_key="local",
+    )
+    stack = cloudformation.describe_stacks(StackName="lanes-local")["Stacks"][0]
+    outputs = {o["OutputKey"]: o["OutputValue"] for o in stack["Outputs"]}
+    secrets = boto3.client(
+        "secretsmanager",
+        endpoint_url=endpoint,
+        region_name="us-east-1",
+        aws_access_key_id="local",
+        aws_secret_access_key="local",
+    )
+    secret = json.loads(secrets.get_secret_value(SecretId=outputs["MetaSecretArn"])["SecretString"])
+    running = RunningPipeline(
+        process=process,
+        api_url=f"http://127.0.0.1:{api_port}",
+        aws_endpoint=endpoint,
+        outputs=outputs,
+        client=PipelineClient(f"http://127.0.0.1:{api_port}", app_secret=secret["app_secret"]),
+        verify_token=secret["verify_token"],
+        lines=lines,
+    )
+    yield running
+    process.terminate()
+    try:
+        process.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        process.kill()
+
+
+def wait_for(predicate, timeout: float, interval: float = 0.5, message: str = "condition"):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout:.0f}s waiting for {message}")

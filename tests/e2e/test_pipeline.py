@@ -1,0 +1,126 @@
+"""The pipeline end to end, on the local runtime in its own process, through HTTP and the CLI."""
+
+from __future__ import annotations
+
+import time
+import uuid
+
+import pytest
+
+from tests.e2e.conftest import wait_for
+
+pytestmark = [pytest.mark.xdist_group("e2e"), pytest.mark.slow]
+
+
+def _whatsapp_message(tenant: str, wamid: str, text: str) -> dict:
+    return {
+        "object": "whatsapp_business_account",
+        "entry": [
+            {
+                "id": tenant,
+                "changes": [
+                    {
+                        "field": "messages",
+                        "value": {
+                            "messaging_product": "whatsapp",
+                            "metadata": {"phone_number_id": "1555", "display_phone_number": "1555"},
+                            "contacts": [{"wa_id": "4477", "profile": {"name": "Aisha"}}],
+                            "messages": [
+                                {
+                                    "id": wamid,
+                                    "from": "4477",
+                                    "timestamp": str(int(time.time())),
+                                    "type": "text",
+                                    "text": {"body": text},
+                                }
+                            ],
+                        },
+                    }
+                ],
+            }
+        ],
+    }
+
+
+def _message_items(pipeline, tenant: str, wamid: str) -> list[dict]:
+    dynamodb = pipeline.aws("dynamodb")
+    return dynamodb.query(
+        TableName=pipeline.outputs["DataTableName"],
+        KeyConditionExpression="pk = :pk",
+        ExpressionAttributeValues={":pk": {"S": f"msg#{tenant}#{wamid}"}},
+    )["Items"]
+
+
+def _log_rows(pipeline) -> list[dict]:
+    return pipeline.aws("dynamodb").scan(TableName=pipeline.outputs["WebhookTableName"])["Items"]
+
+
+def test_the_verification_handshake_answers_the_challenge(pipeline):
+    ok = pipeline.client.handshake(pipeline.verify_token, "challenge-123")
+    assert (ok.status, ok.text) == (200, "challenge-123")
+    assert pipeline.client.handshake("wrong-token", "challenge-123").status == 403
+
+
+def test_a_signed_webhook_is_processed_exactly_once(pipeline):
+    # Given a signed WhatsApp message, delivered, then redelivered byte for byte as Meta retries
+    tenant, wamid = f"waba-{uuid.uuid4().hex[:8]}", f"wamid.{uuid.uuid4().hex}"
+    payload = _whatsapp_message(tenant, wamid, "is the shop open on Sunday? 👋")
+    first = pipeline.client.deliver(payload)
+    second = pipeline.client.deliver(payload)
+    # Then both are acknowledged, one log row exists, and the message is stored once
+    assert (first.status, second.status) == (200, 200)
+    rows = wait_for(
+        lambda: [
+            r for r in _log_rows(pipeline) if r.get("tenant", {}).get("S") == tenant and r["status"]["S"] == "done"
+        ],
+        timeout=30,
+        message="the log row to be done",
+    )
+    assert len([r for r in _log_rows(pipeline) if r.get("tenant", {}).get("S") == tenant]) == 1
+    assert "pending_shard" not in rows[0]
+    items = _message_items(pipeline, tenant, wamid)
+    assert [i["sk"]["S"] for i in items] == ["message"]
+    assert items[0]["text"]["S"] == "is the shop open on Sunday? 👋"
+
+
+def test_a_bad_signature_is_refused_and_nothing_is_logged(pipeline):
+    tenant = f"waba-{uuid.uuid4().hex[:8]}"
+    payload = _whatsapp_message(tenant, f"wamid.{uuid.uuid4().hex}", "hello")
+    assert pipeline.client.deliver(payload, signature="sha256=" + "0" * 64).status == 403
+    assert pipeline.client.deliver(payload, signature="").status == 401
+    time.sleep(1)
+    assert not [r for r in _log_rows(pipeline) if r.get("tenant", {}).get("S") == tenant]
+
+
+def test_maximum_concurrency_is_never_exceeded(pipeline):
+    # Given more AI turns than the ai lane's MaximumConcurrency (3) can run at once
+    tenant = f"tenant-{uuid.uuid4().hex[:8]}"
+    started = time.time()
+    for n in range(12):
+        response = pipeline.client.submit_job(
+            lane="ai",
+            kind="ai.inbound",
+            tenant=tenant,
+            payload={"conversation": f"c{n}", "message_id": f"m{n}", "text": f"question {n}?"},
+        )
+        assert response.status == 202, response.text
+    # When they have all been answered
+    cloudwatch = pipeline.aws("cloudwatch")
+    function = pipeline.outputs["AiFunctionName"]
+
+    def peak() -> float | None:
+        stats = cloudwatch.get_metric_statistics(
+            Namespace="AWS/Lambda",
+            MetricName="ConcurrentExecutions",
+            Dimensions=[{"Name": "FunctionName", "Value": function}],
+            StartTime=started - 60,
+            EndTime=time.time() + 60,
+            Period=60,
+            Statistics=["Maximum", "SampleCount"],
+        )["Datapoints"]
+        invocations = sum(d["SampleCount"] for d in stats)
+        return max(d["Maximum"] for d in stats) if invocations >= 24 else None  # 12 stamps + 12 turns
+
+    measured = wait_for(peak, timeout=90, interval=2, message="24 AI invocations to be measured")
+    # Then the lane ran turns in parallel, and its measured peak never passed the mapping's budget
+    assert 2 <= measured <= 3, measured
