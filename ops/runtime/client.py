@@ -48,9 +48,12 @@ class PipelineClient:
         self._region = region
 
     def request(self, method: str, path: str, body: bytes = b"", headers: dict[str, str] | None = None) -> Response:
-        request = urllib.request.Request(self.api_url + path, data=body or None, method=method, headers=headers or {})
+        if not self.api_url.startswith(("http://", "https://")):
+            raise ValueError(f"not an HTTP URL: {self.api_url}")
+        url = self.api_url + path
+        request = urllib.request.Request(url, data=body or None, method=method, headers=headers or {})  # noqa: S310
         try:
-            with urllib.request.urlopen(request, timeout=TIMEOUT_SECONDS) as response:  # noqa: S310 (local URL)
+            with urllib.request.urlopen(request, timeout=TIMEOUT_SECONDS) as response:  # noqa: S310 (checked above)
                 return Response(response.status, {k.lower(): v for k, v in response.headers.items()}, response.read())
         except urllib.error.HTTPError as error:
             return Response(error.code, {k.lower(): v for k, v in error.headers.items()}, error.read())
