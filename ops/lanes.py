@@ -52,6 +52,13 @@ def ramp_levels(start: int, target: int, seconds: float) -> list[int]:
     return sorted(set(levels))
 
 
+def _steps(levels: list[int]) -> str:
+    shown = [str(level) for level in levels]
+    if len(shown) > 12:
+        shown = [*shown[:3], "…", *shown[-2:]]
+    return " → ".join(shown).replace("→ … →", "…")
+
+
 def _mapping(ctx: Context, lane_name: str) -> tuple[Any, str, dict[str, Any]]:
     resources = ctx.deployment().lane(lane_name)
     client = ctx.aws.client("lambda")
@@ -108,7 +115,7 @@ def resume(ctx: Context, lane_name: str, ramp: float | None) -> int:
     interval = ramp / max(1, len(levels) - 1)
     ctx.console.line(
         f"resuming {lane_name} with a {duration(ramp)} ramp: MaximumConcurrency "
-        f"{' → '.join(str(level) for level in levels)}, one step every {duration(interval)}; Ctrl-C holds the level"
+        f"{_steps(levels)}, one step every {duration(interval)}; Ctrl-C holds the level"
     )
     started = ctx.clock()
     current = None

@@ -66,6 +66,12 @@ def _created_at(item: Mapping[str, Any]) -> float:
     raise UnreplayableRow(f"row has none of {CREATED_AT}, {RECEIVED_AT}, {schema.PENDING_SINCE}")
 
 
+def _attempts(item: Mapping[str, Any]) -> int:
+    """Failed attempts the consumer recorded on the row; a replay carries them on, so replaying
+    does not hand a failing row a fresh retry budget."""
+    return int(_number(item, ATTEMPTS) or 0)
+
+
 def webhook_envelope(item: Mapping[str, Any]) -> Envelope:
     row_id = _required(item, schema.ID)
     return Envelope(
@@ -75,6 +81,7 @@ def webhook_envelope(item: Mapping[str, Any]) -> Envelope:
         kind=str(item.get(KIND) or WEBHOOK_KIND),
         source="webhook",
         created_at=_created_at(item),
+        attempt=_attempts(item),
         ref=row_id,
     )
 
@@ -85,7 +92,6 @@ def job_envelope(item: Mapping[str, Any]) -> Envelope:
     inline = payload is not None and not isinstance(payload, bytes | bytearray)
     if inline and len(json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode()) > INLINE_PAYLOAD_LIMIT:
         inline = False
-    attempts = _number(item, ATTEMPTS)
     return Envelope(
         id=row_id,
         lane=_required(item, LANE),
@@ -94,7 +100,7 @@ def job_envelope(item: Mapping[str, Any]) -> Envelope:
         source="job",
         created_at=_created_at(item),
         deadline=_number(item, DEADLINE),
-        attempt=int(attempts or 0),
+        attempt=_attempts(item),
         payload=payload if inline else None,
         ref=None if inline else row_id,
     )

@@ -128,3 +128,12 @@ def test_ramp_levels():
     assert ramp_levels(2, 5, 5) == [2, 5]  # at least one step
     assert ramp_levels(2, 2, 60) == [2]
     assert ramp_levels(30, 20, 60) == [20]
+
+
+def test_a_long_ramp_is_summarised_and_ends_at_the_catalogue_value(prod_stack, lanectl, clock):
+    result = lanectl("lane", "resume", "ai", "--ramp", "10m", "--env", "prod")
+
+    assert result.code == 0, result.err
+    assert "MaximumConcurrency 2 → 3 → 4 … 39 → 40, one step every 16s" in result.out
+    assert sum(clock.sleeps) == pytest.approx(600)
+    assert _mapping(prod_stack, "ai")["ScalingConfig"]["MaximumConcurrency"] == 40

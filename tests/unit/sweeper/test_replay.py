@@ -12,7 +12,7 @@ PATIENCE = 30
 
 def test_lost_enqueue_is_replayed_once_on_the_next_sweep(rows, queues, sweep, clock):
     # Given a webhook row whose enqueue failed after the write: pending, and nothing on its lane
-    rows.webhook("wh-lost", lane="messages", tenant="waba-7", age=GRACE + 1)
+    rows.webhook("wh-lost", lane="messages", tenant="waba-7", age=GRACE + 1, attempts=2)
     assert queues.depth("messages") == 0
 
     # When the sweeper runs
@@ -24,6 +24,7 @@ def test_lost_enqueue_is_replayed_once_on_the_next_sweep(rows, queues, sweep, cl
     assert (envelope.id, envelope.lane, envelope.tenant) == ("wh-lost", "messages", "waba-7")
     assert envelope.source == "webhook"
     assert envelope.ref == "wh-lost"
+    assert envelope.attempt == 2  # the failed attempts the row records go with it
     row = rows.get("webhook", "wh-lost")
     assert row["replays"] == 1
     assert row["replayed_at"] == clock.now
