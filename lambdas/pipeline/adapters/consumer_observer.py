@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections import Counter
 from typing import Any
 
@@ -46,7 +47,9 @@ class ConsumerObserver:
 
     def _fields(self, received: Received) -> dict[str, Any]:
         envelope = received.envelope
+        waited = None if received.sent_at is None else round(max(0.0, time.time() - received.sent_at), 3)
         return {
+            "queued_seconds": waited,
             "lane": self._lane,
             "tenant": envelope.tenant if envelope else "",
             "kind": envelope.kind if envelope else "",
@@ -89,7 +92,7 @@ class ConsumerObserver:
         self._count(metric_names.RECORDS, **{metric_names.OUTCOME: Outcome.WOULD_DEFER})
 
     def problem(self, message: str, exc: BaseException | None = None, **fields: Any) -> None:
-        extra = {"lane": self._lane, **fields}
+        extra: dict[str, Any] = {"lane": self._lane, **fields}
         if exc is not None:
             extra.update(error_class=type(exc).__name__, error=str(exc)[:500])
         self._logger.error(message, extra=extra, exc_info=exc is not None)
@@ -98,20 +101,12 @@ class ConsumerObserver:
         """One EMF document per dimension set (a document holds one set)."""
         with self._lock:
             by_dimensions: dict[tuple[tuple[str, str], ...], list[tuple[str, int]]] = {}
-            for (name, dimensions), value in self._counts.items():
-                by_dimensions.setdefault(dimensions, []).append((name, value))
+            for (name, dimensions), total in self._counts.items():
+                by_dimensions.setdefault(dimensions, []).append((name, total))
             self._counts = Counter()
             for dimensions, metrics in by_dimensions.items():
-                for dimension, value in dimensions:
-                    self._metrics.add_dimension(name=dimension, value=value)
+                for dimension, dimension_value in dimensions:
+                    self._metrics.add_dimension(name=dimension, value=dimension_value)
                 for name, count in metrics:
                     self._metrics.add_metric(name=name, unit=MetricUnit.Count, value=count)
                 self._metrics.flush_metrics()
-
-    def snapshot(self) -> dict[str, int]:
-        """Counts not yet flushed, as `Metric{Dim=value,...}`: for tests and the local runtime."""
-        with self._lock:
-            return {
-                f"{name}{{{','.join(f'{k}={v}' for k, v in dimensions)}}}": count
-                for (name, dimensions), count in self._counts.items()
-            }

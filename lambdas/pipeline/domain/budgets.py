@@ -109,5 +109,3 @@ class Grant:
     lease_id: str | None
     slots: int
     """Slots the lease holds, to give back."""
-    failed_open: bool = False
-    """The store could not be asked; the work proceeds without a lease (see the leases adapter)."""

@@ -159,8 +159,8 @@ class Consumer:
         try:
             for index in todo:
                 received = batch[index]
-                grant = grants.get(received.tenant)
-                if grant is not None and index in grant[1]:
+                held = grants.get(received.tenant)
+                if held is not None and index in held[1]:
                     settled[index] = self._defer(received, budget_rules.TENANT_QUOTA)
                     continue
                 settled[index] = self._run_one(received, obligations[index], remaining)

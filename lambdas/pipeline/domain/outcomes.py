@@ -8,7 +8,7 @@ queue, optionally with a new visibility), and an ack (everything else: Lambda de
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from pipeline.domain.errors import Classified
@@ -28,9 +28,6 @@ class RecordOutcome:
     error: Classified | None = None
     attempt: int = 0
     detail: Mapping[str, Any] = field(default_factory=dict)
-
-    def with_detail(self, **detail: Any) -> RecordOutcome:
-        return replace(self, detail={**self.detail, **detail})
 
 
 DRAINED = frozenset({Outcome.DONE, Outcome.DUPLICATE, Outcome.SUPERSEDED, Outcome.EXPIRED, Outcome.DEAD_LETTERED})

@@ -64,6 +64,10 @@ def _int(value: Any) -> int:
         return 0
 
 
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
 def _dicts(value: Any) -> list[Mapping[str, Any]]:
     return [v for v in value if isinstance(v, Mapping)] if isinstance(value, list) else []
 
@@ -75,7 +79,7 @@ def _whatsapp(value: Mapping[str, Any], units: Units) -> None:
             units.ignored += 1
             continue
         kind = _text(message.get("type")) or "unknown"
-        body = message.get(kind) if isinstance(message.get(kind), Mapping) else {}
+        body = _mapping(message.get(kind))
         units.messages.append(
             InboundMessage(
                 id=message_id,
@@ -106,8 +110,8 @@ def add_comment(value: Mapping[str, Any], units: Units) -> None:
     if not comment_id:
         units.ignored += 1
         return
-    author = value.get("from") if isinstance(value.get("from"), Mapping) else {}
-    media = value.get("media") if isinstance(value.get("media"), Mapping) else {}
+    author = _mapping(value.get("from"))
+    media = _mapping(value.get("media"))
     units.comments.append(
         Comment(
             id=comment_id,
@@ -127,7 +131,7 @@ def _messaging(event: Mapping[str, Any], channel: str, units: Units) -> None:
     if not message_id:
         units.ignored += 1
         return
-    sender = event.get("sender") if isinstance(event.get("sender"), Mapping) else {}
+    sender = _mapping(event.get("sender"))
     units.messages.append(
         InboundMessage(
             id=message_id,

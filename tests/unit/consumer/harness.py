@@ -9,7 +9,10 @@ session whose event hooks record every call it makes, so tests can inspect what 
 
 from __future__ import annotations
 
+import hashlib
 import json
+import logging
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -46,6 +49,18 @@ def atomic_requests(monkeypatch: Any) -> Iterator[None]:
 
     monkeypatch.setattr(BotocoreStubber, "process_request", locked)
     yield
+
+
+def repoint_consumer_logs() -> None:
+    """Powertools binds a logger's stream handler to sys.stdout when the first Logger of a service
+    is made; under pytest that may be a capture buffer closed since. Point consumer loggers at
+    the current stdout, so a later test's log lines do not hit a closed file."""
+    for name, logger in logging.Logger.manager.loggerDict.items():
+        if name.startswith("consumer-") and isinstance(logger, logging.Logger):
+            for handler in logger.handlers:
+                if isinstance(handler, logging.StreamHandler):
+                    # Not setStream: that flushes the old stream first, which may be closed.
+                    handler.stream = sys.stdout
 
 
 def with_lane(environ: Mapping[str, str], **changes: Any) -> dict[str, str]:
@@ -225,10 +240,10 @@ class LaneHarness:
         deadline: float | None = None,
     ) -> Envelope:
         raw = json.dumps(payload).encode()
-        row_id = "wh-" + __import__("hashlib").sha256(raw).hexdigest()
+        row_id = "wh-" + hashlib.sha256(raw).hexdigest()
         received = received_at if received_at is not None else time.time()
         route = Route(lane=lane or self.lane, tenant=tenant, kind="whatsapp.messages")
-        WebhookLog(self.dynamodb.meta.client, "webhook-log").record(
+        WebhookLog(boto3.client("dynamodb", region_name=REGION), "webhook-log").record(
             LogEntry(id=row_id, received_at=received, body=webhook_body.pack(raw), route=route)
         )
         return Envelope(

@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from tests.unit.consumer.harness import LaneHarness, atomic_requests
+from tests.unit.consumer.harness import LaneHarness, atomic_requests, repoint_consumer_logs
+
+
+@pytest.fixture(autouse=True)
+def _consumer_logs_to_current_stdout():
+    repoint_consumer_logs()
 
 
 @pytest.fixture
