@@ -17,6 +17,7 @@ from stacks.config.lanes import (
     Lane,
     RetryPolicy,
     Tick,
+    Traffic,
     catalogue,
 )
 
@@ -144,12 +145,13 @@ class Environment:
         return sum(lane.reserved_concurrency for lane in self.lanes) if self.reserved_concurrency else 0
 
 
-def _with_concurrency(lanes: tuple[Lane, ...], scale: float) -> tuple[Lane, ...]:
-    """Smaller environments keep the same lanes with a fraction of the concurrency."""
+def _scaled(lanes: tuple[Lane, ...], scale: float) -> tuple[Lane, ...]:
+    """Smaller environments keep the same lanes, sized for a fraction of production's traffic."""
     scaled = []
     for lane in lanes:
         concurrency = max(2, round(lane.max_concurrency * scale))
-        scaled.append(replace(lane, max_concurrency=concurrency, reserved_concurrency=concurrency))
+        traffic = replace(lane.traffic, peak_per_second=lane.traffic.peak_per_second * scale)
+        scaled.append(replace(lane, max_concurrency=concurrency, reserved_concurrency=concurrency, traffic=traffic))
     return tuple(scaled)
 
 
@@ -158,7 +160,12 @@ def _with_concurrency(lanes: tuple[Lane, ...], scale: float) -> tuple[Lane, ...]
 # receive). Same lanes, same rules, shorter clocks.
 _LOCAL_TIMINGS: dict[str, dict[str, object]] = {
     MESSAGES: dict(
-        objective_seconds=10, timeout_seconds=5, max_concurrency=4, retry=RetryPolicy(0.5, 4), defer_seconds=1
+        objective_seconds=10,
+        timeout_seconds=5,
+        max_concurrency=4,
+        retry=RetryPolicy(0.5, 4),
+        defer_seconds=1,
+        traffic=Traffic(peak_per_second=5, service_seconds=0.1),
     ),
     ENGAGEMENT: dict(
         objective_seconds=20,
@@ -168,6 +175,7 @@ _LOCAL_TIMINGS: dict[str, dict[str, object]] = {
         retry=RetryPolicy(0.5, 5),
         defer_seconds=2,
         default_expiry_seconds=120,
+        traffic=Traffic(peak_per_second=2, service_seconds=0.3),
     ),
     AI: dict(
         objective_seconds=20,
@@ -177,6 +185,7 @@ _LOCAL_TIMINGS: dict[str, dict[str, object]] = {
         defer_seconds=1,
         default_expiry_seconds=120,
         task_options=(("debounce_seconds", "1"), ("vendor_latency_ms", "200"), ("vendor_failure_rate", "0")),
+        traffic=Traffic(peak_per_second=2, service_seconds=0.3),
     ),
     BULK: dict(
         objective_seconds=60,
@@ -186,6 +195,7 @@ _LOCAL_TIMINGS: dict[str, dict[str, object]] = {
         retry=RetryPolicy(1, 10),
         defer_seconds=2,
         default_expiry_seconds=600,
+        traffic=Traffic(peak_per_second=0.5, service_seconds=0.5),
     ),
     SCHEDULED: dict(
         objective_seconds=10,
@@ -194,6 +204,7 @@ _LOCAL_TIMINGS: dict[str, dict[str, object]] = {
         retry=RetryPolicy(0.5, 2),
         default_expiry_seconds=5,
         tick=Tick(period_seconds=5, kind="scoring.tick"),
+        traffic=Traffic(peak_per_second=0.2, service_seconds=0.1),
     ),
 }
 
@@ -212,19 +223,21 @@ def _build() -> dict[str, Environment]:
     return {
         "dev": Environment(
             name="dev",
-            lanes=_with_concurrency(lanes, 0.1),
-            dependencies=(Dependency(LLM_DEPENDENCY, limit=4, vendor_quota=10),),
+            lanes=_scaled(lanes, 0.1),
+            dependencies=(Dependency(LLM_DEPENDENCY, limit=5, vendor_quota=10),),
             api=ApiConfig(rate_limit=100, burst_limit=200),
             reserved_concurrency=False,
-            account_concurrency_quota=10,
+            # A new account starts at 10, which these lanes alone could exhaust; ask for the
+            # standard increase first (`lanectl preflight` reads the real quota).
+            account_concurrency_quota=1000,
             log_retention_days=7,
             retain_stateful=False,
             termination_protection=False,
         ),
         "staging": Environment(
             name="staging",
-            lanes=_with_concurrency(lanes, 0.25),
-            dependencies=(Dependency(LLM_DEPENDENCY, limit=10, vendor_quota=20),),
+            lanes=_scaled(lanes, 0.25),
+            dependencies=(Dependency(LLM_DEPENDENCY, limit=12, vendor_quota=20),),
             api=ApiConfig(rate_limit=500, burst_limit=1000),
             reserved_concurrency=False,
             account_concurrency_quota=1000,
@@ -235,7 +248,7 @@ def _build() -> dict[str, Environment]:
         "prod": Environment(
             name="prod",
             lanes=lanes,
-            dependencies=(Dependency(LLM_DEPENDENCY, limit=40, vendor_quota=50),),
+            dependencies=(Dependency(LLM_DEPENDENCY, limit=45, vendor_quota=50),),
             api=ApiConfig(rate_limit=2000, burst_limit=5000),
             reserved_concurrency=True,
             account_concurrency_quota=1000,

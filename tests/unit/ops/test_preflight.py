@@ -32,6 +32,10 @@ def _lambda(quota, unreserved, held=0, functions=5):
     return lambda target: StubbedAws(target, {"lambda": client})
 
 
+PROD = ENVIRONMENTS["prod"]
+RESERVES = PROD.reserved_total + 1  # the lanes and the sweeper's one
+
+
 def test_everything_ready(prod_stack, lanectl):
     _bootstrap()
 
@@ -43,7 +47,7 @@ def test_everything_ready(prod_stack, lanectl):
     assert lines[1].startswith("PASS  credentials: account 123456789012 as arn:aws:sts::123456789012:user/moto")
     assert lines[2] == "PASS  cdk bootstrap: version 21"
     assert lines[3] == (
-        "PASS  concurrency: prod reserves 83 (already holding 0); the account has 1000 unreserved "
+        f"PASS  concurrency: prod reserves {RESERVES} (already holding 0); the account has 1000 unreserved "
         "of 1000 and Lambda keeps 100"
     )
     assert lines[4] == "PASS  meta secret: app_secret, verify_token set"
@@ -52,13 +56,16 @@ def test_everything_ready(prod_stack, lanectl):
 
 
 def test_redeploying_counts_what_the_stack_already_reserves(prod_stack, lanectl):
-    # Given an account whose unreserved pool already excludes this stack's 83
+    # Given an account whose unreserved pool already excludes what this stack reserves
     _bootstrap()
 
-    result = lanectl("preflight", "prod", aws=_lambda(quota=1000, unreserved=917, held=83))
+    result = lanectl("preflight", "prod", aws=_lambda(quota=1000, unreserved=1000 - RESERVES, held=RESERVES))
 
     assert result.code == 0
-    assert "PASS  concurrency: prod reserves 83 (already holding 83); the account has 917 unreserved" in result.out
+    assert (
+        f"PASS  concurrency: prod reserves {RESERVES} (already holding {RESERVES}); the account has "
+        f"{1000 - RESERVES} unreserved" in result.out
+    )
 
 
 def test_a_new_accounts_quota_fails_the_reservations(prod_stack, lanectl):
@@ -68,8 +75,8 @@ def test_a_new_accounts_quota_fails_the_reservations(prod_stack, lanectl):
 
     assert result.code == 1
     assert (
-        "FAIL  concurrency: prod reserves 83 (already holding 0); the account has 10 unreserved of 10 and Lambda "
-        "keeps 100: short by 173." in result.out
+        f"FAIL  concurrency: prod reserves {RESERVES} (already holding 0); the account has 10 unreserved of 10 "
+        f"and Lambda keeps 100: short by {RESERVES + 100 - 10}." in result.out
     )
     assert result.out.splitlines()[-1] == "1 check(s) failed: do not deploy yet"
 
