@@ -6,12 +6,19 @@ already accepted still finishes on time.
 
 The drain rate is measured: consumers add the number of messages they finished to a per-lane,
 ten-second bucket item in the state table (`drain_key`, attribute `DRAINED`), and the jobs API
-sums the last minute of buckets. A measured rate is the lane's throughput, which equals its
-capacity only while its consumers are saturated; when fewer messages are in flight than the
-consumers can hold, they have spare slots and the configured capacity (concurrency ÷ service
-time) is the better estimate. With no buckets at all (a new or idle lane) the configured capacity
-is used too. Oldest-message age is not used: SQS publishes it only as a CloudWatch metric, a
-minute or more late, which is useless to a decision cached for a second.
+sums the last minute of buckets. A measured rate is the lane's throughput, which says how fast it
+can go only while work is waiting for it. So:
+- when everything waiting fits in the consumers' slots, the measurement only says how much work
+  arrived, and the configured capacity (concurrency ÷ service time) is the better estimate;
+- when more is waiting than the consumers can hold, what they actually finish is the truth,
+  whatever the reason it is slow: a slow vendor, a dependency budget deferring work, a paused
+  mapping (consumers idle with slots to spare are no evidence of capacity when they are not
+  taking the work);
+- with more waiting and nothing finished in the window, the lane is either just starting (work in
+  flight: configured capacity) or stalled (nothing in flight: a drain rate of zero, and the
+  longest Retry-After).
+Oldest-message age is not used: SQS publishes it only as a CloudWatch metric, a minute or more
+late, which is useless to a decision cached for a second.
 """
 
 from __future__ import annotations
@@ -79,11 +86,13 @@ class Decision:
 
 
 def drain_rate(snapshot: LaneSnapshot, profile: LaneProfile) -> float:
-    if snapshot.drained is None or snapshot.window_seconds <= 0:
-        return profile.capacity_per_second
-    measured = snapshot.drained / snapshot.window_seconds
-    if snapshot.in_flight < profile.slots:
-        return max(measured, profile.capacity_per_second)
+    measured = (
+        None if snapshot.drained is None or snapshot.window_seconds <= 0 else snapshot.drained / snapshot.window_seconds
+    )
+    if snapshot.backlog + snapshot.in_flight <= profile.slots:
+        return max(measured or 0.0, profile.capacity_per_second)
+    if measured is None:
+        return profile.capacity_per_second if snapshot.in_flight > 0 else 0.0
     return measured
 
 

@@ -43,9 +43,37 @@ def test_shed_exactly_when_the_predicted_wait_exceeds_the_objective(snapshot, pr
 
 
 @given(snapshot=snapshots, profile=profiles)
-def test_a_lane_with_spare_slots_is_never_estimated_below_its_capacity(snapshot, profile):
-    if snapshot.in_flight < profile.slots:
+def test_work_that_fits_the_free_slots_is_never_estimated_below_capacity(snapshot, profile):
+    if snapshot.backlog + snapshot.in_flight <= profile.slots:
         assert admission.drain_rate(snapshot, profile) >= profile.capacity_per_second
+
+
+@given(snapshot=snapshots, profile=profiles)
+def test_a_backlog_beyond_the_slots_is_judged_by_what_actually_drains(snapshot, profile):
+    if snapshot.backlog + snapshot.in_flight > profile.slots and snapshot.drained is not None:
+        assert admission.drain_rate(snapshot, profile) == snapshot.drained / snapshot.window_seconds
+
+
+def test_a_dependency_bound_lane_sheds_although_its_consumers_have_spare_slots():
+    # Given 100 waiting (most of them deferred by the vendor budget), 1 in flight of 10 slots,
+    # and 6 finished in the last minute
+    snapshot = LaneSnapshot(backlog=100, in_flight=1, drained=6, window_seconds=60)
+
+    decision = admission.decide(snapshot, PROFILE)
+
+    # Then the lane is judged by its 0.1/s, not by its configured 0.5/s
+    assert decision.drain_rate == 0.1
+    assert (decision.admitted, decision.retry_after_seconds) == (False, 900)
+
+
+def test_a_stalled_lane_sheds_with_the_longest_retry_after():
+    # Given a paused mapping: work waiting, none in flight, nothing finished in the window
+    snapshot = LaneSnapshot(backlog=30, in_flight=0, drained=None, window_seconds=65)
+
+    decision = admission.decide(snapshot, PROFILE)
+
+    assert decision.drain_rate == 0.0
+    assert (decision.admitted, decision.retry_after_seconds) == (False, admission.MAX_RETRY_AFTER_SECONDS)
 
 
 def test_no_measurement_falls_back_to_the_configured_capacity():
@@ -64,7 +92,7 @@ def test_a_saturated_lane_is_judged_by_what_it_actually_drains():
 
 
 def test_retry_after_is_the_drain_time_rounded_up():
-    snapshot = LaneSnapshot(backlog=61, in_flight=0, drained=None, window_seconds=60)
+    snapshot = LaneSnapshot(backlog=61, in_flight=5, drained=None, window_seconds=60)
 
     decision = admission.decide(snapshot, LaneProfile("l", 60, 10, 0.6))
 

@@ -3,6 +3,8 @@ it with 503 and an honest Retry-After, from lane state read at most about once a
 
 from __future__ import annotations
 
+import math
+
 import boto3
 
 from pipeline.adapters.lane_state import LaneStateReader
@@ -10,20 +12,27 @@ from pipeline.domain import admission
 from tests.support.aws import REGION
 from tests.unit.jobs.conftest import NOW, body_of, job, submit
 
-# The local environment's bulk lane: objective 60 s; 2 consumers at 20 s a message = 0.1/s
-# configured capacity; 2 x batch of 5 = 10 messages in flight when saturated.
+# The local environment's bulk lane: objective 60 s; 2 consumers x batch of 5 = 10 messages in
+# flight when saturated.
 
 
-def test_a_backlog_over_the_objective_is_shed_with_retry_after_the_drain_time(api, inspect, metrics):
-    # Given 7 messages waiting on bulk: 7 / 0.1 per second = 70 s > its 60 s objective
-    inspect.fill("bulk", 7)
+def test_a_backlog_over_the_objective_is_shed_with_retry_after_the_drain_time(api, inspect, deployed, metrics):
+    # Given a saturated bulk lane (10 in flight) with 7 more waiting, whose consumers finished one
+    # message in six of the window's buckets: 6 per 60 s, so the 7 waiting take 70 s > 60 s
+    inspect.fill("bulk", 17)
+    sqs = boto3.client("sqs", region_name=REGION)
+    sqs.receive_message(QueueUrl=deployed.resources.queue_urls["bulk"], MaxNumberOfMessages=10, VisibilityTimeout=300)
+    reader = LaneStateReader(sqs, boto3.client("dynamodb", region_name=REGION), "state", deployed.resources.queue_urls)
+    starts, window = admission.drain_window(NOW)
+    for start in starts[1:]:
+        reader.record_drained("bulk", 1, start)
 
     # When a job is submitted to it
     response = api(submit(job()), None)
 
     # Then it is shed with 503 and told to come back when the backlog will have drained
     assert response["statusCode"] == 503
-    assert response["headers"]["retry-after"] == "70"
+    assert response["headers"]["retry-after"] == str(math.ceil(7 / (len(starts[1:]) / window))) == "70"
     assert "bulk" in body_of(response)["message"]
     assert inspect.job_rows() == []
     assert inspect.queued("bulk", "acme") == 0
