@@ -11,7 +11,7 @@ from stacks import runtime_env
 from stacks.config.environments import Environment
 from stacks.constructs.alarms import OnCall
 from stacks.constructs.function import SharedCode
-from stacks.constructs.grants import CONDITIONAL_WRITE, DELETE, READ, grant_rows
+from stacks.constructs.grants import CONDITIONAL_WRITE, READ, grant_rows
 from stacks.constructs.ingress import Ingress, MetaSecret
 from stacks.constructs.lane import LaneConsumer, LaneQueues
 from stacks.constructs.observability import Observability
@@ -67,10 +67,13 @@ class PipelineStack(Stack):
                 environment=runtime_env.consumer(env, lane, resources, dumps),
                 on_call=self.on_call,
             )
-            # Rows are finished in the same transaction as the task's effect; state holds
-            # markers and budgets; data is what the tasks write.
-            for table in self.tables.all:
-                grant_rows(consumer.consumer.function, table, (*READ, *CONDITIONAL_WRITE, *DELETE))
+            # Rows are read (payloads by reference) and finished in the same transaction as the
+            # task's effect; state holds done-markers, leases and counters; data is what tasks write.
+            function = consumer.consumer.function
+            for table in (self.tables.webhook_log, self.tables.jobs):
+                grant_rows(function, table, (*READ, "dynamodb:UpdateItem"))
+            grant_rows(function, self.tables.state, (*READ, *CONDITIONAL_WRITE))
+            grant_rows(function, self.tables.data, ("dynamodb:GetItem", *CONDITIONAL_WRITE))
             self.consumers[lane.name] = consumer
             if lane.tick:
                 ticks = Ticks(

@@ -12,7 +12,6 @@ from aws_cdk import aws_iam as iam
 READ = ("dynamodb:GetItem", "dynamodb:BatchGetItem")
 CONDITIONAL_WRITE = ("dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:ConditionCheckItem")
 """Also what TransactWriteItems checks, item by item."""
-DELETE = ("dynamodb:DeleteItem",)
 
 
 def grant_rows(grantee: iam.IGrantable, table: dynamodb.ITable, actions: Iterable[str]) -> None:

@@ -17,7 +17,7 @@ from stacks.config.environments import Environment
 from stacks.config.lanes import Lane
 from stacks.constructs.alarms import OnCall
 from stacks.constructs.function import FunctionSpec, PipelineFunction, SharedCode
-from stacks.constructs.grants import CONDITIONAL_WRITE, READ, grant_index_query, grant_rows
+from stacks.constructs.grants import READ, grant_index_query, grant_rows
 from stacks.constructs.tables import PipelineTables
 from stacks.runtime_env import PERIOD_METADATA, metrics_namespace
 
@@ -63,10 +63,12 @@ class Sweeper(Construct):
             ),
         )
         function = self.sweeper.function
+        # Query the pending index, read the rows, claim a replay or abandon with a conditional
+        # update (an abandoned job also gives back its tenant's queued slot in the state table).
         for table in (tables.webhook_log, tables.jobs):
-            grant_rows(function, table, (*READ, *CONDITIONAL_WRITE))
+            grant_rows(function, table, (*READ, "dynamodb:UpdateItem"))
             grant_index_query(function, table, schema.PENDING_INDEX)
-        grant_rows(function, tables.state, (*READ, *CONDITIONAL_WRITE))
+        grant_rows(function, tables.state, ("dynamodb:UpdateItem",))
         for queue in queues.values():
             queue.grant_send_messages(function)
             queue.grant(function, "sqs:GetQueueAttributes")

@@ -187,3 +187,39 @@ def test_prod_is_protected_from_deletion(synth_env):
     prod = synth_env("prod")
     assert prod.stack.termination_protection is True
     assert synth_env("dev").stack.termination_protection is False
+
+
+def _table_actions(synthesized, handler: str) -> dict[str, set[str]]:
+    """DynamoDB actions granted to the functions with `handler`, by table logical ID."""
+    roles = {
+        f["Properties"]["Role"]["Fn::GetAtt"][0]
+        for f in synthesized.resources("AWS::Lambda::Function").values()
+        if f["Properties"]["Handler"] == handler
+    }
+    granted: dict[str, set[str]] = {}
+    for policy in synthesized.resources("AWS::IAM::Policy").values():
+        if not {r["Ref"] for r in policy["Properties"]["Roles"]} & roles:
+            continue
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
+            actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
+            resources = statement["Resource"] if isinstance(statement["Resource"], list) else [statement["Resource"]]
+            for resource in resources:
+                if isinstance(resource, dict) and "Fn::GetAtt" in resource and resource["Fn::GetAtt"][1] == "Arn":
+                    table = resource["Fn::GetAtt"][0]
+                    if table.endswith("Table"):
+                        granted.setdefault(table, set()).update(a for a in actions if a.startswith("dynamodb:"))
+    return granted
+
+
+def test_each_function_may_do_only_what_its_code_does_to_each_table(synthesized):
+    assert _table_actions(synthesized, "pipeline.handlers.ingress.handler") == {"WebhookLogTable": {"dynamodb:PutItem"}}
+    jobs = _table_actions(synthesized, "pipeline.handlers.jobs.handler")
+    assert jobs["JobsTable"] == {"dynamodb:PutItem", "dynamodb:GetItem"}
+    assert "WebhookLogTable" not in jobs
+    consumer = _table_actions(synthesized, "pipeline.handlers.consumer.handler")
+    assert "dynamodb:PutItem" not in consumer["WebhookLogTable"] | consumer["JobsTable"]
+    sweeper = _table_actions(synthesized, "pipeline.handlers.sweeper.handler")
+    assert sweeper["StateTable"] == {"dynamodb:UpdateItem"}
+    assert "DataTable" not in sweeper
+    for grants in (jobs, consumer, sweeper):
+        assert not any("dynamodb:DeleteItem" in actions or "dynamodb:Scan" in actions for actions in grants.values())

@@ -4,7 +4,9 @@ Stands in for the model API behind the `llm` dependency so the budget, the time 
 retry policy can be exercised for real. Latency is slept (up to the caller's timeout: a call that
 would outlast it fails as a timeout, as an HTTP client would), failures are transient, as a 429 or
 a 503 from a real vendor would be. Lane options configure it: `vendor_latency_ms`,
-`vendor_failure_rate`.
+`vendor_failure_rate`, and `vendor_rejects`: text the vendor answers with a 500 whenever a prompt
+contains it, the shape of a poison message (one request that fails every time while the rest
+succeed), for rehearsing dead letters and their redrive.
 """
 
 from __future__ import annotations
@@ -31,6 +33,12 @@ class VendorTimeout(TransientError):
     reason = "vendor_timeout"
 
 
+class VendorRejected(TransientError):
+    """A 500 for this request: retried, since nothing tells the caller it will never pass."""
+
+    reason = "vendor_rejected"
+
+
 def label_for(text: str) -> str:
     """The simulated model's triage labels, from plain keyword rules."""
     if _SPAM.search(text):
@@ -50,11 +58,13 @@ class SimulatedVendor:
         failure_rate: float,
         rng: random.Random,
         sleep: Callable[[float], None] = time.sleep,
+        rejects: str = "",
     ) -> None:
         if latency_ms < 0 or not 0.0 <= failure_rate <= 1.0:
             raise ValueError("vendor latency must be >= 0 and its failure rate within 0..1")
         self._latency = latency_ms / 1000.0
         self._failure_rate = failure_rate
+        self._rejects = rejects
         self._rng = rng
         self._rng_lock = threading.Lock()  # several tasks of one instance may call at once
         self._sleep = sleep
@@ -66,6 +76,7 @@ class SimulatedVendor:
                 latency_ms=float(options.get("vendor_latency_ms", "0")),
                 failure_rate=float(options.get("vendor_failure_rate", "0")),
                 rng=rng,
+                rejects=options.get("vendor_rejects", ""),
             )
         except ValueError as exc:
             raise ValueError(f"lane options configure the vendor badly: {exc}") from exc
@@ -75,6 +86,8 @@ class SimulatedVendor:
             self._sleep(max(0.0, timeout))
             raise VendorTimeout(f"vendor did not answer within {timeout:.2f} s")
         self._sleep(self._latency)
+        if self._rejects and self._rejects in prompt:
+            raise VendorRejected("vendor answered 500 for this prompt")
         with self._rng_lock:
             failed = self._rng.random() < self._failure_rate
         if failed:

@@ -6,9 +6,10 @@ import json
 import random
 
 import boto3
+import pytest
 
 from pipeline import schema
-from pipeline.adapters.vendor import SimulatedVendor, VendorTimeout, VendorUnavailable
+from pipeline.adapters.vendor import SimulatedVendor, VendorRejected, VendorTimeout, VendorUnavailable
 from pipeline.domain.envelope import Envelope
 from pipeline.tasks import ai
 from tests.support.aws import REGION
@@ -183,3 +184,11 @@ def test_the_simulated_vendor_times_out_when_its_latency_exceeds_the_callers_bud
     else:
         raise AssertionError("a 3 s call under a 0.5 s timeout must time out")
     assert slept == [0.5]
+
+
+def test_the_simulated_vendor_rejects_every_prompt_carrying_its_poison_and_only_those():
+    vendor = SimulatedVendor.from_options({"vendor_rejects": "POISON"}, random.Random(1))
+    for _ in range(5):
+        with pytest.raises(VendorRejected):
+            vendor.complete("my order POISON is late", timeout=1.0)
+    assert vendor.complete("my order is late", timeout=1.0).startswith("Thanks")
