@@ -9,6 +9,7 @@ with `--env local`) reach the same backend through moto's server mode on `aws_en
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
 import threading
@@ -125,6 +126,9 @@ class LocalRuntime:
         self.stop()
 
     def start(self) -> None:
+        # moto's server answers an action it has not implemented (StartMessageMoveTask, say) with a
+        # 500 and logs the traceback; the caller sees the 500 and falls back, so keep the log quiet.
+        logging.getLogger("werkzeug").setLevel(logging.CRITICAL)
         self._set_environ(FAKE_CREDENTIALS)
         synthesized = self._synthesized or synthesize(self.env)
         from moto import mock_aws

@@ -1,0 +1,78 @@
+"""Deliveries shaped as Meta sends them, for the demo, the end-to-end tests and the scenarios."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+
+def whatsapp_message(waba: str, wamid: str, text: str, sender: str = "447700900123") -> dict[str, Any]:
+    return _whatsapp(
+        waba,
+        {
+            "contacts": [{"wa_id": sender, "profile": {"name": "Customer"}}],
+            "messages": [
+                {
+                    "id": wamid,
+                    "from": sender,
+                    "timestamp": str(int(time.time())),
+                    "type": "text",
+                    "text": {"body": text},
+                }
+            ],
+        },
+    )
+
+
+def whatsapp_status(waba: str, wamid: str, status: str, recipient: str = "447700900123") -> dict[str, Any]:
+    return _whatsapp(
+        waba,
+        {"statuses": [{"id": wamid, "status": status, "timestamp": str(int(time.time())), "recipient_id": recipient}]},
+    )
+
+
+def page_comment(page: str, comment_id: str, text: str, post_id: str = "post-1") -> dict[str, Any]:
+    return {
+        "object": "page",
+        "entry": [
+            {
+                "id": page,
+                "time": int(time.time()),
+                "changes": [
+                    {
+                        "field": "feed",
+                        "value": {
+                            "item": "comment",
+                            "verb": "add",
+                            "comment_id": comment_id,
+                            "post_id": f"{page}_{post_id}",
+                            "message": text,
+                            "from": {"id": f"user-{comment_id}", "name": "Someone"},
+                            "created_time": int(time.time()),
+                        },
+                    }
+                ],
+            }
+        ],
+    }
+
+
+def _whatsapp(waba: str, value: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "object": "whatsapp_business_account",
+        "entry": [
+            {
+                "id": waba,
+                "changes": [
+                    {
+                        "field": "messages",
+                        "value": {
+                            "messaging_product": "whatsapp",
+                            "metadata": {"display_phone_number": "15550000000", "phone_number_id": f"{waba}-phone"},
+                            **value,
+                        },
+                    }
+                ],
+            }
+        ],
+    }
