@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import queue
+import signal
 import subprocess
 import sys
 import threading
@@ -132,11 +133,16 @@ def pipeline(tmp_path_factory) -> RunningPipeline:
         lines=lines,
     )
     yield running
-    process.terminate()
+    # Ctrl-C, as a person stops it: it must exit cleanly and print its summary.
+    process.send_signal(signal.SIGINT)
     try:
-        process.wait(timeout=30)
+        code = process.wait(timeout=30)
     except subprocess.TimeoutExpired:
         process.kill()
+        pytest.fail("the local runtime did not stop on Ctrl-C")
+    time.sleep(0.2)
+    assert code == 0, "\n".join(lines[-20:])
+    assert "Summary" in lines, "\n".join(lines[-20:])
 
 
 def wait_for(predicate, timeout: float, interval: float = 0.5, message: str = "condition"):

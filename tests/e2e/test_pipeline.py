@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
 
@@ -124,3 +125,72 @@ def test_maximum_concurrency_is_never_exceeded(pipeline):
     measured = wait_for(peak, timeout=90, interval=2, message="24 AI invocations to be measured")
     # Then the lane ran turns in parallel, and its measured peak never passed the mapping's budget
     assert 2 <= measured <= 3, measured
+
+
+def _set_ai_option(pipeline, name: str, value: str | None) -> None:
+    lambda_ = pipeline.aws("lambda")
+    function = pipeline.outputs["AiFunctionName"]
+    variables = dict(lambda_.get_function_configuration(FunctionName=function)["Environment"]["Variables"])
+    lane = json.loads(variables["LANE"])
+    if value is None:
+        lane["options"].pop(name, None)
+    else:
+        lane["options"][name] = value
+    variables["LANE"] = json.dumps(lane)
+    lambda_.update_function_configuration(FunctionName=function, Environment={"Variables": variables})
+    time.sleep(2.5)  # the runtime adopts configuration changes within two seconds
+
+
+def _dlq_alarm_state(pipeline) -> str:
+    alarms = pipeline.aws("cloudwatch").describe_alarms()["MetricAlarms"]
+    (alarm,) = [a for a in alarms if "AiLaneDeadLetters" in a["AlarmName"]]
+    return alarm["StateValue"]
+
+
+def test_a_poison_message_is_dead_lettered_alarmed_and_redriven_once_fixed(pipeline):
+    # Given a vendor that rejects one prompt every time
+    _set_ai_option(pipeline, "vendor_rejects", "POISON-E2E")
+    tenant = f"shop-{uuid.uuid4().hex[:8]}"
+    response = pipeline.client.submit_job(
+        lane="ai",
+        kind="ai.inbound",
+        tenant=tenant,
+        payload={"conversation": "c-poison", "message_id": "m-poison", "text": "order POISON-E2E late"},
+    )
+    assert response.status == 202
+    sqs = pipeline.aws("sqs")
+
+    def dead_letters() -> int:
+        attributes = sqs.get_queue_attributes(QueueUrl=pipeline.outputs["AiDlqUrl"], AttributeNames=["All"])
+        return int(attributes["Attributes"]["ApproximateNumberOfMessages"])
+
+    # When it has been retried up to the lane's max receives
+    assert wait_for(dead_letters, timeout=90, interval=1, message="the poison turn in the DLQ") == 1
+    # Then the DLQ alarm fires
+    wait_for(lambda: _dlq_alarm_state(pipeline) == "ALARM", timeout=30, interval=1, message="the DLQ alarm")
+
+    # When the vendor is fixed and on-call redrives the DLQ with the CLI
+    _set_ai_option(pipeline, "vendor_rejects", None)
+    redrive = pipeline.lanectl(
+        "--env", "local", "--endpoint-url", pipeline.aws_endpoint, "dlq", "redrive", "ai", "--rate", "5"
+    )
+    assert redrive.returncode == 0, redrive.stdout + redrive.stderr
+    assert "moved 1 message(s)" in redrive.stdout
+    assert dead_letters() == 0
+
+    # Then the turn is answered exactly once, and the alarm clears
+    def replies() -> list[dict]:
+        return [
+            i
+            for i in pipeline.aws("dynamodb").query(
+                TableName=pipeline.outputs["DataTableName"],
+                KeyConditionExpression="pk = :pk",
+                ExpressionAttributeValues={":pk": {"S": f"conversation#{tenant}#c-poison"}},
+            )["Items"]
+            if i["sk"]["S"].startswith("reply#")
+        ]
+
+    wait_for(replies, timeout=60, interval=1, message="the reply after the redrive")
+    time.sleep(3)
+    assert len(replies()) == 1
+    wait_for(lambda: _dlq_alarm_state(pipeline) == "OK", timeout=30, interval=1, message="the DLQ alarm to clear")
