@@ -1,0 +1,18 @@
+"""`make bench`: every micro-benchmark, one after the other, figures printed (none asserted).
+
+The queueing scenarios are separate (`make scenarios`): they take minutes, not seconds.
+"""
+
+from __future__ import annotations
+
+from bench import consumer_bench, ingress_bench
+
+
+def main() -> None:
+    for title, run in (("webhook door", ingress_bench.main), ("lane consumer", consumer_bench.main)):
+        print(f"\n######## {title}\n", flush=True)
+        run([])
+
+
+if __name__ == "__main__":
+    main()
