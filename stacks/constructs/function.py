@@ -37,6 +37,17 @@ def retention(days: int) -> logs.RetentionDays:
         raise ValueError(f"log retention of {days} days is not one of {sorted(_RETENTION)}") from None
 
 
+def log_group(scope: Construct, construct_id: str, env: Environment) -> logs.LogGroup:
+    """A log group kept as long as the environment keeps logs, and kept after the stack where
+    the environment keeps its data."""
+    return logs.LogGroup(
+        scope,
+        construct_id,
+        retention=retention(env.log_retention_days),
+        removal_policy=RemovalPolicy.RETAIN if env.retain_stateful else RemovalPolicy.DESTROY,
+    )
+
+
 @dataclass(frozen=True)
 class FunctionSpec:
     handler: str
@@ -68,12 +79,7 @@ class PipelineFunction(Construct):
     def __init__(self, scope: Construct, construct_id: str, *, shared: SharedCode, spec: FunctionSpec) -> None:
         super().__init__(scope, construct_id)
         env = shared.env
-        self.log_group = logs.LogGroup(
-            self,
-            "Logs",
-            retention=retention(env.log_retention_days),
-            removal_policy=RemovalPolicy.RETAIN if env.retain_stateful else RemovalPolicy.DESTROY,
-        )
+        self.log_group = log_group(self, "Logs", env)
         # A role of its own with no managed policy: it may write to its own log group and nothing
         # else until a construct grants exactly what the function calls.
         self.role = iam.Role(

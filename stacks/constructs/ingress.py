@@ -20,7 +20,7 @@ from constructs import Construct
 from pipeline import metric_names
 from stacks.config.environments import Environment
 from stacks.constructs.alarms import OnCall
-from stacks.constructs.function import FunctionSpec, PipelineFunction, SharedCode, retention
+from stacks.constructs.function import FunctionSpec, PipelineFunction, SharedCode, log_group
 from stacks.constructs.grants import READ, grant_rows
 from stacks.constructs.tables import PipelineTables
 from stacks.runtime_env import metrics_namespace
@@ -148,12 +148,7 @@ class Ingress(Construct):
             description=f"lanes-{env.name}: Meta webhooks and the jobs API",
             create_default_stage=False,
         )
-        self.access_logs = logs.LogGroup(
-            self,
-            "AccessLogs",
-            retention=retention(env.log_retention_days),
-            removal_policy=RemovalPolicy.RETAIN if env.retain_stateful else RemovalPolicy.DESTROY,
-        )
+        self.access_logs = log_group(self, "AccessLogs", env)
         self.stage = apigw.HttpStage(
             self,
             "Stage",

@@ -8,39 +8,10 @@ import uuid
 
 import pytest
 
+from ops.meta_payloads import whatsapp_message
 from tests.e2e.conftest import wait_for
 
 pytestmark = [pytest.mark.xdist_group("e2e"), pytest.mark.slow]
-
-
-def _whatsapp_message(tenant: str, wamid: str, text: str) -> dict:
-    return {
-        "object": "whatsapp_business_account",
-        "entry": [
-            {
-                "id": tenant,
-                "changes": [
-                    {
-                        "field": "messages",
-                        "value": {
-                            "messaging_product": "whatsapp",
-                            "metadata": {"phone_number_id": "1555", "display_phone_number": "1555"},
-                            "contacts": [{"wa_id": "4477", "profile": {"name": "Aisha"}}],
-                            "messages": [
-                                {
-                                    "id": wamid,
-                                    "from": "4477",
-                                    "timestamp": str(int(time.time())),
-                                    "type": "text",
-                                    "text": {"body": text},
-                                }
-                            ],
-                        },
-                    }
-                ],
-            }
-        ],
-    }
 
 
 def _message_items(pipeline, tenant: str, wamid: str) -> list[dict]:
@@ -65,7 +36,7 @@ def test_the_verification_handshake_answers_the_challenge(pipeline):
 def test_a_signed_webhook_is_processed_exactly_once(pipeline):
     # Given a signed WhatsApp message, delivered, then redelivered byte for byte as Meta retries
     tenant, wamid = f"waba-{uuid.uuid4().hex[:8]}", f"wamid.{uuid.uuid4().hex}"
-    payload = _whatsapp_message(tenant, wamid, "is the shop open on Sunday? 👋")
+    payload = whatsapp_message(tenant, wamid, "is the shop open on Sunday? 👋")
     first = pipeline.client.deliver(payload)
     second = pipeline.client.deliver(payload)
     # Then both are acknowledged, one log row exists, and the message is stored once
@@ -86,7 +57,7 @@ def test_a_signed_webhook_is_processed_exactly_once(pipeline):
 
 def test_a_bad_signature_is_refused_and_nothing_is_logged(pipeline):
     tenant = f"waba-{uuid.uuid4().hex[:8]}"
-    payload = _whatsapp_message(tenant, f"wamid.{uuid.uuid4().hex}", "hello")
+    payload = whatsapp_message(tenant, f"wamid.{uuid.uuid4().hex}", "hello")
     assert pipeline.client.deliver(payload, signature="sha256=" + "0" * 64).status == 403
     assert pipeline.client.deliver(payload, signature="").status == 401
     time.sleep(1)

@@ -62,3 +62,22 @@ def consumer_environ(deployed, env_local):
         return _with_region(runtime_env.consumer(env_local, env_local.lane(lane_name), deployed.resources, json.dumps))
 
     return make
+
+
+@pytest.fixture
+def metrics(capsys):
+    """The metrics emitted so far, as (name, dimensions) pairs read from the EMF lines on stdout
+    (the `service` dimension Powertools adds to everything is left out)."""
+
+    def read() -> list[tuple[str, dict[str, str]]]:
+        emitted = []
+        for line in capsys.readouterr().out.splitlines():
+            if not line.startswith('{"_aws"'):
+                continue
+            blob = json.loads(line)
+            for directive in blob["_aws"]["CloudWatchMetrics"]:
+                dimensions = {d: blob[d] for group in directive["Dimensions"] for d in group if d != "service"}
+                emitted.extend((metric["Name"], dimensions) for metric in directive["Metrics"])
+        return emitted
+
+    return read

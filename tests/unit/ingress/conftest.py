@@ -157,24 +157,6 @@ def inspect(deployed) -> Inspect:
 
 
 @pytest.fixture
-def metrics(capsys):
-    """The metrics emitted so far, as (name, dimensions) pairs read from the EMF lines on stdout."""
-
-    def read() -> list[tuple[str, dict[str, str]]]:
-        emitted = []
-        for line in capsys.readouterr().out.splitlines():
-            if not line.startswith('{"_aws"'):
-                continue
-            blob = json.loads(line)
-            for directive in blob["_aws"]["CloudWatchMetrics"]:
-                dimensions = {d: blob[d] for group in directive["Dimensions"] for d in group if d != "service"}
-                emitted.extend((metric["Name"], dimensions) for metric in directive["Metrics"])
-        return emitted
-
-    return read
-
-
-@pytest.fixture
 def log_records():
     """Log records of the ingress logger (Powertools loggers do not propagate to pytest's caplog)."""
     records: list[logging.LogRecord] = []

@@ -136,16 +136,3 @@ def inspect(deployed) -> Inspect:
     return Inspect(deployed)
 
 
-@pytest.fixture
-def metrics(capsys):
-    def read() -> list[tuple[str, dict[str, str]]]:
-        emitted = []
-        for line in capsys.readouterr().out.splitlines():
-            if line.startswith('{"_aws"'):
-                blob = json.loads(line)
-                for directive in blob["_aws"]["CloudWatchMetrics"]:
-                    dimensions = {d: blob[d] for group in directive["Dimensions"] for d in group if d != "service"}
-                    emitted.extend((metric["Name"], dimensions) for metric in directive["Metrics"])
-        return emitted
-
-    return read

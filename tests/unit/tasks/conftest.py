@@ -1,28 +1,4 @@
-"""Task fixtures: the consumer harness per lane, with moto requests made atomic (as AWS's are)."""
-
 from __future__ import annotations
 
-import pytest
-
-from tests.unit.consumer.harness import LaneHarness, atomic_requests, repoint_consumer_logs
-
-
-@pytest.fixture(autouse=True)
-def _consumer_logs_to_current_stdout():
-    repoint_consumer_logs()
-
-
-@pytest.fixture
-def atomic(monkeypatch):
-    with atomic_requests(monkeypatch):
-        yield
-
-
-@pytest.fixture
-def lane(deployed, consumer_environ, atomic):
-    """A factory: `lane("bulk")` gives that lane's harness."""
-
-    def make(name: str) -> LaneHarness:
-        return LaneHarness(name, consumer_environ(name), deployed.queue_arns[name])
-
-    return make
+# The tasks are exercised through the consumer, with the consumer tests' harness and fixtures.
+from tests.unit.consumer.conftest import _consumer_logs_to_current_stdout, atomic, lane  # noqa: F401
