@@ -42,7 +42,7 @@ class LaneStateReader:
             attributes = self._sqs.get_queue_attributes(
                 QueueUrl=self._queue_urls[lane], AttributeNames=list(_QUEUE_ATTRIBUTES)
             )["Attributes"]
-            drained = self._drained(lane, starts)
+            drained, first_bucket = self._drained(lane, starts)
         except (ClientError, BotoCoreError) as exc:
             raise LaneStateUnavailable(f"cannot read the state of lane {lane}: {exc}") from exc
         return LaneSnapshot(
@@ -50,19 +50,24 @@ class LaneStateReader:
             + int(attributes.get("ApproximateNumberOfMessagesDelayed", 0)),
             in_flight=int(attributes.get("ApproximateNumberOfMessagesNotVisible", 0)),
             drained=drained,
-            window_seconds=window,
+            # Measured from the first bucket with work in it: a lane idle for most of the window
+            # and busy for the last few seconds has a pace, not an average over its idle time.
+            window_seconds=window if first_bucket is None else now - first_bucket,
         )
 
-    def _drained(self, lane: str, starts: list[int]) -> int | None:
+    def _drained(self, lane: str, starts: list[int]) -> tuple[int | None, int | None]:
+        """Messages finished in the window, and the start of the oldest bucket holding any."""
         keys = [{schema.PK: {"S": admission.drain_key(lane, start)}} for start in starts]
         # Eventually consistent: a count a moment old is as good as a fresh one, at half the cost.
         response = self._dynamodb.batch_get_item(RequestItems={self._state_table: {"Keys": keys}})
         items = response.get("Responses", {}).get(self._state_table, [])
         if not items:
-            return None
+            return None, None
         # Unprocessed keys (throttling) are left out: a slightly low count sheds a little early,
         # which is the safe side, and retrying here would slow the request being admitted.
-        return sum(int(item.get(admission.DRAINED, {}).get("N", "0")) for item in items)
+        drained = sum(int(item.get(admission.DRAINED, {}).get("N", "0")) for item in items)
+        first = min(int(item[schema.PK]["S"].rsplit("#", 1)[1]) for item in items)
+        return drained, first
 
     def record_drained(self, lane: str, count: int, now: float) -> None:
         """For consumers: add `count` finished messages to the lane's current drain bucket. One

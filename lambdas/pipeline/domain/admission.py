@@ -14,6 +14,9 @@ can go only while work is waiting for it. So:
   whatever the reason it is slow: a slow vendor, a dependency budget deferring work, a paused
   mapping (consumers idle with slots to spare are no evidence of capacity when they are not
   taking the work);
+- the measurement starts at the first bucket with work in it, and until it covers
+  `MEASUREMENT_MATURE_SECONDS` the lane has not shown its pace yet: it is given the benefit of its
+  configured capacity (a burst arriving at an idle lane is not shed for the lane's idleness);
 - with more waiting and nothing finished in the window, the lane is either just starting (work in
   flight: configured capacity) or stalled (nothing in flight: a drain rate of zero, and the
   longest Retry-After).
@@ -33,6 +36,8 @@ DRAINED = "drained"
 """Number attribute on a drain bucket item: messages the lane's consumers finished in it."""
 DRAIN_BUCKET_TTL_SECONDS = 3600
 """Buckets are read for a minute; the state table's TTL removes them after an hour."""
+MEASUREMENT_MATURE_SECONDS = 2 * DRAIN_BUCKET_SECONDS
+"""A measured pace over less than this is too young to shed on."""
 MAX_RETRY_AFTER_SECONDS = 900
 """A stalled lane predicts an unbounded wait; callers are told to come back within 15 minutes."""
 
@@ -93,6 +98,8 @@ def drain_rate(snapshot: LaneSnapshot, profile: LaneProfile) -> float:
         return max(measured or 0.0, profile.capacity_per_second)
     if measured is None:
         return profile.capacity_per_second if snapshot.in_flight > 0 else 0.0
+    if snapshot.window_seconds < MEASUREMENT_MATURE_SECONDS:
+        return max(measured, profile.capacity_per_second)
     return measured
 
 

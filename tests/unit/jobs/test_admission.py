@@ -50,8 +50,19 @@ def test_work_that_fits_the_free_slots_is_never_estimated_below_capacity(snapsho
 
 @given(snapshot=snapshots, profile=profiles)
 def test_a_backlog_beyond_the_slots_is_judged_by_what_actually_drains(snapshot, profile):
+    # (the strategy's windows are all mature: 60 s and more)
     if snapshot.backlog + snapshot.in_flight > profile.slots and snapshot.drained is not None:
         assert admission.drain_rate(snapshot, profile) == snapshot.drained / snapshot.window_seconds
+
+
+def test_a_lane_that_only_just_started_working_is_not_shed_for_its_idle_past():
+    # Given a burst at an idle lane: 3 finished in the 5 s since its first bucket, 30 waiting
+    young = LaneSnapshot(backlog=30, in_flight=10, drained=3, window_seconds=5)
+
+    # Then its configured capacity stands until the measurement matures
+    assert admission.drain_rate(young, PROFILE) == max(3 / 5, PROFILE.capacity_per_second)
+    mature = LaneSnapshot(backlog=30, in_flight=10, drained=3, window_seconds=admission.MEASUREMENT_MATURE_SECONDS)
+    assert admission.drain_rate(mature, PROFILE) == 3 / admission.MEASUREMENT_MATURE_SECONDS
 
 
 def test_a_dependency_bound_lane_sheds_although_its_consumers_have_spare_slots():

@@ -94,7 +94,8 @@ def test_a_saturated_lane_that_drains_nothing_is_shed_for_the_longest_retry(api,
     inspect.fill("bulk", 17)
     sqs = boto3.client("sqs", region_name=REGION)
     sqs.receive_message(QueueUrl=deployed.resources.queue_urls["bulk"], MaxNumberOfMessages=10, VisibilityTimeout=300)
-    bucket = admission.drain_key("bulk", admission.drain_bucket_start(NOW))
+    starts, _ = admission.drain_window(NOW)
+    bucket = admission.drain_key("bulk", starts[-1])  # a minute ago, and nothing since
     boto3.client("dynamodb", region_name=REGION).put_item(
         TableName="state", Item={"pk": {"S": bucket}, admission.DRAINED: {"N": "0"}}
     )

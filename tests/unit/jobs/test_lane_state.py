@@ -46,6 +46,18 @@ def test_drained_sums_the_buckets_of_the_window_and_ignores_older_ones(reader):
     assert snapshot.window_seconds == 60
 
 
+def test_the_window_starts_at_the_first_bucket_with_work(reader):
+    # Given a lane idle for most of the minute, busy for the last 20 s
+    reader.record_drained("bulk", 4, NOW - 20)
+    reader.record_drained("bulk", 6, NOW - 5)
+
+    snapshot = reader.read("bulk", NOW + 3)
+
+    # Then its pace is measured over those 23 s, not averaged over the idle minute
+    assert snapshot.drained == 10
+    assert snapshot.window_seconds == 23
+
+
 def test_no_bucket_at_all_is_no_measurement(reader):
     assert reader.read("bulk", NOW).drained is None
 
