@@ -36,11 +36,13 @@ def main(args: argparse.Namespace) -> int:
 
     live = sys.stdout.isatty() and not getattr(args, "no_live", False)
     out = sys.stdout
+
+    def print_event(line: str) -> None:
+        out.write(line + "\n")
+        out.flush()
+
     runtime = LocalRuntime(
-        api_port=args.port,
-        aws_port=args.aws_port,
-        log_dir=args.log_dir,
-        on_event=None if live else (lambda line: (out.write(line + "\n"), out.flush())),
+        api_port=args.port, aws_port=args.aws_port, log_dir=args.log_dir, on_event=None if live else print_event
     )
     stop = threading.Event()
     signal.signal(signal.SIGINT, lambda *_: stop.set())

@@ -142,7 +142,7 @@ class LocalRuntime:
             self._server = ThreadedMotoServer(ip_address="127.0.0.1", port=self._aws_port, verbose=False)
             self._server.start()
         self.capture.install()
-        self.capture.add_sink(lambda _function, line: self.metrics.record_emf(line))
+        self.capture.add_sink(self._record_metrics)
         self.deployment = deploy(synthesized, api_url=self.api_url)
         self._clients = {
             name: boto3.client(name, region_name=REGION)  # type: ignore[call-overload]
@@ -180,6 +180,9 @@ class LocalRuntime:
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = value
+
+    def _record_metrics(self, _function: str, line: str) -> None:
+        self.metrics.record_emf(line)
 
     def event(self, text: str) -> None:
         stamped = f"{time.strftime('%H:%M:%S')} {text}"

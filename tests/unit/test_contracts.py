@@ -35,8 +35,15 @@ def test_missing_setting_is_named():
 
 
 def test_envelope_round_trip_and_rejections():
-    envelope = Envelope(id="job-1", lane="bulk", tenant="t1", kind="import.page", source="job",
-                        created_at=1.5, payload={"page": 1, "text": "héllo 👋"})
+    envelope = Envelope(
+        id="job-1",
+        lane="bulk",
+        tenant="t1",
+        kind="import.page",
+        source="job",
+        created_at=1.5,
+        payload={"page": 1, "text": "héllo 👋"},
+    )
     assert Envelope.from_json(envelope.to_json()) == envelope
     for body in ("not json", "[]", '{"id": "x"}', envelope.to_json().replace('"job"', '"elsewhere"')):
         with pytest.raises(MalformedEnvelope):

@@ -32,9 +32,7 @@ class SendFailure:
 
 def _attributes(attributes: Mapping[str, str] | None) -> dict[str, Any]:
     return {
-        name: {"DataType": "String", "StringValue": value}
-        for name, value in (attributes or {}).items()
-        if value != ""
+        name: {"DataType": "String", "StringValue": value} for name, value in (attributes or {}).items() if value != ""
     }
 
 

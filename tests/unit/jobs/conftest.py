@@ -134,5 +134,3 @@ class Inspect:
 @pytest.fixture
 def inspect(deployed) -> Inspect:
     return Inspect(deployed)
-
-
