@@ -44,3 +44,16 @@ def test_catalogue_and_environments_load_without_the_cdk():
     for path in (ROOT / "stacks" / "config").glob("*.py"):
         assert not any(name.startswith("aws_cdk") for name in _imports(path)), path
     assert not any(name.startswith("aws_cdk") for name in _imports(ROOT / "stacks" / "runtime_env.py"))
+
+
+def test_lambda_code_needs_only_what_the_lambda_runtime_and_powertools_layer_provide():
+    import sys
+
+    provided = set(sys.stdlib_module_names) | {"boto3", "botocore", "aws_lambda_powertools", "pipeline"}
+    needed = {
+        name.split(".")[0]
+        for path in (ROOT / "lambdas").rglob("*.py")
+        for name in _imports(path)
+        if not name.startswith(".")
+    }
+    assert needed <= provided, sorted(needed - provided)
