@@ -17,11 +17,7 @@ from stacks.constructs.lane import LaneConsumer, LaneQueues
 from stacks.constructs.observability import Observability
 from stacks.constructs.schedules import Sweeper, Ticks
 from stacks.constructs.tables import PipelineTables
-from stacks.runtime_env import lane_id
-
-
-def stack_name(env: Environment) -> str:
-    return f"lanes-{env.name}"
+from stacks.runtime_env import lane_id, stack_name
 
 
 class PipelineStack(Stack):

@@ -33,6 +33,10 @@ class Resources:
     secret_arn: str
 
 
+def stack_name(env: Environment) -> str:
+    return f"lanes-{env.name}"
+
+
 def lane_id(lane_name: str) -> str:
     """`messages` → `Messages`: the prefix of a lane's logical IDs and stack outputs."""
     return "".join(part.capitalize() for part in lane_name.replace("-", "_").split("_"))

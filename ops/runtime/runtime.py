@@ -21,7 +21,7 @@ from typing import Any
 
 import boto3
 
-from ops.runtime.alarms import AlarmDefinition, AlarmEvaluator
+from ops.runtime.alarms import INSUFFICIENT, OK, AlarmDefinition, AlarmEvaluator
 from ops.runtime.api import ApiServer, Route, TokenBucket
 from ops.runtime.capture import OutputCapture
 from ops.runtime.deploy import REGION, Deployment, deploy
@@ -181,6 +181,11 @@ class LocalRuntime:
             else:
                 os.environ[name] = value
 
+    def _alarm_changed(self, alarm: AlarmDefinition, previous: str) -> None:
+        # A new alarm settling from "no data yet" to OK is not news; every other change is.
+        if (previous, alarm.state) != (INSUFFICIENT, OK):
+            self.event(f"alarm {alarm.logical_id}: {previous} -> {alarm.state} ({alarm.reason})")
+
     def _record_metrics(self, _function: str, line: str) -> None:
         self.metrics.record_emf(line)
 
@@ -316,7 +321,7 @@ class LocalRuntime:
             self.metrics,
             cloudwatch=self._clients["cloudwatch"],
             sns=self._clients["sns"],
-            on_change=lambda alarm, previous: self.event(f"alarm {alarm.logical_id}: {previous} -> {alarm.state}"),
+            on_change=self._alarm_changed,
         )
         self.alarms.create_in_moto()
         for lane in self.lanes.values():

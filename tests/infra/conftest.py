@@ -7,7 +7,8 @@ import pytest
 
 from stacks.app_builder import build_app
 from stacks.config.environments import ENVIRONMENTS, Environment
-from stacks.pipeline_stack import PipelineStack, stack_name
+from stacks.pipeline_stack import PipelineStack
+from stacks.runtime_env import stack_name
 
 ENV_NAMES = sorted(ENVIRONMENTS)
 
