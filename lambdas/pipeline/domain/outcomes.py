@@ -58,11 +58,13 @@ def dead_lettered(error: Classified, attempt: int, **detail: Any) -> RecordOutco
 
 
 def not_started(attempt: int, remaining_seconds: float) -> RecordOutcome:
-    # Visible again at once: nothing went wrong with the record, this invocation ran out of time.
+    # Nothing went wrong with the record: this invocation ran out of time before it could start.
+    # It is re-sent at once like a deferral (its attempts carried, none added) and the original
+    # acked. Failing it back to SQS instead would spend a receive each time, and a lane whose
+    # batches routinely outlast the invocation would walk never-tried work into its DLQ.
     return RecordOutcome(
         outcome=Outcome.NOT_STARTED,
-        failed=True,
-        visibility_seconds=0,
+        defer_seconds=0,
         attempt=attempt,
         detail={"remaining_seconds": round(remaining_seconds, 3)},
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import random
 import threading
 
@@ -179,12 +180,33 @@ def test_a_record_that_cannot_finish_before_the_timeout_is_not_started(lane):
     h.send(h.job_row("job-late", {}, tenant="acme", kind="test"))
     task = Recorder()
     # When the batch is handled
-    response, messages = h.poll(h.handler(tasks={"messages": task}), context=Context(2.0))
-    # Then the record goes back untouched, visible again at once
-    assert response["batchItemFailures"] == [{"itemIdentifier": messages[0]["MessageId"]}]
+    response, _ = h.poll(h.handler(tasks={"messages": task}), context=Context(2.0))
+    # Then the record is not run and not failed back to SQS (that would spend a receive): it is
+    # re-sent at once as a deferral carrying no new attempt, and the original acked
+    assert response["batchItemFailures"] == []
     assert task.calls == []
-    assert h.calls.of("ChangeMessageVisibilityBatch")[0]["Entries"][0]["VisibilityTimeout"] == 0
+    (resend,) = h.calls.of("SendMessageBatch")[0]["Entries"]
+    assert resend.get("DelaySeconds", 0) == 0
+    copy = json.loads(resend["MessageBody"])
+    assert (copy["id"], copy["attempt"], copy["deferrals"]) == ("job-late", 0, 1)
     assert h.row("jobs", "job-late")["status"] == schema.RowStatus.PENDING
+
+
+def test_unstarted_records_never_walk_towards_the_dlq(lane):
+    # Given a record that keeps arriving at invocations with too little time left to start it
+    h = lane("messages")
+    h.send(h.job_row("job-starved", {}, tenant="acme", kind="test"))
+    task = Recorder()
+    max_receives = json.loads(h.environ["LANE"])["max_receives"]
+    # When it is received more times than the queue's max receives
+    for _ in range(max_receives + 2):
+        h.poll(h.handler(tasks={"messages": task}), context=Context(2.0))
+    # Then it was never run, nothing reached the DLQ, and one untried copy waits on the lane
+    assert task.calls == []
+    assert h.dead_letters() == []
+    (waiting,) = h.receive()
+    assert json.loads(waiting["Body"])["attempt"] == 0
+    assert waiting["Attributes"]["ApproximateReceiveCount"] == "1"
 
 
 def test_a_task_past_its_hard_limit_is_retried_and_its_late_result_never_lands(lane, caplog):
