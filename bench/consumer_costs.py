@@ -55,6 +55,47 @@ def _kb(size: int) -> int:
     return max(1, math.ceil(size / 1024))
 
 
+def write_targets(
+    operation: str, params: Mapping[str, Any], key_of: Callable[[str, Mapping[str, Any]], dict[str, Any]]
+) -> list[tuple[str, dict[str, Any], bool]]:
+    """(table, key, transactional) of every item a write request touches; `key_of(table, item)`
+    picks an item's key attributes."""
+    if operation == "PutItem":
+        return [(params["TableName"], key_of(params["TableName"], params["Item"]), False)]
+    if operation in ("UpdateItem", "DeleteItem"):
+        return [(params["TableName"], dict(params["Key"]), False)]
+    if operation == "TransactWriteItems":
+        found = []
+        for entry in params["TransactItems"]:
+            ((kind, body),) = entry.items()
+            # A ConditionCheck is billed like a transactional write of the item it checks.
+            key = key_of(body["TableName"], body["Item"]) if kind == "Put" else dict(body["Key"])
+            found.append((body["TableName"], key, True))
+        return found
+    if operation == "BatchWriteItem":
+        found = []
+        for table, entries in params["RequestItems"].items():
+            for entry in entries:
+                if "PutRequest" in entry:
+                    found.append((table, key_of(table, entry["PutRequest"]["Item"]), False))
+                else:
+                    found.append((table, dict(entry["DeleteRequest"]["Key"]), False))
+        return found
+    return []
+
+
+def read_units(parsed: Mapping[str, Any], consistent: bool) -> float:
+    """Read units of a read response: 1 per started 4 KB of each item, half when eventually consistent."""
+    found: list[Mapping[str, Any]] = []
+    if "Item" in parsed:
+        found.append(parsed["Item"])
+    found.extend(parsed.get("Items", []))
+    for items in parsed.get("Responses", {}).values():
+        found.extend(items)
+    per_item = 1.0 if consistent else 0.5
+    return sum(math.ceil(max(1, item_size(item)) / 4096) * per_item for item in found)
+
+
 @dataclass
 class Tables:
     """Key attributes and the attribute that puts an item in a sparse index, per table."""
@@ -82,27 +123,7 @@ class Meter:
         return {name: item[name] for name in self.tables.keys[table]}
 
     def _targets(self, operation: str, params: Mapping[str, Any]) -> list[tuple[str, dict[str, Any], bool]]:
-        if operation == "PutItem":
-            return [(params["TableName"], self._key(params["TableName"], params["Item"]), False)]
-        if operation in ("UpdateItem", "DeleteItem"):
-            return [(params["TableName"], dict(params["Key"]), False)]
-        if operation == "TransactWriteItems":
-            found = []
-            for entry in params["TransactItems"]:
-                ((kind, body),) = entry.items()
-                key = self._key(body["TableName"], body["Item"]) if kind == "Put" else dict(body["Key"])
-                found.append((body["TableName"], key, True))
-            return found
-        if operation == "BatchWriteItem":
-            found = []
-            for table, entries in params["RequestItems"].items():
-                for entry in entries:
-                    if "PutRequest" in entry:
-                        found.append((table, self._key(table, entry["PutRequest"]["Item"]), False))
-                    else:
-                        found.append((table, dict(entry["DeleteRequest"]["Key"]), False))
-            return found
-        return []
+        return write_targets(operation, params, self._key)
 
     def _read(self, table: str, key: Mapping[str, Any]) -> dict[str, Any] | None:
         return self.probe.get_item(TableName=table, Key=key, ConsistentRead=True).get("Item")
@@ -131,14 +152,7 @@ class Meter:
                 self.wcu["GSI"] += 1
 
     def _reads(self, parsed: Mapping[str, Any], consistent: bool) -> None:
-        found: list[Mapping[str, Any]] = []
-        if "Item" in parsed:
-            found.append(parsed["Item"])
-        found.extend(parsed.get("Items", []))
-        for items in parsed.get("Responses", {}).values():
-            found.extend(items)
-        per_item = 1.0 if consistent else 0.5
-        self.rcu += sum(math.ceil(max(1, item_size(item)) / 4096) * per_item for item in found)
+        self.rcu += read_units(parsed, consistent)
 
     def write_requests(self) -> int:
         return sum(n for (service, op), n in self.requests.items() if service == "dynamodb" and op in WRITES)

@@ -19,17 +19,14 @@ from typing import Any, TextIO
 LineSink = Callable[[str, str], None]
 
 
-class _ThreadRoutedStream:
-    def __init__(self, capture: OutputCapture, passthrough: TextIO) -> None:
-        self._capture = capture
+class PassthroughStream:
+    """A text stream standing in for stdout that hands what it does not keep to the real one."""
+
+    def __init__(self, passthrough: TextIO) -> None:
         self._passthrough = passthrough
 
     def write(self, text: str) -> int:
-        function = self._capture.current()
-        if function is None:
-            return self._passthrough.write(text)
-        self._capture.feed(function, text)
-        return len(text)
+        return self._passthrough.write(text)
 
     def flush(self) -> None:
         self._passthrough.flush()
@@ -40,6 +37,19 @@ class _ThreadRoutedStream:
     @property
     def encoding(self) -> str:
         return "utf-8"
+
+
+class _ThreadRoutedStream(PassthroughStream):
+    def __init__(self, capture: OutputCapture, passthrough: TextIO) -> None:
+        super().__init__(passthrough)
+        self._capture = capture
+
+    def write(self, text: str) -> int:
+        function = self._capture.current()
+        if function is None:
+            return self._passthrough.write(text)
+        self._capture.feed(function, text)
+        return len(text)
 
 
 class OutputCapture:

@@ -1,0 +1,417 @@
+"""10. Cost: every AWS request and write unit of a 1,000-webhook run, priced per million webhooks.
+
+This pipeline: `webhooks` signed WhatsApp message webhooks through the local runtime's HTTP door,
+processed by the messages lane. Every botocore client the runtime creates is metered (see
+metering.py): requests by the function whose invocation made them (the door, the consumer), or
+by the event source mapping (receives and deletes on the lane's queue); DynamoDB write and read
+units measured item by item.
+
+Baseline, the common design: a Lambda behind the API that verifies the signature and sends the
+delivery to SQS (no log row), and a consumer using Powertools' BatchProcessor and idempotency
+utility (DynamoDBPersistenceLayer, keyed by the Meta message id) that stores the message and
+updates its status. It runs in the same emulator over the same 1,000 deliveries, driven in
+process by the same kind of poller (batches of 10), and is metered the same way.
+
+Prices: ops/pricing.py's list prices; Lambda compute from its stated assumptions (door 30 ms at
+1 GB, consumer 50 ms a message at 512 MB plus 20 ms an invocation), the same for both designs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import threading
+import time
+import uuid
+import warnings
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+from bench.scenarios.harness import Harness, Session, fan_out, poll
+from bench.scenarios.metering import WRITES, Meter, Usage, atomic_reads, metering_new_clients
+from bench.scenarios.result import Result
+from stacks.config.lanes import catalogue
+
+LANE = "messages"
+DOOR, CONSUMER, ESM = "door", "consumer", "event source mapping"
+BATCH = 10
+
+
+@dataclass(frozen=True)
+class Params:
+    webhooks: int = 1000
+    producers: int = 4
+    tenants: int = 50
+    per_second: float = 16.0
+    """Paced below what the local messages lane sustains, so the count is of steady-state work, not
+    of an overloaded emulator's churn (records returned unstarted, sweeper replays of late rows)."""
+
+
+FULL = Params()
+QUICK = Params(webhooks=60, tenants=10, per_second=20.0)
+
+
+@dataclass
+class Tally:
+    """Per-design totals for `webhooks` deliveries."""
+
+    webhooks: int
+    api_requests: int
+    door_invocations: int
+    consumer_invocations: int
+    records: int
+    usage: dict[str, Usage]
+
+    def requests(self, service: str, operations: frozenset[str] | None = None, groups: tuple[str, ...] = ()) -> int:
+        return sum(u.count(service, operations) for g, u in self.usage.items() if not groups or g in groups)
+
+    @property
+    def sqs(self) -> int:
+        return sum(
+            n for u in self.usage.values() for (s, op), n in u.requests.items() if s == "sqs" and "(empty)" not in op
+        )
+
+    @property
+    def wcu(self) -> float:
+        return sum(u.wcu + u.index_wcu for u in self.usage.values())
+
+    @property
+    def rcu(self) -> float:
+        return sum(u.rcu for u in self.usage.values())
+
+    def per(self, value: float) -> float:
+        return value / self.webhooks
+
+    def cost_per_million(self) -> dict[str, float]:
+        from ops.pricing import ASSUMED, LIST_PRICES
+        from stacks.config.lanes import catalogue
+
+        lane = next(lane for lane in catalogue() if lane.name == LANE)
+        prices, million = LIST_PRICES, 1_000_000
+        scale = million / self.webhooks
+        gb_seconds = (
+            self.door_invocations * ASSUMED.door_seconds * ASSUMED.webhook_door_memory_mb / 1024
+            + (
+                self.records * lane.traffic.service_seconds
+                + self.consumer_invocations * ASSUMED.invocation_overhead_seconds
+            )
+            * lane.memory_mb
+            / 1024
+        )
+        return {
+            "API Gateway": self.api_requests * scale * prices.http_api_per_million_requests / million,
+            "Lambda requests": (self.door_invocations + self.consumer_invocations)
+            * scale
+            * prices.lambda_per_million_requests
+            / million,
+            "Lambda compute": gb_seconds * scale * prices.lambda_per_gb_second,
+            "SQS": self.sqs * scale * prices.sqs_per_million_requests / million,
+            "DynamoDB writes": self.wcu * scale * prices.dynamodb_per_million_writes / million,
+            "DynamoDB reads": self.rcu * scale * prices.dynamodb_per_million_reads / million,
+            "CloudWatch Logs": million * ASSUMED.log_kib_per_message / (1024 * 1024) * prices.logs_per_gb,
+        }
+
+
+def _ours(h: Harness, p: Params) -> tuple[Tally, dict[str, Any]]:
+    from ops import meta_payloads as meta
+
+    holder: dict[str, Any] = {}
+
+    def group_of(service: str, params: dict[str, Any]) -> str | None:
+        session: Session | None = holder.get("session")
+        if session is None or service not in ("sqs", "dynamodb"):
+            return None
+        function = session.runtime.capture.current()
+        thread = threading.current_thread().name
+        if function == holder["door"]:
+            return DOOR
+        if function == holder["consumer"] or thread.startswith(f"{LANE}:"):
+            return CONSUMER
+        if function is None and service == "sqs" and params.get("QueueUrl") == holder["queue"]:
+            return ESM
+        return None
+
+    import boto3
+
+    meter = Meter(lambda: boto3.session.Session(region_name="us-east-1").client("dynamodb"))
+    tag = uuid.uuid4().hex[:6]
+    with metering_new_clients(meter, group_of), atomic_reads(), h.session() as s:
+        holder.update(door=s.function_name("ingress"), consumer=s.function_name(LANE), queue=s.queue_url(LANE))
+        # Production's consumer timeout (30 s) instead of the local 5 s: locally a batch has only the
+        # second between the 5 s timeout and the 3 s task limit plus reserve to start its records, and
+        # the records it cannot start return to the queue, churn that production does not have.
+        production = next(lane for lane in catalogue() if lane.name == LANE)
+        s.set_timeout(LANE, production.timeout_seconds)
+        door_before = s.host("ingress").stats.invocations
+        consumer_before = s.host(LANE).stats.invocations
+        records_before = s.lane_view(LANE).player.stats.records
+        holder["session"] = s
+        wabas = [f"waba-cost-{n}-{tag}" for n in range(p.tenants)]
+        bodies = [
+            meta.whatsapp_message(
+                wabas[n % p.tenants], f"wamid.cost.{tag}.{n}", f"Hello, is the shop open today? ({n})"
+            )
+            for n in range(p.webhooks)
+        ]
+        started = time.time()
+
+        def deliver(n: int, body: dict[str, Any]) -> int:
+            time.sleep(max(0.0, started + n / p.per_second - time.time()))
+            return s.client.deliver(body).status
+
+        statuses = fan_out([lambda n=n, b=b: deliver(n, b) for n, b in enumerate(bodies)], p.producers)
+        poll(lambda: len(s.log.finished(set(wabas), LANE)) >= p.webhooks and s.lanes_empty(LANE), 120)
+        s.settle(10)
+        holder.pop("session")
+        elapsed = time.time() - started
+        stats = s.lane_view(LANE).player.stats
+        tally = Tally(
+            webhooks=p.webhooks,
+            api_requests=len(statuses),
+            door_invocations=s.host("ingress").stats.invocations - door_before,
+            consumer_invocations=s.host(LANE).stats.invocations - consumer_before,
+            records=stats.records - records_before,
+            usage=dict(meter.usage),
+        )
+        lines = [r for r in s.log.outcomes(lane=LANE) if r.tenant in set(wabas)]
+        outcomes = {
+            "accepted": sum(1 for code in statuses if code == 200),
+            "done": sum(1 for r in s.log.finished(set(wabas), LANE).values() if r.outcome == "done"),
+            "seconds": elapsed,
+            "lines": {o: sum(1 for r in lines if r.outcome == o) for o in sorted({r.outcome for r in lines})},
+            "reasons": sorted(
+                {f"{r.outcome}:{r.reason}:{r.raw.get('error', '')[:120]}" for r in lines if r.outcome != "done"}
+            ),
+        }
+        common = _common_design(s, bodies)
+    return tally, {"outcomes": outcomes, "common": common}
+
+
+def _common_design(s: Session, bodies: list[dict[str, Any]]) -> Tally:
+    """The usual way, in the same emulator: door = verify + SendMessage; consumer = Powertools
+    idempotency + the message + a status update; a poller in batches of 10."""
+    import boto3
+
+    from bench.consumer_powertools import conditional_put, create_idempotency_table, make_handler
+
+    secret = s.client.app_secret.encode()
+    table = s.outputs["DataTableName"]
+    meter = Meter(lambda: boto3.session.Session(region_name="us-east-1").client("dynamodb"))
+    session = boto3.session.Session(region_name="us-east-1")
+    door_sqs, esm_sqs = session.client("sqs"), session.client("sqs")
+    consumer_dynamodb = session.client("dynamodb")
+    admin = boto3.session.Session(region_name="us-east-1")
+    queue = admin.client("sqs").create_queue(QueueName=f"common-design-{uuid.uuid4().hex[:6]}")["QueueUrl"]
+    create_idempotency_table(admin.client("dynamodb"))
+    meter.attach(door_sqs, lambda *_: DOOR)
+    meter.attach(esm_sqs, lambda *_: ESM)
+    meter.attach(consumer_dynamodb, lambda *_: CONSUMER)
+
+    def door(raw: bytes, signature: str) -> int:
+        expected = "sha256=" + hmac.new(secret, raw, hashlib.sha256).hexdigest()
+        if not hmac.compare_digest(expected, signature):
+            return 403
+        payload = json.loads(raw)
+        entry = payload["entry"][0]
+        message = entry["changes"][0]["value"]["messages"][0]
+        body = json.dumps({"id": message["id"], "tenant": entry["id"], "payload": payload})
+        door_sqs.send_message(QueueUrl=queue, MessageBody=body)
+        return 200
+
+    def store(envelope: dict[str, Any]) -> dict[str, Any]:
+        message = envelope["payload"]["entry"][0]["changes"][0]["value"]["messages"][0]
+        pk = f"common#msg#{envelope['tenant']}#{message['id']}"
+        conditional_put(
+            consumer_dynamodb,
+            TableName=table,
+            Item={
+                "pk": {"S": pk},
+                "sk": {"S": "message"},
+                "text": {"S": message["text"]["body"]},
+                "sender": {"S": message["from"]},
+                "stored_at": {"N": str(time.time())},
+            },
+            ConditionExpression="attribute_not_exists(pk)",
+        )
+        consumer_dynamodb.update_item(
+            TableName=table,
+            Key={"pk": {"S": pk}, "sk": {"S": "status"}},
+            UpdateExpression="SET #s = :s, updated_at = :now",
+            ExpressionAttributeNames={"#s": "status"},
+            ExpressionAttributeValues={":s": {"S": "processed"}, ":now": {"N": str(time.time())}},
+        )
+        return {"stored": 1}
+
+    class Context:
+        @staticmethod
+        def get_remaining_time_in_millis() -> int:
+            return 30_000
+
+    handler = make_handler(consumer_dynamodb, store)
+    for body in bodies:
+        raw = json.dumps(body, ensure_ascii=False).encode()
+        door(raw, "sha256=" + hmac.new(secret, raw, hashlib.sha256).hexdigest())
+    invocations = records = 0
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Couldn't determine the remaining time left")
+        while True:
+            messages = esm_sqs.receive_message(QueueUrl=queue, MaxNumberOfMessages=BATCH, AttributeNames=["All"]).get(
+                "Messages", []
+            )
+            if not messages:
+                break
+            invocations += 1
+            records += len(messages)
+            event = {
+                "Records": [
+                    {
+                        "messageId": m["MessageId"],
+                        "receiptHandle": m["ReceiptHandle"],
+                        "body": m["Body"],
+                        "attributes": m.get("Attributes", {}),
+                        "messageAttributes": {},
+                        "eventSource": "aws:sqs",
+                        "eventSourceARN": "arn:aws:sqs:us-east-1:123456789012:common-design",
+                        "awsRegion": "us-east-1",
+                    }
+                    for m in messages
+                ]
+            }
+            response = handler(event, Context())
+            failed = {item["itemIdentifier"] for item in response["batchItemFailures"]}
+            done = [m for m in messages if m["MessageId"] not in failed]
+            if done:
+                esm_sqs.delete_message_batch(
+                    QueueUrl=queue,
+                    Entries=[{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(done)],
+                )
+    return Tally(
+        webhooks=len(bodies),
+        api_requests=len(bodies),
+        door_invocations=len(bodies),
+        consumer_invocations=invocations,
+        records=records,
+        usage=dict(meter.usage),
+    )
+
+
+def run(h: Harness, p: Params = FULL) -> Result:
+    result = Result(
+        number=10,
+        title="Cost",
+        question=f"What do {p.webhooks:,} webhooks cost in AWS requests and write units, per million at list prices?",
+        baseline="the common design: Lambda ingress straight to SQS + Powertools idempotency + a status update",
+        project_label="this pipeline",
+        baseline_label="common design",
+    )
+    started = time.monotonic()
+    ours, extra = _ours(h, p)
+    common: Tally = extra["common"]  # type: ignore[assignment]
+    outcomes = extra["outcomes"]
+
+    def per(t: Tally, value: float) -> str:
+        return f"{t.per(value):.2f}"
+
+    def writes(t: Tally, group: str) -> int:
+        return t.usage.get(group, Usage()).count("dynamodb", WRITES)
+
+    def wcu(t: Tally, group: str) -> float:
+        usage = t.usage.get(group, Usage())
+        return usage.wcu + usage.index_wcu
+
+    result.figure("webhooks accepted / processed", f"{outcomes['accepted']}/{outcomes['done']}", f"{common.webhooks}")
+    result.figure("consumer batch size (records per invocation)", per_batch(ours), per_batch(common))
+    result.figure(
+        "consumer outcomes (records)",
+        ", ".join(f"{k} {v}" for k, v in outcomes["lines"].items()),
+        f"done {common.records}",
+    )
+    result.figure("SQS requests per webhook (door + poller + consumer)", per(ours, ours.sqs), per(common, common.sqs))
+    result.figure(
+        "  of which: door / poller / consumer",
+        " / ".join(per(ours, ours.requests("sqs", groups=(g,))) for g in (DOOR, ESM, CONSUMER)),
+        " / ".join(per(common, common.requests("sqs", groups=(g,))) for g in (DOOR, ESM, CONSUMER)),
+    )
+    result.figure(
+        "DynamoDB write requests per webhook (door / consumer)",
+        f"{per(ours, writes(ours, DOOR))} / {per(ours, writes(ours, CONSUMER))}",
+        f"{per(common, writes(common, DOOR))} / {per(common, writes(common, CONSUMER))}",
+    )
+    result.figure(
+        "DynamoDB write units per webhook (door / consumer)",
+        f"{per(ours, wcu(ours, DOOR))} / {per(ours, wcu(ours, CONSUMER))}",
+        f"{per(common, wcu(common, DOOR))} / {per(common, wcu(common, CONSUMER))}",
+        "incl. index entries",
+    )
+    result.figure("DynamoDB write units per webhook", per(ours, ours.wcu), per(common, common.wcu))
+    for label, tally, column in (("this pipeline", ours, 0), ("common design", common, 1)):
+        items: Counter[str] = Counter()
+        for usage in tally.usage.values():
+            items.update(usage.wcu_by_item)
+        for kind, units in items.most_common():
+            cells = [per(tally, units), ""] if column == 0 else ["", per(tally, units)]
+            result.figure(f"  write units per webhook, {label}: {kind}", *cells)
+    result.figure("DynamoDB read units per webhook", per(ours, ours.rcu), per(common, common.rcu))
+    costs = {"ours": ours.cost_per_million(), "common": common.cost_per_million()}
+    for item in costs["ours"]:
+        result.figure(f"$ per million webhooks: {item}", f"{costs['ours'][item]:.2f}", f"{costs['common'][item]:.2f}")
+    total = {k: sum(v.values()) for k, v in costs.items()}
+    result.figure("$ per million webhooks: total", f"{total['ours']:.2f}", f"{total['common']:.2f}")
+    result.check("every webhook was processed", outcomes["done"] == p.webhooks, f"{outcomes['done']}/{p.webhooks}")
+    result.check(
+        "requests and write units were counted for both designs",
+        ours.wcu > 0 and common.wcu > 0 and ours.sqs > 0 and common.sqs > 0,
+        f"{ours.wcu:.0f} and {common.wcu:.0f} WCU",
+    )
+    result.headline = (
+        f"${total['ours']:.2f} per million webhooks vs ${total['common']:.2f} for the common design; "
+        f"{ours.per(ours.wcu):.2f} vs {common.per(common.wcu):.2f} write units and {ours.per(ours.sqs):.2f} vs "
+        f"{common.per(common.sqs):.2f} SQS requests per webhook"
+    )
+    result.data.update(
+        ours_wcu=ours.per(ours.wcu), common_wcu=common.per(common.wcu), total=total, done=outcomes["done"]
+    )
+    result.method = [
+        f"{p.webhooks:,} signed WhatsApp message webhooks from {p.tenants} business accounts at {p.per_second:g}/s "
+        f"({p.producers} connections), through the runtime's HTTP door ({outcomes['seconds']:.0f} s); messages lane "
+        "(batch 10). Metered: every SQS and DynamoDB request of the door, the consumer and the lane's poller.",
+        "Common design: the same deliveries through an in-process door (HMAC check, SendMessage) and a Powertools "
+        "BatchProcessor consumer with @idempotent_function (INPROGRESS put, COMPLETED update) storing the message "
+        "(conditional put) and its status (update); metered the same way.",
+        "The messages consumer runs with production's 30 s timeout (UpdateFunctionConfiguration): with the "
+        "local 5 s, a batch can start records only in its first second, and the rest return to the queue, "
+        "churn production does not have; the emulator's DynamoDB reads take its write lock for this run, so "
+        "moto's thread-safety failures are not counted as retries.",
+        "Empty polls are left out of the per-webhook figures: Lambda's pollers make them whether or not work "
+        "arrives (ops/pricing.py prices them as a fixed monthly cost).",
+    ]
+    result.caveats = [
+        "This pipeline's extra writes buy things the common design lacks: the log row written before the "
+        "enqueue (scenario 6: nothing lost when the send fails), the pending index the sweeper reads, tenant "
+        "quotas (scenario 1) and drain counts for admission.",
+        "Batches are as full as the local runtime made them; fuller batches on AWS lower the per-webhook poller "
+        "and quota costs of this pipeline.",
+        "Lambda compute is priced from the stated assumptions, not measured: local durations say nothing about Lambda.",
+    ]
+    if h.plot_dir is not None:
+        from bench.scenarios import plots
+
+        items = list(costs["ours"])
+        result.plots.append(
+            plots.bars(
+                h.plot_dir / "s10_cost.png",
+                "Cost per million webhooks at list prices, by service",
+                ["this pipeline", "common design"],
+                {item: [costs["ours"][item], costs["common"][item]] for item in items},
+                ylabel="US$ per million webhooks",
+                stacked=True,
+            )
+        )
+    result.seconds = time.monotonic() - started
+    return result
+
+
+def per_batch(t: Tally) -> str:
+    return f"{t.records / t.consumer_invocations:.1f}" if t.consumer_invocations else "n/a"

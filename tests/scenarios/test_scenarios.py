@@ -1,0 +1,133 @@
+"""The ten queueing scenarios, small: each runs on a fresh local runtime through HTTP and real
+queue semantics, beside its naive baseline, and asserts the direction of the difference (never
+an absolute time: the machine is shared). `make scenarios` runs the full-size versions."""
+
+from __future__ import annotations
+
+import pytest
+
+from bench.scenarios import (
+    s01_fairness,
+    s02_bulkheads,
+    s03_poison,
+    s04_dependency,
+    s05_spike,
+    s06_lost_enqueue,
+    s07_lease_expiry,
+    s08_duplicates,
+    s09_paced_recovery,
+    s10_cost,
+)
+
+pytestmark = [pytest.mark.xdist_group("scenarios"), pytest.mark.slow]
+
+
+def _explain(result) -> str:
+    return result.text()
+
+
+def test_quiet_tenants_wait_fewer_service_times_than_under_a_shared_fifo(harness):
+    # Given one page's comment campaign, then one comment from each of two quiet pages
+    # When the lane runs with its tenant quota, and again as a plain shared FIFO
+    result = s01_fairness.run(harness, s01_fairness.QUICK)
+    # Then every comment is triaged, and the quiet pages' worst wait is shorter with the quota
+    assert result.passed, _explain(result)
+    assert max(result.data["fair_small"]) < max(result.data["fifo_small"]), _explain(result)
+
+
+def test_interactive_messages_do_not_wait_behind_an_import_on_their_own_lane(harness):
+    # Given customers' messages arriving steadily and an import flooding in
+    # When the import has its own lane, and again when it shares the messages lane
+    result = s02_bulkheads.run(harness, s02_bulkheads.QUICK)
+    # Then the interactive median wait during the flood is lower with the bulkhead
+    assert result.passed, _explain(result)
+    own, shared = sorted(result.data["own_flood"]), sorted(result.data["shared_flood"])
+    assert own
+    assert shared
+    assert own[len(own) // 2] < shared[len(shared) // 2], _explain(result)
+
+
+def test_a_poison_job_costs_at_most_max_receives_then_dead_letters_and_alarms(harness):
+    # Given one job the model always rejects among normal jobs
+    result = s03_poison.run(harness, s03_poison.QUICK)
+    # Then it is tried at most max-receives times, dead-lettered, and the DLQ alarm fires; a
+    # consumer that retries at once and forever goes past max receives and raises nothing
+    assert result.passed, _explain(result)
+    assert 0 < result.data["attempts"] <= result.data["max_receives"]
+    assert result.data["dead_lettered"]
+    assert result.data["alarm"]
+    assert result.data["naive_attempts"] > result.data["max_receives"]
+    assert result.data["naive_dead"] == 0
+
+
+def test_a_slow_vendor_never_sees_more_calls_than_the_budget_and_nothing_is_lost(harness):
+    # Given two lanes calling the model while it slows down tenfold
+    result = s04_dependency.run(harness, s04_dependency.QUICK)
+    # Then calls in progress at the vendor never exceed the budget, every item completes, the backlog
+    # drains, and in observe mode the vendor sees more than its quota
+    assert result.passed, _explain(result)
+    assert result.data["peak"] <= result.data["budget"] < result.data["observed_peak"]
+    assert result.data["complete"]
+    assert result.data["drained"]
+    assert result.data["dead"] == 0
+
+
+def test_deadlines_spend_the_model_on_callers_still_waiting_during_a_spike_with_retries(harness):
+    # Given a spike of AI jobs beyond the lane's capacity, whose callers give up and post again
+    result = s05_spike.run(harness, s05_spike.QUICK)
+    # Then with deadlines the work of callers who left is dropped unrun, and a larger share of the
+    # model's calls reaches a caller still waiting than without deadlines
+    assert result.passed, _explain(result)
+    ours_share, naive_share = result.data["share"]
+    assert ours_share > naive_share
+
+
+def test_deliveries_whose_enqueue_failed_are_processed_once_by_the_sweeper_only(harness):
+    # Given deliveries logged while their send to the lane fails
+    result = s06_lost_enqueue.run(harness, s06_lost_enqueue.QUICK)
+    # Then the sweeper gets every one processed exactly once; without it none is processed
+    assert result.passed, _explain(result)
+    assert result.data["stored"] == result.data["lost"]
+    assert result.data["once"]
+    assert result.data["naive_stored"] == 0
+    assert result.data["pending"] == result.data["lost"]
+
+
+def test_a_task_outliving_its_visibility_runs_twice_but_writes_once(harness):
+    # Given a reply turn slower than its message's visibility timeout
+    result = s07_lease_expiry.run(harness, s07_lease_expiry.QUICK)
+    # Then it runs more than once, and each conversation still has exactly one reply
+    assert result.passed, _explain(result)
+    assert result.data["runs"] > result.data["turns"]
+    assert all(count == 1 for count in result.data["effects"].values())
+
+
+def test_five_copies_of_every_delivery_and_job_make_one_effect_each(harness):
+    # Given every webhook sent five times and every job posted five times with one key
+    result = s08_duplicates.run(harness, s08_duplicates.QUICK)
+    # Then one log row, one stored message and one job per original
+    assert result.passed, _explain(result)
+    assert result.data["once_hooks"]
+    assert result.data["once_jobs"]
+    assert result.data["rows"] == result.data["deliveries"]
+
+
+def test_a_paced_redrive_keeps_to_its_rate_and_keeps_the_lane_shallower(harness):
+    # Given dead letters from a model outage, redriven with lanectl at a set rate, and again unpaced
+    result = s09_paced_recovery.run(harness, s09_paced_recovery.QUICK)
+    # Then the paced move keeps to its rate, everything is triaged, and the lane stays shallower
+    assert result.passed, _explain(result)
+    assert 0 < result.data["rate"] <= result.data["asked"] * 1.1
+    assert result.data["paced_depth"] < result.data["unpaced_depth"]
+    assert result.data["complete"]
+
+
+def test_requests_and_write_units_are_counted_for_both_designs(harness):
+    # Given webhooks through this pipeline and through the common design, metered alike
+    result = s10_cost.run(harness, s10_cost.QUICK)
+    # Then every webhook is processed and both designs' write units and costs are counted
+    assert result.passed, _explain(result)
+    assert result.data["ours_wcu"] > 0
+    assert result.data["common_wcu"] > 0
+    assert result.data["total"]["ours"] > 0
+    assert result.data["total"]["common"] > 0
