@@ -216,9 +216,13 @@ def _keep_function_logs_to_themselves(env: Any) -> None:
     capture, when the scenarios run as tests), which formats each one again: enough extra work to
     change the timings measured. The loggers are made before the functions' cold starts create
     them, so Powertools picks them up as they are."""
-    services = ["ingress", "jobs", "sweeper", *(f"consumer-{lane.name}" for lane in env.lanes)]
-    for name in services:
+    for name in _function_services(env):
         logging.getLogger(name).propagate = False
+
+
+def _function_services(env: Any) -> list[str]:
+    """The Powertools service names (and so `logging` logger names) of the functions."""
+    return ["ingress", "jobs", "sweeper", *(f"consumer-{lane.name}" for lane in env.lanes)]
 
 
 def _rebind_log_streams() -> None:

@@ -38,7 +38,7 @@ class Params:
     spike_seconds: float = 8.0
     seconds: float = 56.0
     timeout: float = 8.0
-    retries: int = 2
+    retries: int = 1
     latency_ms: int = 700
     max_concurrency: int = 2
     producers: int = 8
@@ -329,6 +329,11 @@ def run(h: Harness, p: Params = FULL) -> Result:
         f"{p.spike_seconds:g} s, for {p.seconds:g} s in all; each caller waits {p.timeout:g} s, then posts again (a "
         f"new job), at most {p.retries} times. Each run in a fresh runtime.",
         "Useful = the reply turn's outcome line is `done` no later than its caller's give-up time.",
+        f"{p.retries} retry per request: at the base rate, new requests plus their retries "
+        f"({p.base_per_second * (1 + p.retries):g}/s) stay under the reply capacity, so after the spike only the "
+        "backlog can keep callers failing: the metastable case. With two retries the load itself "
+        f"({p.base_per_second * 3:g}/s) exceeds the capacity, and in a trial run neither configuration recovered "
+        "reliably: that is plain overload, which admission control and client retry budgets address, not deadlines.",
     ]
     result.caveats = [
         "Each retry here is a new conversation, so the ai lane's coalescing (a newer message in the same "

@@ -155,7 +155,7 @@ def run(h: Harness, p: Params = FULL) -> Result:
         naive_failures = _enqueue_failures(s, "-naive-")
         _read(s, naive)
         naive_rows = [r for r in s.scan("WebhookTableName") if "-naive-" in str(r.get("tenant", ""))]
-    pending = sum(1 for r in naive_rows if r.get("status") == "pending")
+    pending = sum(1 for r in naive_rows if r.get("status") == "queued")
     once = all(c == 1 for c in ours.copies.values()) and len(done_lines) == len(ours.sent)
     result.figure(
         "webhooks answered 200", f"{ours.statuses.count(200)}/{p.lost}", f"{naive.statuses.count(200)}/{p.lost}"
@@ -180,7 +180,7 @@ def run(h: Harness, p: Params = FULL) -> Result:
     )
     result.figure(
         "log rows still pending at the end",
-        str(sum(1 for r in rows if r.get("status") == "pending")),
+        str(sum(1 for r in rows if r.get("status") == "queued")),
         f"{pending} (the obligation is kept, nobody acts on it)",
     )
     result.check("the door answered 200 to every delivery", ours.statuses.count(200) == p.lost, f"{ours.statuses}")

@@ -181,6 +181,10 @@ def _ours(h: Harness, p: Params) -> tuple[Tally, dict[str, Any]]:
             "done": sum(1 for r in s.log.finished(set(wabas), LANE).values() if r.outcome == "done"),
             "seconds": elapsed,
             "lines": {o: sum(1 for r in lines if r.outcome == o) for o in sorted({r.outcome for r in lines})},
+            "replayed": sum(
+                int(line.get("summary", {}).get("webhook", {}).get("replayed", 0))
+                for _, line in s.log.lines(lambda _f, parsed: parsed.get("message") == "sweep finished")
+            ),
             "reasons": sorted(
                 {f"{r.outcome}:{r.reason}:{r.raw.get('error', '')[:120]}" for r in lines if r.outcome != "done"}
             ),
@@ -327,6 +331,12 @@ def run(h: Harness, p: Params = FULL) -> Result:
         "consumer outcomes (records)",
         ", ".join(f"{k} {v}" for k, v in outcomes["lines"].items()),
         f"done {common.records}",
+    )
+    result.figure(
+        "sweeper replays of rows that waited past its patience",
+        str(outcomes["replayed"]),
+        "n/a (no log, no sweeper)",
+        "each a second copy, absorbed as `duplicate`",
     )
     result.figure("SQS requests per webhook (door + poller + consumer)", per(ours, ours.sqs), per(common, common.sqs))
     result.figure(

@@ -25,7 +25,8 @@ TTL = "expires_at"
 
 
 class RowStatus:
-    PENDING = "pending"
+    QUEUED = "queued"
+    """Written, and sent (or to be replayed) to its lane; not finished yet."""
     DONE = "done"
     EXPIRED = "expired"
     FAILED = "failed"

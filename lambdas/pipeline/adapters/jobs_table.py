@@ -1,6 +1,6 @@
 """Job rows, and each tenant's count of queued jobs per lane, kept in step by transactions.
 
-Job row (jobs table, key `id`): `lane`, `kind`, `tenant`, `status` ("pending" until terminal),
+Job row (jobs table, key `id`): `lane`, `kind`, `tenant`, `status` ("queued" until terminal),
 `attempts`, `deferrals`, `created_at`, `updated_at`, `deadline` (optional), `last_error`
 (optional), `payload` (the JSON payload as a native DynamoDB value, as the sweeper replays it),
 `replays`, `request_hash` and `idempotency_key` (when given), and while pending
@@ -119,7 +119,7 @@ def _row(job_id: str, request: JobRequest, now: float) -> dict[str, Any]:
         LANE: {"S": request.lane},
         KIND: {"S": request.kind},
         TENANT: {"S": request.tenant},
-        STATUS: {"S": schema.RowStatus.PENDING},
+        STATUS: {"S": schema.RowStatus.QUEUED},
         ATTEMPTS: {"N": "0"},
         DEFERRALS: {"N": "0"},
         REPLAYS: {"N": "0"},

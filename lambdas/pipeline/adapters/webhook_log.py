@@ -86,7 +86,7 @@ def _row(entry: LogEntry) -> dict[str, Any]:
         item[STATUS] = {"S": schema.RowStatus.UNPARSEABLE}
         item[UNPARSEABLE_REASON] = {"S": entry.unparseable_reason or "unknown"}
         return item
-    item[STATUS] = {"S": schema.RowStatus.PENDING}
+    item[STATUS] = {"S": schema.RowStatus.QUEUED}
     item[schema.PENDING_SHARD] = {"S": schema.pending_shard(entry.id)}
     item[schema.PENDING_SINCE] = _number(entry.received_at)
     item[LANE] = {"S": entry.route.lane}

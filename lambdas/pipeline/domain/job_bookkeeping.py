@@ -1,7 +1,7 @@
 """Side-bookkeeping when a job reaches a terminal state: the one place to wire it.
 
 The jobs API counts each tenant's queued jobs per lane (its 429 limit, `jobs.queued_key`). A job
-leaves that count exactly once, when it first leaves `pending`. These writes go into the same
+leaves that count exactly once, when it first leaves `queued`. These writes go into the same
 commit as the status change, whose compare-and-set on the status read is what makes "first"
 exact: a redelivered or concurrent copy finds the status changed and commits nothing.
 
@@ -33,7 +33,7 @@ def queued_decrement(lane: str, tenant: str) -> Update:
 
 def job_finished(envelope: Envelope, previous_status: str | None, new_status: str) -> tuple[Write, ...]:
     """Writes to commit with a row's move from `previous_status` to the terminal `new_status`."""
-    if envelope.source != jobs.SOURCE or previous_status != schema.RowStatus.PENDING:
+    if envelope.source != jobs.SOURCE or previous_status != schema.RowStatus.QUEUED:
         return ()
     if new_status not in schema.RowStatus.TERMINAL:
         return ()

@@ -9,7 +9,7 @@ effects:
   `status`), leaving the pending index (`pending_shard` removed) in the same write;
 - an internal marker is created only if absent, and expires after the idempotency TTL.
 
-A row may be finished from `pending`, and also from `failed` or `abandoned`: a DLQ redrive or a
+A row may be finished from `queued`, and also from `failed` or `abandoned`: a DLQ redrive or a
 late copy of abandoned work must be able to complete it. Finishing from anything else (done,
 expired) means another copy got there first.
 """
@@ -35,7 +35,7 @@ ERROR_CLASS = "error_class"
 OUTCOME = "outcome"
 """On an internal done-marker: done or superseded."""
 
-REOPENABLE = frozenset({schema.RowStatus.PENDING, schema.RowStatus.FAILED, schema.RowStatus.ABANDONED})
+REOPENABLE = frozenset({schema.RowStatus.QUEUED, schema.RowStatus.FAILED, schema.RowStatus.ABANDONED})
 _ROW_TABLES = {"webhook": Table.WEBHOOK_LOG, "job": Table.JOBS}
 
 

@@ -184,7 +184,7 @@ class _Door:
         # A redelivery of a row that is still pending is sent again: Meta retries only what it
         # thinks failed, and the consumer's idempotency makes the copy harmless. A finished row
         # (or one the sweeper gave up on) is left alone.
-        if not recorded.created and recorded.existing_status not in (schema.RowStatus.PENDING, None):
+        if not recorded.created and recorded.existing_status not in (schema.RowStatus.QUEUED, None):
             telemetry.info("duplicate delivery of a finished row", outcome="duplicate", status=recorded.existing_status)
             return _ok()
         created_at = now if recorded.created else (recorded.existing_received_at or now)

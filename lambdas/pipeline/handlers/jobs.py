@@ -19,7 +19,7 @@ from typing import Any, Protocol
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.metrics import EphemeralMetrics
 
-from pipeline import metric_names, settings
+from pipeline import metric_names, schema, settings
 from pipeline.adapters.api_telemetry import CORRELATION_ID, RequestTelemetry
 from pipeline.adapters.clients import Clients
 from pipeline.adapters.jobs_table import (
@@ -178,7 +178,9 @@ class _Api:
             return self._replay(telemetry, job_id, job_request, result)
         assert isinstance(result, Created)
         self._enqueue(telemetry, jobs.envelope(job_id, job_request, now), fields)
-        return http.json_response(202, {"id": job_id, "status": "pending"}, headers={"location": f"/jobs/{job_id}"})
+        return http.json_response(
+            202, {"id": job_id, "status": schema.RowStatus.QUEUED}, headers={"location": f"/jobs/{job_id}"}
+        )
 
     def _replay(
         self, telemetry: RequestTelemetry, job_id: str, job_request: JobRequest, result: Duplicate
@@ -189,7 +191,7 @@ class _Api:
         # No second message: the first was sent, or its row is pending and the sweeper replays it.
         telemetry.info("duplicate job request", outcome="duplicate", lane=job_request.lane)
         telemetry.count(metric_names.JOB_DUPLICATE, **{metric_names.LANE: job_request.lane})
-        status = result.job.status if result.job is not None else "pending"
+        status = result.job.status if result.job is not None else schema.RowStatus.QUEUED
         return http.json_response(
             202, {"id": job_id, "status": status, "duplicate": True}, headers={"location": f"/jobs/{job_id}"}
         )

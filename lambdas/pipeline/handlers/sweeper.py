@@ -64,7 +64,7 @@ def abandoned_job_bookkeeping(row: PendingRow) -> tuple[Write, ...]:
     message could not be rebuilt has no trustworthy lane and tenant, so it has nothing to release."""
     if row.envelope is None:
         return ()
-    return job_bookkeeping.job_finished(row.envelope, schema.RowStatus.PENDING, schema.RowStatus.ABANDONED)
+    return job_bookkeeping.job_finished(row.envelope, schema.RowStatus.QUEUED, schema.RowStatus.ABANDONED)
 
 
 def create_handler(

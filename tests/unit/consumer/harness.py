@@ -277,7 +277,7 @@ class LaneHarness:
             "tenant": tenant,
             "kind": kind,
             "payload": payload,
-            "status": schema.RowStatus.PENDING,
+            "status": schema.RowStatus.QUEUED,
             "attempts": 0,
             "deferrals": 0,
             "created_at": _decimal(created),

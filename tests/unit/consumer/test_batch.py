@@ -25,7 +25,7 @@ def test_a_poison_record_in_a_batch_of_ten_leaves_the_other_nine_acked(lane):
     poison_id = next(m["MessageId"] for m in messages if '"job-4"' in m["Body"])
     assert response == {"batchItemFailures": [{"itemIdentifier": poison_id}]}
     assert [counter_value(h, f"job-{n}") for n in range(10)] == [1, 1, 1, 1, 0, 1, 1, 1, 1, 1]
-    assert h.row("jobs", "job-4")["status"] == schema.RowStatus.PENDING
+    assert h.row("jobs", "job-4")["status"] == schema.RowStatus.QUEUED
     assert h.depth() == 1
 
 

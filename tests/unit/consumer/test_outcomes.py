@@ -71,7 +71,7 @@ def test_transient_failure_backs_off_through_visibility_and_notes_the_row(lane, 
     assert 0 <= change["VisibilityTimeout"] <= 2
     # And the row shows the attempt and the error, and stays pending
     row = h.row("jobs", "job-flaky")
-    assert (row["status"], row["attempts"]) == (schema.RowStatus.PENDING, 1)
+    assert (row["status"], row["attempts"]) == (schema.RowStatus.QUEUED, 1)
     assert "vendor 503" in row["last_error"]
     assert schema.PENDING_SHARD in row
     printed = stdout_records(capsys.readouterr().out)
@@ -189,7 +189,7 @@ def test_a_record_that_cannot_finish_before_the_timeout_is_not_started(lane):
     assert resend.get("DelaySeconds", 0) == 0
     copy = json.loads(resend["MessageBody"])
     assert (copy["id"], copy["attempt"], copy["deferrals"]) == ("job-late", 0, 1)
-    assert h.row("jobs", "job-late")["status"] == schema.RowStatus.PENDING
+    assert h.row("jobs", "job-late")["status"] == schema.RowStatus.QUEUED
 
 
 def test_unstarted_records_never_walk_towards_the_dlq(lane):
@@ -231,7 +231,7 @@ def test_a_task_past_its_hard_limit_is_retried_and_its_late_result_never_lands(l
     release.set()
     assert finished.wait(5)
     assert counter_value(h, "job-slow") == 0
-    assert h.row("jobs", "job-slow")["status"] == schema.RowStatus.PENDING
+    assert h.row("jobs", "job-slow")["status"] == schema.RowStatus.QUEUED
 
 
 def test_a_row_that_does_not_exist_is_dead_lettered(lane):

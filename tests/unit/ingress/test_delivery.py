@@ -24,7 +24,7 @@ def test_new_delivery_is_logged_pending_then_enqueued_on_its_lane(door, inspect)
     assert response["statusCode"] == 200
     row_id = webhook.log_id(raw)
     row = inspect.row(row_id)
-    assert row["status"]["S"] == schema.RowStatus.PENDING
+    assert row["status"]["S"] == schema.RowStatus.QUEUED
     assert row[schema.PENDING_SHARD]["S"] == schema.pending_shard(row_id)
     assert float(row[schema.PENDING_SINCE]["N"]) == NOW
     assert row["lane"]["S"] == "messages"

@@ -47,7 +47,7 @@ def test_enqueue_failure_after_the_write_answers_200_and_leaves_the_row_for_the_
     # with everything needed to replay it
     assert response["statusCode"] == 200
     row = inspect.row(webhook.log_id(raw))
-    assert row["status"]["S"] == schema.RowStatus.PENDING
+    assert row["status"]["S"] == schema.RowStatus.QUEUED
     assert schema.PENDING_SHARD in row
     assert row["lane"]["S"] == "messages"
     assert inspect.body(webhook.log_id(raw)) == raw

@@ -63,7 +63,7 @@ def test_nesting_at_the_limit_is_accepted(door, inspect):
 
     assert door(post(raw), None)["statusCode"] == 200
 
-    assert inspect.row(webhook.log_id(raw))["status"]["S"] == schema.RowStatus.PENDING
+    assert inspect.row(webhook.log_id(raw))["status"]["S"] == schema.RowStatus.QUEUED
 
 
 def test_an_unparseable_redelivery_adds_nothing(door, inspect, metrics):

@@ -23,7 +23,7 @@ def test_an_accepted_job_is_written_pending_counted_and_enqueued(api, inspect, m
     assert response["headers"]["location"] == f"/jobs/{job_id}"
     # And the row exists before the message, pending, in the age index, with its payload
     row = inspect.job_row(job_id)
-    assert row["status"]["S"] == schema.RowStatus.PENDING
+    assert row["status"]["S"] == schema.RowStatus.QUEUED
     assert (row["lane"]["S"], row["kind"]["S"], row["tenant"]["S"]) == ("bulk", "import.page", "acme")
     assert (row["attempts"]["N"], row["deferrals"]["N"], row["replays"]["N"]) == ("0", "0", "0")
     assert row[schema.PENDING_SHARD]["S"] == schema.pending_shard(job_id)
@@ -51,7 +51,7 @@ def test_get_answers_the_jobs_status(api):
         "lane": "bulk",
         "kind": "import.page",
         "tenant": "acme",
-        "status": "pending",
+        "status": "queued",
         "attempts": 0,
         "deferrals": 0,
         "created_at": NOW,
@@ -212,7 +212,7 @@ def test_enqueue_failure_after_the_write_is_202_and_leaves_the_row_for_the_sweep
 
     assert response["statusCode"] == 202
     row = inspect.job_row(body_of(response)["id"])
-    assert row["status"]["S"] == schema.RowStatus.PENDING
+    assert row["status"]["S"] == schema.RowStatus.QUEUED
     assert schema.PENDING_SHARD in row
     assert inspect.messages("bulk") == []
     assert ("EnqueueFailed", {"Lane": "bulk"}) in metrics()
