@@ -184,7 +184,9 @@ def _phase(s: Session, p: Params, label: str, same_lane: bool) -> Phase:
     finished = flood.finished_at(s) if p.wait_for_import else started + p.seconds
     mine = tenants | set(flood.importers)
     phase = Phase(
-        not_started=sum(1 for r in s.log.outcomes(lane="messages", outcome="not_started") if r.tenant in mine),
+        not_started=sum(
+            1 for r in s.log.outcomes(lane="messages") if r.outcome in ("not_started", "cut_short") and r.tenant in mine
+        ),
         dead_lettered=s.depth("messages", dlq=True).visible - dlq_before,
         label=label,
         started=started,
@@ -250,7 +252,7 @@ def run(h: Harness, p: Params = FULL) -> Result:
     )
     result.figure("import pages shed by admission (503, retried)", str(own.shed), "0 (webhooks are never shed)")
     result.figure(
-        "messages-lane records returned unstarted (not_started)",
+        "messages-lane records re-sent for want of time (not_started, cut_short)",
         str(own.not_started),
         str(shared.not_started),
         "too little time left in the invocation; see Findings",
@@ -288,7 +290,7 @@ def run(h: Harness, p: Params = FULL) -> Result:
         "takes one lock: the import's writes slow the messages consumer even on its own lane, which AWS "
         "(separate Lambda instances, a DynamoDB that is not one lock) would not do. The own-lane tail is "
         "therefore pessimistic: its slowest messages are ones whose invocation spent seconds waiting for that "
-        "lock, found too little time left to start them (`not_started`) and returned them to the queue. "
+        "lock, found too little time left to start or finish them (`not_started`, `cut_short`) and re-sent them. "
         "The check is on the median; p99 is shown.",
         "The import is CPU-bound work here (item writes into the emulator, whose transactions cost time "
         "growing with the square of their size, so pages are kept to a few rows); a real bulk task waiting on "

@@ -36,6 +36,7 @@ class Outcome:
     RETRIED = "retried"
     DEAD_LETTERED = "dead_lettered"
     NOT_STARTED = "not_started"  # too little time left in the invocation
+    CUT_SHORT = "cut_short"  # started with what the invocation had left, and needed more
 
 
 RETRIED_BY_CLASS = "Retried"  # by Lane and ErrorClass

@@ -30,6 +30,7 @@ _LEVELS = {
     Outcome.DEAD_LETTERED: logging.CRITICAL,
     Outcome.RETRIED: logging.WARNING,
     Outcome.NOT_STARTED: logging.WARNING,
+    Outcome.CUT_SHORT: logging.WARNING,
 }
 
 

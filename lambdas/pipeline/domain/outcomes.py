@@ -68,3 +68,14 @@ def not_started(attempt: int, remaining_seconds: float) -> RecordOutcome:
         attempt=attempt,
         detail={"remaining_seconds": round(remaining_seconds, 3)},
     )
+
+
+def cut_short(attempt: int, limit_seconds: float) -> RecordOutcome:
+    # The task started with less than its lane's limit (all the invocation had left) and needed
+    # more. That says nothing against the record: it is re-sent like one that could not start.
+    return RecordOutcome(
+        outcome=Outcome.CUT_SHORT,
+        defer_seconds=0,
+        attempt=attempt,
+        detail={"limit_seconds": round(limit_seconds, 3)},
+    )

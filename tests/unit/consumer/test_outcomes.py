@@ -175,12 +175,13 @@ def test_unexpected_exceptions_are_classified(lane, exc, dead_lettered):
 
 
 def test_a_record_that_cannot_finish_before_the_timeout_is_not_started(lane):
-    # Given an invocation with less time left than the task's hard limit (3 s on this lane)
+    # Given an invocation with 1.5 s left: after the 1 s reserve, less than the least time worth
+    # starting a task under (1 s on this lane: its reserve, or a tenth of its 3 s limit)
     h = lane("messages")
     h.send(h.job_row("job-late", {}, tenant="acme", kind="test"))
     task = Recorder()
     # When the batch is handled
-    response, _ = h.poll(h.handler(tasks={"messages": task}), context=Context(2.0))
+    response, _ = h.poll(h.handler(tasks={"messages": task}), context=Context(1.5))
     # Then the record is not run and not failed back to SQS (that would spend a receive): it is
     # re-sent at once as a deferral carrying no new attempt, and the original acked
     assert response["batchItemFailures"] == []
@@ -200,13 +201,49 @@ def test_unstarted_records_never_walk_towards_the_dlq(lane):
     max_receives = json.loads(h.environ["LANE"])["max_receives"]
     # When it is received more times than the queue's max receives
     for _ in range(max_receives + 2):
-        h.poll(h.handler(tasks={"messages": task}), context=Context(2.0))
+        h.poll(h.handler(tasks={"messages": task}), context=Context(1.5))
     # Then it was never run, nothing reached the DLQ, and one untried copy waits on the lane
     assert task.calls == []
     assert h.dead_letters() == []
     (waiting,) = h.receive()
     assert json.loads(waiting["Body"])["attempt"] == 0
     assert waiting["Attributes"]["ApproximateReceiveCount"] == "1"
+
+
+def test_a_record_starts_with_less_than_its_limit_and_runs_under_what_the_invocation_has_left(lane):
+    # Given an invocation with 3 s left on a lane whose tasks may take 3 s, with a 1 s reserve
+    h = lane("messages")
+    h.send(h.job_row("job-short", {}, tenant="acme", kind="test"))
+    allowed = []
+    # When the batch is handled by a quick task
+    response, _ = h.poll(
+        h.handler(tasks={"messages": Recorder(lambda ctx: allowed.append(ctx.remaining()))}), context=Context(3.0)
+    )
+    # Then the task ran, under the 2 s left rather than its 3 s limit, and its record is done
+    assert response == {"batchItemFailures": []}
+    assert 1.5 < allowed[0] <= 2.0
+    assert h.row("jobs", "job-short")["status"] == schema.RowStatus.DONE
+
+
+def test_a_task_stopped_by_the_end_of_the_invocation_is_resent_without_an_attempt(lane, caplog):
+    # Given an invocation with 2.2 s left (a 1.2 s limit after the reserve) and a task needing 2 s,
+    # within its lane's 3 s limit
+    h = lane("messages")
+    h.send(h.job_row("job-cut", {}, tenant="acme", kind="test"))
+    release = threading.Event()
+    # When the batch is handled
+    response, _ = h.poll(h.handler(tasks={"messages": Recorder(lambda ctx: release.wait(2.0))}), context=Context(2.2))
+    release.set()
+    # Then the record is not failed back to SQS and not counted as an attempt: it is re-sent at
+    # once with its attempts carried, and its result never lands
+    assert response == {"batchItemFailures": []}
+    [line] = [line for line in log_lines(caplog) if line.get("outcome") == "cut_short"]
+    assert 1.0 < line["detail"]["limit_seconds"] <= 1.2
+    (resend,) = h.calls.of("SendMessageBatch")[0]["Entries"]
+    copy = json.loads(resend["MessageBody"])
+    assert (copy["id"], copy["attempt"]) == ("job-cut", 0)
+    assert counter_value(h, "job-cut") == 0
+    assert h.row("jobs", "job-cut")["status"] == schema.RowStatus.QUEUED
 
 
 def test_a_task_past_its_hard_limit_is_retried_and_its_late_result_never_lands(lane, caplog):
