@@ -121,10 +121,10 @@ def write(
     else:
         lines.append(
             "The first run of this suite found that records a consumer could not start in time were failed back "
-            "to SQS, spending a receive each time, so never-tried work could reach the DLQ. Fixed in commit "
-            "923d9c7 (they are re-sent like deferrals); `python -m bench.scenarios --findings` reproduces the "
-            "case and measures the re-send churn that remains (scenario 2 shows it too: records returned "
-            "unstarted)."
+            "to SQS, spending a receive each time, so never-tried work could reach the DLQ. Fixed in commits "
+            "923d9c7 (they are re-sent like deferrals) and 802fbd5 (a record runs under what the invocation "
+            "has left); `python -m bench.scenarios --findings` reproduces the case and measures the re-send "
+            "churn that remains (scenario 2 shows it too: records re-sent for want of time)."
         )
     lines.append("")
     lines.append("## What the local runtime cannot show")
