@@ -42,10 +42,7 @@ setup: $(VENV)/.installed node_modules/.installed
 
 test: setup
 	$(VENV)/bin/ruff check .
-	$(PY) -m pytest -n 2 --dist loadgroup --ignore=tests/scenarios
-	# The small scenarios host the functions in the test process, whose loggers keep that
-	# runtime's streams; they get a process of their own so no other test inherits them.
-	$(PY) -m pytest -n 2 --dist loadgroup tests/scenarios
+	$(PY) -m pytest -n 2 --dist loadgroup
 
 lint: setup
 	$(VENV)/bin/ruff check .

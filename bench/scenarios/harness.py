@@ -208,6 +208,7 @@ class Harness:
                 runtime.stop()
         finally:
             sys.stdout = saved
+            _share_function_logs_again(synthesized.env)
 
 
 def _keep_function_logs_to_themselves(env: Any) -> None:
@@ -223,6 +224,14 @@ def _keep_function_logs_to_themselves(env: Any) -> None:
 def _function_services(env: Any) -> list[str]:
     """The Powertools service names (and so `logging` logger names) of the functions."""
     return ["ingress", "jobs", "sweeper", *(f"consumer-{lane.name}" for lane in env.lanes)]
+
+
+def _share_function_logs_again(env: Any) -> None:
+    """Undo `_keep_function_logs_to_themselves` once the runtime is gone, so that anything else in
+    the process using the same loggers (the unit tests, in one pytest process, read them through
+    caplog) finds them propagating as `logging` made them."""
+    for name in _function_services(env):
+        logging.getLogger(name).propagate = True
 
 
 def _rebind_log_streams() -> None:
