@@ -42,7 +42,10 @@ setup: $(VENV)/.installed node_modules/.installed
 
 test: setup
 	$(VENV)/bin/ruff check .
-	$(PY) -m pytest -n 2 --dist loadgroup
+	$(PY) -m pytest -n 2 --dist loadgroup --ignore=tests/scenarios
+	# The small scenarios host every function in the test process; a process of their own keeps
+	# them and the unit tests from sharing loggers and stdout captures.
+	$(PY) -m pytest -n 2 --dist loadgroup tests/scenarios
 
 lint: setup
 	$(VENV)/bin/ruff check .

@@ -195,7 +195,7 @@ class Harness:
         runtime = LocalRuntime(synthesized=synthesized, aws_port=0 if cli else None)
         try:
             runtime.start()
-            _rebind_log_streams()
+            _rebind_log_streams(synthesized.env)
             session = Session(runtime)
             stray.sinks.append(session.log.sink)
             try:
@@ -234,16 +234,18 @@ def _share_function_logs_again(env: Any) -> None:
         logging.getLogger(name).propagate = True
 
 
-def _rebind_log_streams() -> None:
-    """Point every existing logging stream handler at the current stdout.
+def _rebind_log_streams(env: Any) -> None:
+    """Point the functions' logging stream handlers (and any other bound to an earlier runtime) at
+    the current stdout, this runtime's output capture.
 
     Powertools' Logger is a named `logging` logger whose stream handler keeps the `sys.stdout` of
-    the moment it was first created: inside an earlier runtime, that runtime's output capture. A
-    later runtime in the same process would otherwise never see those functions' log lines (they
-    would go to the first runtime's capture). See the report's notes on the local runtime."""
-    for logger in list(logging.Logger.manager.loggerDict.values()):
+    the moment it was first created: an earlier runtime's capture, or, in a pytest process, the
+    capture of whichever test first made a logger of that name. This runtime would otherwise never
+    see those functions' log lines. See the report's notes on the local runtime."""
+    functions = set(_function_services(env))
+    for name, logger in list(logging.Logger.manager.loggerDict.items()):
         for handler in getattr(logger, "handlers", []):
-            if isinstance(handler, logging.StreamHandler) and hasattr(handler.stream, "_capture"):
+            if type(handler) is logging.StreamHandler and (name in functions or hasattr(handler.stream, "_capture")):
                 handler.setStream(sys.stdout)
 
 
