@@ -315,8 +315,7 @@ class Session:
     def items(self, pk: str) -> list[dict[str, Any]]:
         from pipeline.adapters.items import from_item
 
-        response = calm(
-            self.aws("dynamodb").query,
+        response = self.aws("dynamodb").query(
             TableName=self.outputs["DataTableName"],
             KeyConditionExpression="pk = :pk",
             ExpressionAttributeValues={":pk": {"S": pk}},
@@ -327,12 +326,15 @@ class Session:
     def item(self, table_output: str, key: Mapping[str, Any]) -> dict[str, Any] | None:
         from pipeline.adapters.items import from_item, to_item
 
-        found = calm(
-            self.aws("dynamodb").get_item,
-            TableName=self.outputs[table_output],
-            Key=to_item(dict(key)),
-            ConsistentRead=True,
-        ).get("Item")
+        found = (
+            self.aws("dynamodb")
+            .get_item(
+                TableName=self.outputs[table_output],
+                Key=to_item(dict(key)),
+                ConsistentRead=True,
+            )
+            .get("Item")
+        )
         return from_item(found) if found else None
 
     def scan(self, table_output: str) -> list[dict[str, Any]]:
@@ -342,7 +344,7 @@ class Session:
         found: list[dict[str, Any]] = []
         kwargs: dict[str, Any] = {"TableName": self.outputs[table_output], "ConsistentRead": True}
         while True:
-            page = calm(dynamodb.scan, **kwargs)
+            page = dynamodb.scan(**kwargs)
             found.extend(from_item(i) for i in page["Items"])
             if "LastEvaluatedKey" not in page:
                 return found
@@ -478,8 +480,10 @@ class Session:
 
 
 def calm(call: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-    """Call the emulator, retrying the error moto raises when a read races a write in another thread
-    ("dictionary changed size during iteration"); AWS itself has no such failure."""
+    """Call the emulator's SQS, retrying the error moto raises when a call races a change to the
+    same queue in another thread ("dictionary changed size during iteration"); AWS has no such
+    failure. (DynamoDB calls take the runtime's lock instead: ops/runtime/moto_patches.py. SQS
+    calls cannot: a long poll would hold it for seconds.)"""
     for _ in range(9):
         try:
             return call(*args, **kwargs)

@@ -144,10 +144,8 @@ class Meter:
 
     def _key_names(self, table: str) -> tuple[str, ...]:
         if table not in self._keys:
-            from bench.scenarios.harness import calm
-
             with self._unmetered():
-                schema = calm(self._probe.describe_table, TableName=table)["Table"]["KeySchema"]
+                schema = self._probe.describe_table(TableName=table)["Table"]["KeySchema"]
             self._keys[table] = tuple(k["AttributeName"] for k in schema)
         return self._keys[table]
 
@@ -159,12 +157,10 @@ class Meter:
 
     def _read(self, table: str, key: Mapping[str, Any]) -> dict[str, Any] | None:
         """The item as it is now. This runs inside the metered call's own hooks, so it must never
-        raise into it: a read that keeps racing the emulator's writes counts as a missing item."""
-        from bench.scenarios.harness import calm
-
+        raise into it: a read that fails counts as a missing item."""
         with self._unmetered():
             try:
-                return calm(self._probe.get_item, TableName=table, Key=key, ConsistentRead=True).get("Item")
+                return self._probe.get_item(TableName=table, Key=key, ConsistentRead=True).get("Item")
             except Exception:
                 self.misses += 1
                 return None
@@ -177,35 +173,6 @@ def item_kind(key: Mapping[str, Any]) -> str:
         value = str(next(iter(key["pk"].values())))
         return value.split("#", 1)[0] if "#" in value else "state"
     return "row"
-
-
-@contextlib.contextmanager
-def atomic_reads() -> Iterator[None]:
-    """Make the emulator's DynamoDB reads take the lock its writes already take (the runtime's
-    atomicity patch). moto is not thread-safe: a read that races a write can fail with
-    "dictionary changed size during iteration", which the consumer would count and retry; the
-    meter's extra reads make such races common enough to inflate the count. DynamoDB has no such
-    failure, so the metered run removes it."""
-    from moto.dynamodb.models import DynamoDBBackend
-
-    from ops.runtime import moto_patches
-
-    lock = moto_patches._LOCK
-    originals = {}
-    for name in ("get_item", "batch_get_item", "query", "scan"):
-        original = getattr(DynamoDBBackend, name)
-        originals[name] = original
-
-        def locked(self: Any, *args: Any, __original: Any = original, **kwargs: Any) -> Any:
-            with lock:
-                return __original(self, *args, **kwargs)
-
-        setattr(DynamoDBBackend, name, locked)
-    try:
-        yield
-    finally:
-        for name, original in originals.items():
-            setattr(DynamoDBBackend, name, original)
 
 
 @contextlib.contextmanager

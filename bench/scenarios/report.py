@@ -17,11 +17,11 @@ LOCAL_LIMITS = [
     "the same code under the same load, and the checks assert only which way the difference goes.",
     "moto is the backend: it hands out standard-queue messages oldest first (SQS only approximates order and "
     "has fair queues for message groups, which moto ignores), scans the whole queue on every receive, "
-    "serialises DynamoDB writes behind one lock (the runtime's atomicity patch), and prices a transaction's "
+    "serialises DynamoDB reads and writes behind one lock (the runtime's atomicity patch), and prices a transaction's "
     "time with the square of its size. Queues are kept to a few hundred messages and bulk pages to a few rows.",
-    "moto is not thread-safe for a read racing a write: a consumer occasionally sees 'dictionary changed size "
-    "during iteration' from the emulator, classifies it as transient and retries the record (it shows as a "
-    "retried outcome); DynamoDB has no such failure.",
+    "moto's SQS is not thread-safe for a call racing a change to the same queue ('dictionary changed size "
+    "during iteration'); the harness's own SQS calls retry it, and a consumer that meets it retries the record "
+    "(a `retried` outcome). SQS has no such failure.",
     "Times are the `local` environment's: seconds where production has minutes (retry backoff, sweeper grace "
     "and period, alarm periods, visibility timeouts). Alarm evaluation uses sliding windows every second.",
     "A task runs on a worker thread the runtime does not attribute to its function, so the few log lines a "

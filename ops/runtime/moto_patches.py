@@ -3,8 +3,10 @@
 DynamoDB applies each write (and each transaction) atomically with its condition. moto checks
 the condition and then writes, with nothing in between to stop another thread: under real
 concurrency two conditional puts can both succeed. The local runtime and the concurrency tests run
-handlers in threads, so every DynamoDB write and transaction goes through one lock. Reads stay
-unlocked, as on DynamoDB.
+handlers in threads, so every DynamoDB write and transaction goes through one lock. Reads take it
+too: moto's reads iterate the table's dictionaries and fail ("dictionary changed size during
+iteration") when a write lands mid-read, a failure DynamoDB does not have and a consumer would
+count as a transient error and retry.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Any
 _LOCK = threading.RLock()
 _PATCHED = False
 _WRITES = ("put_item", "update_item", "delete_item", "transact_write_items", "batch_write_item")
+_READS = ("get_item", "batch_get_item", "query", "scan", "describe_table")
 
 
 def make_dynamodb_atomic() -> None:
@@ -24,7 +27,7 @@ def make_dynamodb_atomic() -> None:
         return
     from moto.dynamodb.models import DynamoDBBackend
 
-    for name in _WRITES:
+    for name in _WRITES + _READS:
         original = getattr(DynamoDBBackend, name, None)
         if original is None:
             continue
