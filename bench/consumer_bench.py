@@ -32,8 +32,9 @@ from contextlib import contextmanager, redirect_stdout
 from dataclasses import dataclass
 from typing import Any
 
+from bench.mapping_player import BATCH, drain
+
 REGION = "us-east-1"
-BATCH = 10
 LANE = "messages"
 
 
@@ -149,51 +150,14 @@ class World:
 
     def drain(self, handler: Callable[[dict[str, Any], Any], Any]) -> int:
         """Play the event source mapping until the queue is empty; returns the batches run."""
-        batches = 0
-        while True:
-            messages = self.sqs.receive_message(
-                QueueUrl=self.queue_url, MaxNumberOfMessages=BATCH, AttributeNames=["All"]
-            ).get("Messages", [])
-            self.esm_requests += 1
-            if not messages:
-                return batches
-            batches += 1
+
+        def quiet(event: dict[str, Any], context: Any) -> Any:
             with redirect_stdout(io.StringIO()):  # log lines and EMF documents
-                response = handler(_event(messages), _Context())
-            failed = {item["itemIdentifier"] for item in response["batchItemFailures"]}
-            acked = [m for m in messages if m["MessageId"] not in failed]
-            if acked:
-                self.sqs.delete_message_batch(
-                    QueueUrl=self.queue_url,
-                    Entries=[{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(acked)],
-                )
-                self.esm_requests += 1
+                return handler(event, context)
 
-
-class _Context:
-    """A fresh invocation with the lane's whole timeout ahead of it."""
-
-    @staticmethod
-    def get_remaining_time_in_millis() -> int:
-        return 30_000
-
-
-def _event(messages: list[dict[str, Any]]) -> dict[str, Any]:
-    return {
-        "Records": [
-            {
-                "messageId": m["MessageId"],
-                "receiptHandle": m["ReceiptHandle"],
-                "body": m["Body"],
-                "attributes": m.get("Attributes", {}),
-                "messageAttributes": {},
-                "eventSource": "aws:sqs",
-                "eventSourceARN": f"arn:aws:sqs:{REGION}:000000000000:{LANE}",
-                "awsRegion": REGION,
-            }
-            for m in messages
-        ]
-    }
+        drained = drain(self.sqs, self.queue_url, f"arn:aws:sqs:{REGION}:000000000000:{LANE}", quiet)
+        self.esm_requests += drained.requests
+        return drained.batches
 
 
 def _world(lane_changes: Mapping[str, Any] | None = None) -> World:
@@ -249,7 +213,7 @@ def _ours(messages: int, tenant_of: Callable[[int], str], name: str) -> Figures:
 
 
 def _powertools(messages: int) -> Figures:
-    from bench.consumer_powertools import conditional_put, create_idempotency_table, make_handler
+    from bench.consumer_powertools import create_idempotency_table, make_handler, store_message
 
     with _aws():
         world = _world()
@@ -258,20 +222,9 @@ def _powertools(messages: int) -> Figures:
         session, meter = world.meter()
         client = session.client("dynamodb")
 
-        def store_message(envelope: dict[str, Any]) -> dict[str, Any]:
+        def task(envelope: dict[str, Any]) -> dict[str, Any]:
             [message] = envelope["payload"]["entry"][0]["changes"][0]["value"]["messages"]
-            conditional_put(
-                client,
-                TableName="data",
-                Item={
-                    "pk": {"S": f"msg#{envelope['tenant']}#{message['id']}"},
-                    "sk": {"S": "message"},
-                    "text": {"S": message["text"]["body"]},
-                    "sender": {"S": message["from"]},
-                    "stored_at": {"N": str(time.time())},
-                },
-                ConditionExpression="attribute_not_exists(pk)",
-            )
+            store_message(client, "data", f"msg#{envelope['tenant']}#{message['id']}", message)
             client.update_item(
                 TableName="webhook-log",
                 Key={"id": {"S": envelope["id"]}},
@@ -281,7 +234,7 @@ def _powertools(messages: int) -> Figures:
             )
             return {"stored": 1}
 
-        world.drain(make_handler(client, store_message))
+        world.drain(make_handler(client, task))
         return Figures("Powertools idempotency + BatchProcessor", messages, meter, world.esm_requests)
 
 

@@ -11,7 +11,8 @@ idempotent on its own.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from botocore.exceptions import ClientError
@@ -65,3 +66,19 @@ def conditional_put(dynamodb: Any, **kwargs: Any) -> bool:
             return False
         raise
     return True
+
+
+def store_message(dynamodb: Any, table: str, pk: str, message: Mapping[str, Any]) -> bool:
+    """The task's effect in the common design: a WhatsApp message stored once (a repeat is ignored)."""
+    return conditional_put(
+        dynamodb,
+        TableName=table,
+        Item={
+            "pk": {"S": pk},
+            "sk": {"S": "message"},
+            "text": {"S": message["text"]["body"]},
+            "sender": {"S": message["from"]},
+            "stored_at": {"N": str(time.time())},
+        },
+        ConditionExpression="attribute_not_exists(pk)",
+    )

@@ -29,6 +29,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
+from bench.mapping_player import BATCH, drain
 from bench.scenarios.harness import Harness, Session, fan_out, poll
 from bench.scenarios.metering import WRITES, Meter, Usage, metering_new_clients
 from bench.scenarios.result import Result
@@ -36,7 +37,6 @@ from stacks.config.lanes import catalogue
 
 LANE = "messages"
 DOOR, CONSUMER, ESM = "door", "consumer", "event source mapping"
-BATCH = 10
 
 
 @dataclass(frozen=True)
@@ -199,7 +199,7 @@ def _common_design(s: Session, bodies: list[dict[str, Any]]) -> Tally:
     idempotency + the message + a status update; a poller in batches of 10."""
     import boto3
 
-    from bench.consumer_powertools import conditional_put, create_idempotency_table, make_handler
+    from bench.consumer_powertools import create_idempotency_table, make_handler, store_message
 
     secret = s.client.app_secret.encode()
     table = s.outputs["DataTableName"]
@@ -228,18 +228,7 @@ def _common_design(s: Session, bodies: list[dict[str, Any]]) -> Tally:
     def store(envelope: dict[str, Any]) -> dict[str, Any]:
         message = envelope["payload"]["entry"][0]["changes"][0]["value"]["messages"][0]
         pk = f"common#msg#{envelope['tenant']}#{message['id']}"
-        conditional_put(
-            consumer_dynamodb,
-            TableName=table,
-            Item={
-                "pk": {"S": pk},
-                "sk": {"S": "message"},
-                "text": {"S": message["text"]["body"]},
-                "sender": {"S": message["from"]},
-                "stored_at": {"N": str(time.time())},
-            },
-            ConditionExpression="attribute_not_exists(pk)",
-        )
+        store_message(consumer_dynamodb, table, pk, message)
         consumer_dynamodb.update_item(
             TableName=table,
             Key={"pk": {"S": pk}, "sk": {"S": "status"}},
@@ -249,55 +238,19 @@ def _common_design(s: Session, bodies: list[dict[str, Any]]) -> Tally:
         )
         return {"stored": 1}
 
-    class Context:
-        @staticmethod
-        def get_remaining_time_in_millis() -> int:
-            return 30_000
-
     handler = make_handler(consumer_dynamodb, store)
     for body in bodies:
         raw = json.dumps(body, ensure_ascii=False).encode()
         door(raw, "sha256=" + hmac.new(secret, raw, hashlib.sha256).hexdigest())
-    invocations = records = 0
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="Couldn't determine the remaining time left")
-        while True:
-            messages = esm_sqs.receive_message(QueueUrl=queue, MaxNumberOfMessages=BATCH, AttributeNames=["All"]).get(
-                "Messages", []
-            )
-            if not messages:
-                break
-            invocations += 1
-            records += len(messages)
-            event = {
-                "Records": [
-                    {
-                        "messageId": m["MessageId"],
-                        "receiptHandle": m["ReceiptHandle"],
-                        "body": m["Body"],
-                        "attributes": m.get("Attributes", {}),
-                        "messageAttributes": {},
-                        "eventSource": "aws:sqs",
-                        "eventSourceARN": "arn:aws:sqs:us-east-1:123456789012:common-design",
-                        "awsRegion": "us-east-1",
-                    }
-                    for m in messages
-                ]
-            }
-            response = handler(event, Context())
-            failed = {item["itemIdentifier"] for item in response["batchItemFailures"]}
-            done = [m for m in messages if m["MessageId"] not in failed]
-            if done:
-                esm_sqs.delete_message_batch(
-                    QueueUrl=queue,
-                    Entries=[{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(done)],
-                )
+        drained = drain(esm_sqs, queue, "arn:aws:sqs:us-east-1:123456789012:common-design", handler, batch=BATCH)
     return Tally(
         webhooks=len(bodies),
         api_requests=len(bodies),
         door_invocations=len(bodies),
-        consumer_invocations=invocations,
-        records=records,
+        consumer_invocations=drained.batches,
+        records=drained.records,
         usage=dict(meter.usage),
     )
 
