@@ -113,25 +113,67 @@ class Cost:
         return self.sqs + self.lambda_ + self.dynamodb + self.api + self.logs
 
 
+@dataclass(frozen=True)
+class Counts:
+    """The billable work of one lane over some period, modelled (`lane_cost`) or measured (the cost
+    scenario in bench/scenarios)."""
+
+    messages: float
+    consumer_invocations: float
+    door_invocations: float
+    sqs_requests: float
+    write_units: float
+    read_units: float
+    api_requests: float
+
+
+def itemised(counts: Counts, lane: Lane, prices: Prices = LIST_PRICES, usage: Usage = ASSUMED) -> dict[str, float]:
+    """Dollars by line item. Lambda compute is priced from the usage assumptions: the lane's service
+    time per message plus an overhead per invocation, and the door's time per request."""
+    consumer_gb_s = (
+        (
+            counts.messages * lane.traffic.service_seconds
+            + counts.consumer_invocations * usage.invocation_overhead_seconds
+        )
+        * lane.memory_mb
+        / 1024
+    )
+    door_gb_s = counts.door_invocations * usage.door_seconds * usage.door_memory(entry(lane)) / 1024
+    million = 1_000_000
+    return {
+        "API Gateway": counts.api_requests / million * prices.http_api_per_million_requests,
+        "Lambda requests": (counts.consumer_invocations + counts.door_invocations)
+        / million
+        * prices.lambda_per_million_requests,
+        "Lambda compute": (consumer_gb_s + door_gb_s) * prices.lambda_per_gb_second,
+        "SQS": counts.sqs_requests / million * prices.sqs_per_million_requests,
+        "DynamoDB writes": counts.write_units / million * prices.dynamodb_per_million_writes,
+        "DynamoDB reads": counts.read_units / million * prices.dynamodb_per_million_reads,
+        "CloudWatch Logs": counts.messages * usage.log_kib_per_message / (1024 * 1024) * prices.logs_per_gb,
+    }
+
+
 def lane_cost(lane: Lane, average_fraction: float, prices: Prices = LIST_PRICES, usage: Usage = ASSUMED) -> Cost:
     messages = lane.traffic.peak_per_second * average_fraction * prices.seconds_per_month
     per = units(lane, usage)
-    invocations = messages / lane.batch_size  # full batches: optimistic at low traffic
-    consumer_gb_s = invocations * (lane.batch_size * lane.traffic.service_seconds + usage.invocation_overhead_seconds)
-    consumer_gb_s *= lane.memory_mb / 1024
     kind = entry(lane)
-    door_invocations = messages if kind != "tick" else 0.0
-    door_gb_s = door_invocations * usage.door_seconds * usage.door_memory(kind) / 1024
-    million = 1_000_000
+    counts = Counts(
+        messages=messages,
+        consumer_invocations=messages / lane.batch_size,  # full batches: optimistic at low traffic
+        door_invocations=messages if kind != "tick" else 0.0,
+        sqs_requests=messages * per.sqs_requests,
+        write_units=messages * per.writes,
+        read_units=messages * per.reads,
+        api_requests=messages * per.api_requests,
+    )
+    items = itemised(counts, lane, prices, usage)
     return Cost(
         messages=messages,
-        sqs=messages * per.sqs_requests / million * prices.sqs_per_million_requests,
-        lambda_=(consumer_gb_s + door_gb_s) * prices.lambda_per_gb_second
-        + (invocations + door_invocations) / million * prices.lambda_per_million_requests,
-        dynamodb=messages * per.writes / million * prices.dynamodb_per_million_writes
-        + messages * per.reads / million * prices.dynamodb_per_million_reads,
-        api=messages * per.api_requests / million * prices.http_api_per_million_requests,
-        logs=messages * usage.log_kib_per_message / (1024 * 1024) * prices.logs_per_gb,
+        sqs=items["SQS"],
+        lambda_=items["Lambda compute"] + items["Lambda requests"],
+        dynamodb=items["DynamoDB writes"] + items["DynamoDB reads"],
+        api=items["API Gateway"],
+        logs=items["CloudWatch Logs"],
     )
 
 

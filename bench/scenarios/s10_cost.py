@@ -85,33 +85,20 @@ class Tally:
         return value / self.webhooks
 
     def cost_per_million(self) -> dict[str, float]:
-        from ops.pricing import ASSUMED, LIST_PRICES
-        from stacks.config.lanes import catalogue
+        from ops.pricing import Counts, itemised
 
         lane = next(lane for lane in catalogue() if lane.name == LANE)
-        prices, million = LIST_PRICES, 1_000_000
-        scale = million / self.webhooks
-        gb_seconds = (
-            self.door_invocations * ASSUMED.door_seconds * ASSUMED.webhook_door_memory_mb / 1024
-            + (
-                self.records * lane.traffic.service_seconds
-                + self.consumer_invocations * ASSUMED.invocation_overhead_seconds
-            )
-            * lane.memory_mb
-            / 1024
+        counts = Counts(
+            messages=self.records,
+            consumer_invocations=self.consumer_invocations,
+            door_invocations=self.door_invocations,
+            sqs_requests=self.sqs,
+            write_units=self.wcu,
+            read_units=self.rcu,
+            api_requests=self.api_requests,
         )
-        return {
-            "API Gateway": self.api_requests * scale * prices.http_api_per_million_requests / million,
-            "Lambda requests": (self.door_invocations + self.consumer_invocations)
-            * scale
-            * prices.lambda_per_million_requests
-            / million,
-            "Lambda compute": gb_seconds * scale * prices.lambda_per_gb_second,
-            "SQS": self.sqs * scale * prices.sqs_per_million_requests / million,
-            "DynamoDB writes": self.wcu * scale * prices.dynamodb_per_million_writes / million,
-            "DynamoDB reads": self.rcu * scale * prices.dynamodb_per_million_reads / million,
-            "CloudWatch Logs": million * ASSUMED.log_kib_per_message / (1024 * 1024) * prices.logs_per_gb,
-        }
+        scale = 1_000_000 / self.webhooks
+        return {item: dollars * scale for item, dollars in itemised(counts, lane).items()}
 
 
 def _ours(h: Harness, p: Params) -> tuple[Tally, dict[str, Any]]:
