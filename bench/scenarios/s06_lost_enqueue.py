@@ -23,7 +23,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from bench.scenarios.harness import Harness, Session, poll
+from bench.scenarios.harness import Harness, RecordLine, Session, poll
 from bench.scenarios.measure import fmt, percentile
 from bench.scenarios.result import Result
 
@@ -144,9 +144,15 @@ def run(h: Harness, p: Params = FULL) -> Result:
         ours = _deliver_lost(s, p, "ours", p.grace_seconds)
         enqueue_failures = _enqueue_failures(s, "-ours-")
         poll(lambda: (_read(s, ours), len(ours.stored) == len(ours.sent))[1], p.recovery_timeout, interval=0.5)
+
+        def done_lines() -> list[RecordLine]:
+            return [r for r in s.log.outcomes(lane=LANE, outcome="done") if "-ours-" in r.tenant]
+
+        # A consumer writes its outcome lines once the whole batch has settled, after the commit
+        # that stored the message: give the last batch time to finish before counting them.
+        poll(lambda: len(done_lines()) >= len(ours.sent), 10, interval=0.2)
+        done = done_lines()
         replayed = _replays(s, sweep_from)
-        ours_ids = {r.id for r in s.log.outcomes(lane=LANE) if "-ours-" in r.tenant}
-        done_lines = [r for r in s.log.outcomes(lane=LANE, outcome="done") if r.id in ours_ids]
         rows = [r for r in s.scan("WebhookTableName") if "-ours-" in str(r.get("tenant", ""))]
         # The baseline: the sweeper switched off, the same fault, as long again as recovery took.
         waited = max(ours.recovery, default=grace) + p.extra_wait
@@ -156,7 +162,7 @@ def run(h: Harness, p: Params = FULL) -> Result:
         _read(s, naive)
         naive_rows = [r for r in s.scan("WebhookTableName") if "-naive-" in str(r.get("tenant", ""))]
     pending = sum(1 for r in naive_rows if r.get("status") == "queued")
-    once = all(c == 1 for c in ours.copies.values()) and len(done_lines) == len(ours.sent)
+    once = all(c == 1 for c in ours.copies.values()) and len(done) == len(ours.sent)
     result.figure(
         "webhooks answered 200", f"{ours.statuses.count(200)}/{p.lost}", f"{naive.statuses.count(200)}/{p.lost}"
     )
@@ -171,7 +177,7 @@ def run(h: Harness, p: Params = FULL) -> Result:
         "/".join(sorted({str(c) for c in ours.copies.values()})),
         "/".join(sorted({str(c) for c in naive.copies.values()})),
     )
-    result.figure("consumer 'done' lines for those deliveries", str(len(done_lines)), "0")
+    result.figure("consumer 'done' lines for those deliveries", str(len(done)), "0")
     result.figure("sweeper replays", str(replayed), "0 (off)")
     result.figure(
         "delivery to stored (p50 / max)",
@@ -187,7 +193,7 @@ def run(h: Harness, p: Params = FULL) -> Result:
     result.check(
         "every lost delivery is processed, exactly once",
         len(ours.stored) == p.lost and once,
-        f"{len(ours.stored)}/{p.lost} stored, copies {sorted(set(ours.copies.values()))}, {len(done_lines)} done",
+        f"{len(ours.stored)}/{p.lost} stored, copies {sorted(set(ours.copies.values()))}, {len(done)} done",
     )
     result.check(
         "without the sweeper none of them is processed",
