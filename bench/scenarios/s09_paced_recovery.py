@@ -44,7 +44,7 @@ class Params:
 
 
 FULL = Params()
-QUICK = Params(messages=20, rate=5, pages=10)
+QUICK = Params(messages=40, rate=5, pages=20)
 
 
 @dataclass
