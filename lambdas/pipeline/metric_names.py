@@ -41,6 +41,7 @@ class Outcome:
 
 RETRIED_BY_CLASS = "Retried"  # by Lane and ErrorClass
 ABANDONED = "Abandoned"  # by Source (webhook/job) from the sweeper; by Lane from consumers
+OUT_OF_TIME = "OutOfTime"  # by Lane: consumer invocations whose batch had not settled when their time ran out
 
 # Sweeper
 OLDEST_UNPROCESSED_AGE = "OldestUnprocessedAgeSeconds"  # by Source: webhook, job

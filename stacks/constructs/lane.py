@@ -8,11 +8,12 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
+from pipeline import metric_names
 from stacks.config.environments import Environment
 from stacks.config.lanes import Lane
 from stacks.constructs.alarms import OnCall
 from stacks.constructs.function import FunctionSpec, PipelineFunction, SharedCode
-from stacks.runtime_env import lane_id
+from stacks.runtime_env import lane_id, metrics_namespace
 
 DLQ_RETENTION = Duration.days(14)
 """SQS's maximum: the longest a person has to look at a dead letter before it is gone."""
@@ -157,4 +158,22 @@ class LaneConsumer(Construct):
             evaluation_periods=1,
             description=f"{lane.name}: Lambda throttled the consumer, so the concurrency budget is misconfigured "
             "(reservation below MaximumConcurrency or the account quota exhausted). See docs/RUNBOOK.md#throttles.",
+        )
+        self.out_of_time_alarm = on_call.alarm(
+            self,
+            "OutOfTime",
+            metric=cloudwatch.Metric(
+                namespace=metrics_namespace(env),
+                metric_name=metric_names.OUT_OF_TIME,
+                # Powertools adds the `service` dimension to every metric it emits; alarms must match it.
+                dimensions_map={metric_names.LANE: lane.name, "service": f"consumer-{lane.name}"},
+                period=period,
+                statistic="Sum",
+            ),
+            threshold=1,
+            comparison=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+            # One is enough: each returned a whole batch to SQS with a receive spent on every record.
+            evaluation_periods=1,
+            description=f"{lane.name}: a consumer invocation ran out of time before settling its batch, so its "
+            "records went back to SQS with a receive spent, attempted or not. See docs/RUNBOOK.md#out-of-time.",
         )

@@ -172,7 +172,11 @@ class Observability(Construct):
                     )
                 ],
                 left_annotations=[cloudwatch.HorizontalAnnotation(value=lane.max_concurrency, label="budget")],
-                right=[function.metric_throttles(period=self._period), function.metric_errors(period=self._period)],
+                right=[
+                    function.metric_throttles(period=self._period),
+                    function.metric_errors(period=self._period),
+                    self._custom(metric_names.OUT_OF_TIME, service, lane_dim, "Sum"),
+                ],
                 width=6,
             ),
         )

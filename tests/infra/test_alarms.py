@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from ops import pricing
 from pipeline import metric_names
 from stacks.constructs.lane import dlq_logical_id, queue_logical_id
 
@@ -63,6 +64,26 @@ def test_each_lane_alarms_on_age_dead_letters_errors_and_throttles(synthesized):
     errors = [a for a in lambda_alarms if a["MetricName"] == "Errors"]
     assert len(throttles) == len(errors) == len(synthesized.env.lanes)
     assert all(a["Threshold"] == 0 and a["ComparisonOperator"] == "GreaterThanThreshold" for a in throttles)
+
+
+def test_each_lane_alarms_on_a_consumer_invocation_out_of_time(synthesized):
+    # Each one returned a whole batch to SQS with a receive spent on every record: the first pages.
+    namespace = f"Lanes/{synthesized.env.name}"
+    out_of_time = [a for a in _alarms(synthesized) if a.get("MetricName") == metric_names.OUT_OF_TIME]
+    assert sorted(d["Value"] for a in out_of_time for d in a["Dimensions"] if d["Name"] == metric_names.LANE) == sorted(
+        lane.name for lane in synthesized.env.lanes
+    )
+    for alarm in out_of_time:
+        (lane,) = [d["Value"] for d in alarm["Dimensions"] if d["Name"] == metric_names.LANE]
+        assert {"Name": "service", "Value": f"consumer-{lane}"} in alarm["Dimensions"]
+        assert (alarm["Namespace"], alarm["Statistic"], alarm["Threshold"]) == (namespace, "Sum", 1)
+        assert (alarm["ComparisonOperator"], alarm["EvaluationPeriods"]) == ("GreaterThanOrEqualToThreshold", 1)
+        assert "RUNBOOK.md#out-of-time" in alarm["AlarmDescription"]
+
+
+def test_the_planner_prices_every_alarm_the_stack_makes(synthesized):
+    env = synthesized.env
+    assert pricing.fixed_cost(len(env.lanes), env.sweeper.period_seconds).alarm_count == len(_alarms(synthesized))
 
 
 def test_dead_letters_are_watched_by_depth_not_by_sends(synthesized):

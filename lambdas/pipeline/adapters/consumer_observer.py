@@ -4,7 +4,9 @@ One structured line per record outcome, with `lane`, `tenant`, `outcome`, `attem
 `id` as top-level fields (a Contributor Insights rule ranks tenants by `outcome` from them).
 Dead letters log at CRITICAL: abandoning work must be loud. Metrics are counted per batch and
 emitted at its end, one EMF document per dimension set: `Records` by Lane and Outcome, `Retried`
-by Lane and ErrorClass, `Abandoned` by Lane. Tenants never become dimensions.
+by Lane and ErrorClass, `Abandoned` by Lane. Tenants never become dimensions. `OutOfTime` by Lane
+is the exception to "at the end": it is written the moment it is known, because an invocation
+out of time may be stopped before its end comes.
 
 An observe-mode budget adds a line (and a `Records` count) with outcome `would_defer` for a
 record it would have deferred; the record's own outcome line still follows, so `would_defer`
@@ -97,6 +99,14 @@ class ConsumerObserver:
         if exc is not None:
             extra.update(error_class=type(exc).__name__, error=str(exc)[:500])
         self._logger.error(message, extra=extra, exc_info=exc is not None)
+
+    def out_of_time(self, records: int, remaining_seconds: float) -> None:
+        self._logger.error(
+            "invocation ran out of time before its batch settled",
+            extra={"lane": self._lane, "records": records, "remaining_seconds": round(remaining_seconds, 3)},
+        )
+        self._count(metric_names.OUT_OF_TIME)
+        self.flush()
 
     def flush(self) -> None:
         """One EMF document per dimension set (a document holds one set)."""

@@ -19,6 +19,13 @@ Per batch:
    with the reason, row marked failed, ack.
 At the end, deferrals are re-sent and visibility changes applied in batches of ten.
 
+Time: the consumer takes no further step that calls SQS or DynamoDB for a record (the lookup, an
+expiry, a quota, a task and its commit) unless the invocation would still have its settle reserve
+left afterwards: enough to re-send what it has not finished, release its leases and report (see
+domain/settle_reserve.py). A record it does not take is re-sent untouched, and the original acked,
+so it costs no receive. An invocation that ends before its batch settled anyway is reported as
+out of time (domain/deadline_watch.py).
+
 Nothing a record does can fail another record, and nothing raises out of `process`: an
 unexpected error at batch level returns every record not yet settled to SQS.
 """
@@ -34,7 +41,9 @@ from pipeline import schema
 from pipeline.domain import budgets as budget_rules
 from pipeline.domain import marks, retry
 from pipeline.domain import outcomes as out
+from pipeline.domain import settle_reserve as reserve_rules
 from pipeline.domain.budgets import Budget, Grant, Mode
+from pipeline.domain.deadline_watch import DeadlineWatch
 from pipeline.domain.effects import TASK_TABLES, Write
 from pipeline.domain.envelope import Envelope
 from pipeline.domain.errors import Classified, DependencyBusy, PermanentError, TaskTimeout, classify
@@ -43,6 +52,7 @@ from pipeline.domain.marks import Obligation
 from pipeline.domain.outcomes import RecordOutcome
 from pipeline.domain.ports import (
     Budgets,
+    CallTimes,
     CommitState,
     Committer,
     Drain,
@@ -62,6 +72,8 @@ from pipeline.settings import LaneSettings
 LEASE_SLACK_SECONDS = 5.0
 """Added to every lease: covers clock skew between instances and the end-of-batch bookkeeping."""
 ERROR_ATTRIBUTE_LIMIT = 256
+CHEAP_CHECK_CALLS = 2
+"""The most a cheap check calls: a dead letter and its row's mark, or an expiry's commit."""
 
 
 @dataclass(frozen=True)
@@ -72,7 +84,8 @@ class ConsumerConfig:
 
     @property
     def reserve_seconds(self) -> float:
-        """Time kept back after a task for its commit and the batch's bookkeeping."""
+        """The least time kept back after a task for its commit and the batch's bookkeeping; more
+        when the calls that need it are slow (Consumer._settle_reserve)."""
         return min(1.0, max(0.1, (self.lane.timeout_seconds - self.lane.task_time_limit_seconds) / 2))
 
     @property
@@ -95,6 +108,7 @@ class Adapters:
     drain: Drain
     observer: Observer
     vendor: Vendor
+    calls: CallTimes
 
 
 class Consumer:
@@ -113,11 +127,26 @@ class Consumer:
         self._io = adapters
         self._clock = clock
         self._rng = rng
+        self._slowest_before = 0.0
+        """The slowest call of the previous invocation: the first calls of this one may be as slow,
+        and the settle's SQS calls are often the first SQS calls of an invocation. An instance
+        runs one invocation at a time, as a Lambda execution environment does."""
 
     # The batch
 
     def process(self, records: Sequence[Mapping[str, Any]], remaining: Callable[[], float]) -> list[str]:
         """Run one SQS batch; returns the message ids to report in batchItemFailures."""
+        self._slowest_before = self._io.calls.restart()
+        with DeadlineWatch(remaining, lambda: self._report_out_of_time(len(records), remaining)):
+            return self._process(records, remaining)
+
+    def _report_out_of_time(self, records: int, remaining: Callable[[], float]) -> None:
+        try:
+            self._io.observer.out_of_time(records, max(0.0, remaining()))
+        except Exception as exc:  # the watch may run on its own thread, where nobody would see it
+            self._io.observer.problem("out of time, and not reported", exc)
+
+    def _process(self, records: Sequence[Mapping[str, Any]], remaining: Callable[[], float]) -> list[str]:
         batch = [receive(record, self._lane.name) for record in records]
         settled: dict[int, RecordOutcome] = {}
         try:
@@ -149,30 +178,27 @@ class Consumer:
         live: list[int] = []
         for index, received in enumerate(batch):
             if received.envelope is None:
+                # Not gated on time: it has no envelope to re-send, and nothing has used any yet.
                 settled[index] = self._dead_letter(received, None, self._malformed(received), received.receive_count)
             else:
                 live.append(index)
+        if self._left_after(remaining, batch, settled, calls=1) < 0:
+            self._not_started(batch, live, settled, remaining)
+            return
         obligations = self._obligations(batch, live, settled)
-        now = self._clock()
-        todo: list[int] = []
-        for index in live:
-            if index in settled:
-                continue
-            received, obligation = batch[index], obligations[index]
-            outcome = self._cheap_check(received, obligation, now)
-            if outcome is None:
-                todo.append(index)
-            else:
-                settled[index] = outcome
-        grants = self._take_tenant_quota(batch, todo, remaining)
+        todo = self._cheap_checks(batch, live, obligations, settled, remaining)
+        grants = self._take_tenant_quota(batch, todo, settled, remaining)
         try:
             for index in todo:
+                if index in settled:
+                    continue
                 received = batch[index]
                 held = grants.get(received.tenant)
                 if held is not None and index in held[1]:
                     settled[index] = self._defer(received, budget_rules.TENANT_QUOTA)
                     continue
-                settled[index] = self._run_one(received, obligations[index], remaining)
+                reserve = self._settle_reserve(batch, settled, leases=len(grants), calls=self._record_calls(received))
+                settled[index] = self._run_one(received, obligations[index], remaining, reserve)
         finally:
             for grant, _ in grants.values():
                 self._io.budgets.release(grant)
@@ -192,32 +218,68 @@ class Consumer:
             index: Obligation(table, key, found.get(location_id(table, key))) for index, (table, key) in located.items()
         }
 
-    def _cheap_check(self, received: Received, obligation: Obligation, now: float) -> RecordOutcome | None:
+    def _cheap_checks(
+        self,
+        batch: list[Received],
+        live: list[int],
+        obligations: dict[int, Obligation],
+        settled: dict[int, RecordOutcome],
+        remaining: Callable[[], float],
+    ) -> list[int]:
+        """Settles what needs no task; returns the indices that do."""
+        now = self._clock()
+        todo: list[int] = []
+        for index in live:
+            if index in settled:
+                continue
+            short = self._left_after(remaining, batch, settled, calls=CHEAP_CHECK_CALLS) < 0
+            outcome = self._cheap_check(batch[index], obligations[index], now, short, remaining)
+            if outcome is None:
+                todo.append(index)
+            else:
+                settled[index] = outcome
+        return todo
+
+    def _cheap_check(
+        self, received: Received, obligation: Obligation, now: float, short: bool, remaining: Callable[[], float]
+    ) -> RecordOutcome | None:
+        """`short`: too little time left for this check's own calls (a dead letter, an expiry)."""
         envelope = received.envelope
         assert envelope is not None
         attempt = self._attempt(received)
         if obligation.missing_row:
+            if short:
+                return out.not_started(attempt, remaining())
             error = classify(PermanentError("row_missing", f"{obligation.table} row {envelope.id} does not exist"))
             return self._dead_letter(received, obligation, error, attempt)
         if not obligation.open:
             return out.acked(Outcome.DUPLICATE, attempt, status=obligation.status)
         expires_at = envelope.expires_at(self._lane.default_expiry_seconds)
         if expires_at is not None and now >= expires_at:
+            if short:
+                return out.not_started(attempt, remaining())
             return self._expire(received, obligation, attempt, now)
         return None
 
     # Budgets
 
     def _take_tenant_quota(
-        self, batch: list[Received], todo: list[int], remaining: Callable[[], float]
+        self, batch: list[Received], todo: list[int], settled: dict[int, RecordOutcome], remaining: Callable[[], float]
     ) -> dict[str, tuple[Grant, set[int]]]:
-        """Per tenant: the grant, and the batch indices over its quota (deferred when enforced)."""
+        """Per tenant: the grant, and the batch indices over its quota (deferred when enforced).
+        A tenant whose quota there is no time left to take and use has its records not started."""
         by_tenant: dict[str, list[int]] = {}
         for index in todo:
             by_tenant.setdefault(batch[index].tenant, []).append(index)
         hold = max(0.0, remaining()) + LEASE_SLACK_SECONDS
         grants: dict[str, tuple[Grant, set[int]]] = {}
         for tenant, indices in by_tenant.items():
+            # The lease, its release, and then at least one of its records' start.
+            calls = 1 + self._record_calls(batch[indices[0]])
+            left = self._left_after(remaining, batch, settled, calls=calls, leases=len(grants) + 1)
+            if left < self._config.least_start_seconds:
+                self._not_started(batch, indices, settled, remaining)
+                continue
             budget = budget_rules.tenant_quota(
                 self._lane.name, tenant, self._lane.tenant_quota, self._lane.tenant_quota_mode
             )
@@ -239,13 +301,16 @@ class Consumer:
 
     # One record
 
-    def _run_one(self, received: Received, obligation: Obligation, remaining: Callable[[], float]) -> RecordOutcome:
+    def _run_one(
+        self, received: Received, obligation: Obligation, remaining: Callable[[], float], reserve: float
+    ) -> RecordOutcome:
+        """`reserve`: the time to keep back for this record's own calls and the batch's settling."""
         envelope = received.envelope
         assert envelope is not None
         attempt = self._attempt(received)
         left = remaining()
         full = self._lane.task_time_limit_seconds
-        limit = min(full, left - self._config.reserve_seconds)
+        limit = min(full, left - reserve)
         if limit < self._config.least_start_seconds:
             return out.not_started(attempt, left)
         try:
@@ -443,6 +508,52 @@ class Consumer:
                 if refused_changes:
                     self._io.observer.problem("some visibility changes were refused", None, refused=refused_changes)
         return settled
+
+    # Time
+
+    def _settle_reserve(
+        self, batch: list[Received], settled: dict[int, RecordOutcome], *, calls: int, leases: int
+    ) -> float:
+        """The time to keep for `calls` more calls and then the batch's settling, were nothing
+        else taken: every record not yet settled would be re-sent."""
+        unsettled = len(batch) - len(settled)
+        resends = unsettled + sum(1 for outcome in settled.values() if outcome.defer_seconds is not None)
+        # One more than so far: whatever is taken next may fail.
+        changes = 1 + sum(1 for o in settled.values() if o.failed and o.visibility_seconds is not None)
+        total = calls + reserve_rules.settle_calls(resends=resends, visibility_changes=changes, releases=leases)
+        per_call = reserve_rules.per_call_seconds(self._slowest_before, self._io.calls.slowest())
+        return max(self._config.reserve_seconds, reserve_rules.seconds_for(total, per_call))
+
+    def _left_after(
+        self,
+        remaining: Callable[[], float],
+        batch: list[Received],
+        settled: dict[int, RecordOutcome],
+        *,
+        calls: int,
+        leases: int = 0,
+    ) -> float:
+        return remaining() - self._settle_reserve(batch, settled, calls=calls, leases=leases)
+
+    def _not_started(
+        self,
+        batch: list[Received],
+        indices: Sequence[int],
+        settled: dict[int, RecordOutcome],
+        remaining: Callable[[], float],
+    ) -> None:
+        left = remaining()
+        for index in indices:
+            if index not in settled:
+                settled[index] = out.not_started(self._attempt(batch[index]), left)
+
+    @staticmethod
+    def _record_calls(received: Received) -> int:
+        # Its payload's read when another row holds it; then two after the task: follow-ups and
+        # the commit, or a retry note, or a dead letter and its row's mark.
+        envelope = received.envelope
+        by_reference = envelope is not None and envelope.ref is not None and envelope.ref != envelope.id
+        return int(by_reference) + 2
 
     # Small helpers
 

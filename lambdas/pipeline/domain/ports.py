@@ -98,3 +98,20 @@ class Observer(Protocol):
     def problem(self, message: str, exc: BaseException | None = None, **fields: Any) -> None:
         """Something outside any single record went wrong and was survived."""
         ...
+
+    def out_of_time(self, records: int, remaining_seconds: float) -> None:
+        """The invocation is ending before its batch settled. Emitted at once, from whichever
+        thread notices: nothing after this is sure to run."""
+        ...
+
+
+class CallTimes(Protocol):
+    """How long the consumer's own SQS and DynamoDB calls take, which prices its settle reserve."""
+
+    def slowest(self) -> float:
+        """The longest call since the last `restart`, in seconds (0.0 when none was made)."""
+        ...
+
+    def restart(self) -> float:
+        """Start counting afresh; returns the slowest call of the stretch it closes."""
+        ...

@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from pipeline import settings
+from pipeline.adapters.call_times import CallTimes
 from pipeline.adapters.clients import Clients
 from pipeline.adapters.consumer_observer import ConsumerObserver
 from pipeline.adapters.drain import LaneDrain
@@ -65,6 +66,9 @@ def create_handler(
     observer = ConsumerObserver(logger, metrics, lane.name)
     names = _table_names(config.tables)
     dynamodb = clients.dynamodb
+    calls = CallTimes()
+    calls.watch(dynamodb)
+    calls.watch(clients.sqs)
     dependency = config.dependency
     consumer = Consumer(
         ConsumerConfig(
@@ -89,6 +93,7 @@ def create_handler(
             drain=LaneDrain(LaneStateReader(clients.sqs, dynamodb, config.tables.state, {}), lane.name),
             observer=observer,
             vendor=vendor or SimulatedVendor.from_options(lane.options, random.Random(rng.random())),  # noqa: S311
+            calls=calls,
         ),
         clock=clock,
         rng=rng,

@@ -4,7 +4,10 @@
 visibility and receive counts), build the SQS event, invoke the handler, and delete the records
 the response did not report as failures. Rows are written the way the ingress (its real
 WebhookLog adapter) and the jobs API write them. The handler's own clients come from a boto3
-session whose event hooks record every call it makes, so tests can inspect what it asked SQS.
+session whose event hooks record every call it makes, so tests can inspect what it asked SQS,
+and can make its calls slow (moto answers, and the answer arrives late). As Lambda does, the
+harness drops the response of an invocation that answers after its deadline: nothing is deleted,
+and its messages come back when their visibility runs out.
 """
 
 from __future__ import annotations
@@ -124,9 +127,24 @@ class Calls:
             self.made.clear()
 
 
-def hooked_clients(calls: Calls) -> Clients:
+@dataclass
+class Slow:
+    """Seconds added to every call of a service ("sqs", "dynamodb"), on botocore's `before-send`:
+    moto still does the work, the answer just takes longer, as a slow dependency's does."""
+
+    seconds: Mapping[str, float]
+
+    def __call__(self, event_name: str, **_: Any) -> None:
+        delay = self.seconds.get(event_name.split(".")[1], 0.0)
+        if delay:
+            time.sleep(delay)
+
+
+def hooked_clients(calls: Calls, slow: Mapping[str, float] | None = None) -> Clients:
     session = boto3.session.Session(region_name=REGION)
     session.events.register("provide-client-params.*.*", calls.record)
+    if slow:
+        session.events.register("before-send", Slow(slow))
     return Clients(region=REGION, _session=session)
 
 
@@ -162,8 +180,10 @@ class LaneHarness:
 
     # The consumer
 
-    def handler(self, environ: Mapping[str, str] | None = None, **seams: Any) -> Callable[..., dict[str, Any]]:
-        seams.setdefault("clients", hooked_clients(self.calls))
+    def handler(
+        self, environ: Mapping[str, str] | None = None, *, slow: Mapping[str, float] | None = None, **seams: Any
+    ) -> Callable[..., dict[str, Any]]:
+        seams.setdefault("clients", hooked_clients(self.calls, slow))
         return create_handler(environ or self.environ, **seams)
 
     # SQS, as the event source mapping uses it
@@ -192,7 +212,11 @@ class LaneHarness:
     def invoke(
         self, handler: Callable[..., dict[str, Any]], messages: list[dict[str, Any]], context: Any = None
     ) -> dict[str, Any]:
-        response = handler(sqs_event(messages, self.queue_arn), context if context is not None else Context(60))
+        context = context if context is not None else Context(60)
+        response = handler(sqs_event(messages, self.queue_arn), context)
+        if context.get_remaining_time_in_millis() <= 0:
+            # Timed out: Lambda never sees the response, and the event source mapping deletes nothing.
+            return {"batchItemFailures": [{"itemIdentifier": m["MessageId"]} for m in messages], "timed_out": True}
         failed = {item["itemIdentifier"] for item in response["batchItemFailures"]}
         acked = [m for m in messages if m["MessageId"] not in failed]
         for m in acked:

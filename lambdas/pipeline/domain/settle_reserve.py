@@ -1,0 +1,38 @@
+"""How much of its invocation a consumer keeps back to settle its batch.
+
+Settling is a handful of SQS and DynamoDB calls made after the last record: the re-sends of
+records it deferred or did not start (SendMessageBatch, ten a call), the visibility changes of
+records it failed (ChangeMessageVisibilityBatch, ten a call), one lease release per tenant quota
+it holds, and the drain count. If the invocation ends before they are made, every record of the
+batch goes back to SQS with a receive spent, attempted or not. So the reserve is priced in calls,
+at the slowest call the consumer has seen lately: with slow dependencies it stops taking records
+earlier, and with fast ones the lane's own reserve (its floor) is what it keeps.
+"""
+
+from __future__ import annotations
+
+from math import ceil
+
+SQS_BATCH_ENTRIES = 10
+
+CALL_FLOOR_SECONDS = 0.05
+"""The least a call is priced at: above a healthy in-region SQS or DynamoDB call, so a few fast
+calls seen early do not talk the reserve down to nothing."""
+
+HEADROOM = 1.5
+"""The slowest call seen is a sample, not a bound; the next ones may be slower still. Stopping a
+little early costs a re-send; stopping late costs every record of the batch a receive."""
+
+
+def per_call_seconds(*slowest_seen: float) -> float:
+    return max(CALL_FLOOR_SECONDS, *slowest_seen)
+
+
+def settle_calls(*, resends: int, visibility_changes: int, releases: int) -> int:
+    """The calls the end of a batch makes: the drain count is one update, made whenever anything
+    drained, so it is always priced in."""
+    return ceil(resends / SQS_BATCH_ENTRIES) + ceil(visibility_changes / SQS_BATCH_ENTRIES) + releases + 1
+
+
+def seconds_for(calls: int, per_call: float) -> float:
+    return calls * per_call * HEADROOM
