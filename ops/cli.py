@@ -6,6 +6,7 @@ input exits non-zero with a message that says what to do instead.
   lanectl plan ENV                  capacity, queue bounds and cost from the catalogue
   lanectl preflight ENV             what would make a deploy fail
   lanectl local | demo              the pipeline on this machine (see ops/local.py, ops/demo.py)
+  lanectl load                      signed webhooks at a set rate, with figures (see ops/load.py)
 """
 
 from __future__ import annotations
@@ -35,7 +36,11 @@ from ops.output import Console
 from stacks.config.environments import ENVIRONMENTS, Environment, UnknownEnvironment, get_environment
 
 ENV_VARIABLE = "LANES_ENV"
-DELEGATED = {"local": "run the whole pipeline on this machine", "demo": "a narrated scenario on the local runtime"}
+DELEGATED = {
+    "local": "run the whole pipeline on this machine",
+    "demo": "a narrated scenario on the local runtime",
+    "load": "signed webhooks at a set rate against this machine's API, with figures",
+}
 EXIT_CODES = """exit codes: 0 done; 1 a check or the work failed; 2 bad input (unknown env or lane, bad value);
 3 AWS could not be asked (no credentials, no stack, endpoint down); 4 nothing to do (empty DLQ);
 5 busy (a move task is already running); 130 interrupted (what was done is kept and reported)"""

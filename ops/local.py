@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import signal
 import sys
 import threading
@@ -45,8 +46,14 @@ def main(args: argparse.Namespace) -> int:
         api_port=args.port, aws_port=args.aws_port, log_dir=args.log_dir, on_event=None if live else print_event
     )
     stop = threading.Event()
-    signal.signal(signal.SIGINT, lambda *_: stop.set())
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+
+    def on_signal(*_: object) -> None:
+        if stop.is_set():  # asked twice: leave now, as a second Ctrl-C means
+            os._exit(130)
+        stop.set()
+
+    signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGTERM, on_signal)
     out.write("synthesizing the local environment and deploying it into the emulator...\n")
     out.flush()
     try:
@@ -69,8 +76,10 @@ def main(args: argparse.Namespace) -> int:
             if args.duration is not None and waited >= args.duration:
                 break
     finally:
+        # Stop taking work first, so the summary is quick and final; the backend it reads goes last.
+        runtime.quiesce()
         text = summary(runtime)
-        runtime.stop()
+        runtime.close()
         out.write(text + "\n")
         out.flush()
     return 0

@@ -10,7 +10,9 @@ os.environ.setdefault("JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION", "20")
 
 def pytest_configure(config):
     # Handlers run in threads in the concurrency tests and the local runtime; DynamoDB's per-write
-    # atomicity must hold there as it does on AWS.
-    from ops.runtime.moto_patches import make_dynamodb_atomic
+    # atomicity must hold there as it does on AWS, and the tests run on the same emulator the
+    # runtime does.
+    from ops.runtime import moto_patches, sdk_models
 
-    make_dynamodb_atomic()
+    moto_patches.install()
+    sdk_models.share()

@@ -64,15 +64,21 @@ class OutputCapture:
         self._keep = keep_lines
         self.console: TextIO = sys.stdout
         self._saved: tuple[TextIO, TextIO] | None = None
+        self._closed = False
 
     def install(self) -> None:
         """Route stdout and stderr; the runtime's own console keeps the real stdout."""
+        _threads_inherit_binding(self)
         self._saved = (sys.stdout, sys.stderr)
+        self._closed = False
         self.console = sys.stdout
         sys.stdout = _ThreadRoutedStream(self, self._saved[0])  # type: ignore[assignment]
         sys.stderr = _ThreadRoutedStream(self, self._saved[1])  # type: ignore[assignment]
 
     def uninstall(self) -> None:
+        with self._lock:
+            # A handler abandoned at stop may still write; its lines have nowhere to go.
+            self._closed = True
         if self._saved:
             sys.stdout, sys.stderr = self._saved
             self._saved = None
@@ -93,7 +99,12 @@ class OutputCapture:
             self._local.function = previous
 
     def current(self) -> str | None:
-        return getattr(self._local, "function", None)
+        bound = getattr(self._local, "function", None)
+        if bound is None:
+            # A thread a handler started (a task under its time limit, a deadline timer) writes
+            # to that handler's function, as it would inside the same Lambda environment.
+            bound = getattr(threading.current_thread(), "_lanes_function", None)
+        return bound
 
     def feed(self, function: str, text: str) -> None:
         key = (threading.get_ident(), function)
@@ -107,6 +118,8 @@ class OutputCapture:
 
     def _emit(self, function: str, line: str) -> None:
         with self._lock:
+            if self._closed:
+                return
             if self._log_dir is not None:
                 handle = self._files.get(function)
                 if handle is None:
@@ -130,3 +143,28 @@ def _json_or_none(line: str) -> dict[str, Any] | None:
     except json.JSONDecodeError:
         return None
     return value if isinstance(value, dict) else None
+
+
+_INHERITING: list[OutputCapture] = []
+
+
+def _threads_inherit_binding(capture: OutputCapture) -> None:
+    """Threads started by a bound thread carry its function (patched once per process; the
+    capture installed last is the one whose bindings count)."""
+    patched = bool(_INHERITING)
+    _INHERITING[:] = [capture]
+    if patched:
+        return
+    original = threading.Thread.start
+
+    def start(self: threading.Thread) -> None:
+        for owner in reversed(_INHERITING):
+            function = getattr(owner._local, "function", None) or getattr(
+                threading.current_thread(), "_lanes_function", None
+            )
+            if function is not None:
+                self._lanes_function = function  # type: ignore[attr-defined]
+                break
+        original(self)
+
+    threading.Thread.start = start  # type: ignore[method-assign]

@@ -6,6 +6,15 @@ is initialised once and reused. A configuration change (an operator's update-fun
 configuration against the moto server) retires the warm instances, like a new deployment.
 A handler that outlives its timeout is reported as timed out; its thread cannot be frozen as
 Lambda would freeze it, so it is abandoned and may finish late (visibility expiry mid-task).
+
+Lambda would start a new execution environment for every invocation that finds none idle, up to
+the function's concurrency. Here every environment shares one interpreter, so more of them add no
+throughput, only contention: under a burst each new one's cold start (about 70 ms of CPU) pushed
+warm invocations past their timeouts, whose environments were then retired, so more cold starts
+followed. A function therefore runs at most `MAX_INSTANCES` invocations at once and the rest wait
+for an instance, their wait counted in their duration as the caller sees it but not in their
+timeout (Lambda's clock starts when the handler does). The event source mappings never ask for
+more than MaximumConcurrency anyway; the API's stage throttle is what bounds the rest.
 """
 
 from __future__ import annotations
@@ -15,8 +24,9 @@ import threading
 import time
 import traceback
 import uuid
+from collections import deque
 from collections.abc import Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,6 +36,8 @@ from ops.runtime.deploy import REGION
 from ops.runtime.metrics import MetricsStore
 
 Handler = Callable[[Any, Any], Any]
+MAX_INSTANCES = 8
+"""Concurrent invocations of one function in this process (see above)."""
 
 
 @dataclass(frozen=True)
@@ -90,7 +102,8 @@ class FunctionStats:
     cold_starts: int = 0
     in_flight: int = 0
     peak_in_flight: int = 0
-    durations_ms: list[float] = field(default_factory=list)
+    durations_ms: deque[float] = field(default_factory=lambda: deque(maxlen=10_000))
+    """The most recent ones: enough for the summary's percentiles, bounded for a long soak."""
 
 
 class FunctionHost:
@@ -100,7 +113,7 @@ class FunctionHost:
         self._metrics = metrics
         self._idle: list[_Instance] = []
         self._lock = threading.Lock()
-        self._executor = ThreadPoolExecutor(max_workers=64, thread_name_prefix=f"fn-{config.name[-24:]}")
+        self._slots = threading.BoundedSemaphore(MAX_INSTANCES)
         self.stats = FunctionStats()
 
     @property
@@ -117,16 +130,28 @@ class FunctionHost:
             return True
 
     def invoke(self, event: Any) -> Invocation:
-        config = self._config
         started = time.monotonic()
-        deadline = started + config.timeout_seconds
+        with self._slots:
+            return self._invoke(event, started)
+
+    def _invoke(self, event: Any, started: float) -> Invocation:
+        config = self._config
+        deadline = time.monotonic() + config.timeout_seconds
         with self._lock:
             instance = self._idle.pop() if self._idle else None
             self.stats.invocations += 1
             self.stats.in_flight += 1
             self.stats.peak_in_flight = max(self.stats.peak_in_flight, self.stats.in_flight)
         self._metric("ConcurrentExecutions", self.stats.in_flight, "Count")
-        future = self._executor.submit(self._run, instance, config, event, deadline)
+        future: Future[Invocation] = Future()
+        # A daemon thread, not an executor's: a handler stuck past its timeout must not keep the
+        # process from exiting (executor threads are joined at interpreter exit).
+        threading.Thread(
+            target=self._run_into,
+            args=(future, instance, config, event, deadline),
+            daemon=True,
+            name=f"fn-{config.name[-24:]}",
+        ).start()
         try:
             outcome = future.result(timeout=max(0.0, deadline - time.monotonic()))
         except FutureTimeout:
@@ -144,6 +169,19 @@ class FunctionHost:
         self._metric("Errors", 0 if outcome.ok else 1, "Count")
         self._metric("Throttles", 0, "Count")
         return outcome
+
+    def _run_into(
+        self,
+        future: Future[Invocation],
+        instance: _Instance | None,
+        config: FunctionConfig,
+        event: Any,
+        deadline: float,
+    ) -> None:
+        try:
+            future.set_result(self._run(instance, config, event, deadline))
+        except BaseException as exc:  # handed to the waiting caller
+            future.set_exception(exc)
 
     def _run(self, instance: _Instance | None, config: FunctionConfig, event: Any, deadline: float) -> Invocation:
         cold = instance is None
@@ -167,7 +205,7 @@ class FunctionHost:
         self._metrics.put("AWS/Lambda", name, {"FunctionName": self._config.name}, value, unit)
 
     def shutdown(self) -> None:
-        self._executor.shutdown(wait=False, cancel_futures=True)
+        """Nothing to release: running invocations are daemon threads, abandoned at exit."""
 
 
 def _load(config: FunctionConfig) -> Handler:

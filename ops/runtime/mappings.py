@@ -88,11 +88,18 @@ class MappingPlayer:
     def start(self) -> None:
         self._thread.start()
 
-    def stop(self) -> None:
+    def signal_stop(self) -> None:
+        """Take no more batches; batches already running finish (or time out) on their own."""
         self._stop.set()
         with self._slots:
             self._slots.notify_all()
-        self._thread.join(timeout=5)
+
+    def stop(self, timeout: float = 5.0) -> None:
+        self.signal_stop()
+        self._thread.join(timeout=timeout)
+
+    def join(self, timeout: float) -> None:
+        self._thread.join(timeout=max(0.0, timeout))
 
     def state(self) -> MappingState:
         now = time.monotonic()

@@ -1,4 +1,5 @@
-"""Make moto's DynamoDB as atomic as DynamoDB.
+"""Make moto behave like the services under concurrency and volume: atomic DynamoDB writes,
+transactions whose cost is their own items, and SQS queues whose calls do not walk every message.
 
 DynamoDB applies each write (and each transaction) atomically with its condition. moto checks
 the condition and then writes, with nothing in between to stop another thread: under real
@@ -7,13 +8,23 @@ handlers in threads, so every DynamoDB write and transaction goes through one lo
 too: moto's reads iterate the table's dictionaries and fail ("dictionary changed size during
 iteration") when a write lands mid-read, a failure DynamoDB does not have and a consumer would
 count as a transient error and retry.
+
+moto backs out a failed transaction by deep-copying every table it touches before it starts: a
+transaction then costs as much as the tables are large (tens of milliseconds at 30,000 items,
+under the lock every other call waits on). Here it keeps a copy of the transaction's own items
+instead and puts those back; the lock makes the whole transaction atomic either way.
+
+SQS: see moto_sqs.py. The cost of a call itself: see moto_dispatch.py.
 """
 
 from __future__ import annotations
 
+import copy
 import functools
 import threading
 from typing import Any
+
+from ops.runtime import moto_dispatch, moto_sqs
 
 _LOCK = threading.RLock()
 _PATCHED = False
@@ -21,12 +32,22 @@ _WRITES = ("put_item", "update_item", "delete_item", "transact_write_items", "ba
 _READS = ("get_item", "batch_get_item", "query", "scan", "describe_table")
 
 
+def install() -> None:
+    """Every patch, once per process (the runtime and the test session both call it)."""
+    make_dynamodb_atomic()
+    moto_sqs.install()
+    moto_dispatch.install()
+
+
 def make_dynamodb_atomic() -> None:
     global _PATCHED
     if _PATCHED:
         return
+    from moto.dynamodb import models
     from moto.dynamodb.models import DynamoDBBackend
+    from moto.dynamodb.models.table import Table
 
+    _transactions_copy_items_not_tables(models, DynamoDBBackend, Table)
     for name in _WRITES + _READS:
         original = getattr(DynamoDBBackend, name, None)
         if original is None:
@@ -38,3 +59,71 @@ def make_dynamodb_atomic() -> None:
 
         setattr(DynamoDBBackend, name, functools.wraps(original)(locked))
     _PATCHED = True
+
+
+class _CopyWithoutTables:
+    """The `copy` module as moto's backend module sees it, except that a Table is not copied: the
+    transaction below keeps its own items instead."""
+
+    def __init__(self, table_class: type) -> None:
+        self._table_class = table_class
+
+    def deepcopy(self, value: Any, memo: Any = None) -> Any:
+        if isinstance(value, self._table_class):
+            return value
+        return copy.deepcopy(value, memo)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(copy, name)
+
+
+def _transactions_copy_items_not_tables(models: Any, backend_class: Any, table_class: type) -> None:
+    models.copy = _CopyWithoutTables(table_class)
+    original = backend_class.transact_write_items
+
+    def transact_write_items(self: Any, transact_items: list[dict[str, Any]]) -> None:
+        before = _items_before(self, transact_items)
+        try:
+            original(self, transact_items)
+        except Exception:
+            for table_name, key, item in reversed(before):
+                _put_back(self, table_name, key, item)
+            raise
+
+    backend_class.transact_write_items = functools.wraps(original)(transact_write_items)
+
+
+def _items_before(backend: Any, transact_items: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any], Any]]:
+    """(table, key, a copy of the item or None) for every item the transaction names."""
+    before = []
+    for entry in transact_items:
+        if len(entry) != 1:
+            continue
+        kind, operation = next(iter(entry.items()))
+        table_name = operation.get("TableName")
+        table = backend.tables.get(table_name) if table_name else None
+        if table is None:
+            continue
+        if kind == "Put":
+            attributes = operation.get("Item") or {}
+            names = [table.hash_key_attr] + ([table.range_key_attr] if table.range_key_attr else [])
+            if not all(name in attributes for name in names):
+                continue
+            key = {name: attributes[name] for name in names}
+        else:
+            key = operation.get("Key")
+            if not key:
+                continue
+        try:
+            current = backend.get_item(table_name, key)
+        except Exception:  # noqa: S112 (an invalid key fails the transaction itself; nothing to keep)
+            continue
+        before.append((table_name, key, copy.deepcopy(current) if current is not None else None))
+    return before
+
+
+def _put_back(backend: Any, table_name: str, key: dict[str, Any], item: Any) -> None:
+    if item is None:
+        backend.delete_item(table_name, key)
+    else:
+        backend.put_item(table_name, item.to_json()["Attributes"])

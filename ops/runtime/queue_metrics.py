@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from ops.runtime.deploy import ACCOUNT, REGION
 from ops.runtime.metrics import MetricsStore
+from ops.runtime.moto_sqs import counts_of
 
 NAMESPACE = "AWS/SQS"
 
@@ -28,23 +29,10 @@ class QueueSample:
 def sample(queue_name: str) -> QueueSample:
     from moto.sqs.models import sqs_backends
 
-    queue = sqs_backends[ACCOUNT][REGION].queues[queue_name]
-    now_ms = time.time() * 1000
-    messages = list(queue._messages)  # a copy: senders may append while this reads
-    visible = in_flight = delayed = 0
-    oldest = None
-    for message in messages:
-        if message.delayed:
-            delayed += 1
-        elif message.visible:
-            visible += 1
-        else:
-            in_flight += 1
-        sent = message.sent_timestamp
-        if sent is not None and (oldest is None or sent < oldest):
-            oldest = sent
-    age = 0.0 if oldest is None else max(0.0, (now_ms - oldest) / 1000)
-    return QueueSample(queue_name, visible, in_flight, delayed, age)
+    counts = counts_of(sqs_backends[ACCOUNT][REGION].queues[queue_name])
+    oldest = counts.oldest_sent_ms
+    age = 0.0 if oldest is None else max(0.0, (time.time() * 1000 - oldest) / 1000)
+    return QueueSample(queue_name, counts.visible, counts.in_flight, counts.delayed, age)
 
 
 def record(store: MetricsStore, queue_names: list[str]) -> dict[str, QueueSample]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
 import socket
 import threading
 import time
@@ -21,6 +22,7 @@ from typing import Any
 
 import boto3
 
+from ops.runtime import moto_patches, sdk_models
 from ops.runtime.alarms import INSUFFICIENT, OK, AlarmDefinition, AlarmEvaluator
 from ops.runtime.api import ApiServer, Route, TokenBucket
 from ops.runtime.capture import OutputCapture
@@ -28,8 +30,7 @@ from ops.runtime.deploy import REGION, Deployment, deploy
 from ops.runtime.functions import FunctionConfig, FunctionHost
 from ops.runtime.intrinsics import references
 from ops.runtime.mappings import MappingPlayer
-from ops.runtime.metrics import MetricsStore, publish_to_cloudwatch
-from ops.runtime.moto_patches import make_dynamodb_atomic
+from ops.runtime.metrics import MetricsStore, publish_to_cloudwatch, trim_cloudwatch
 from ops.runtime.queue_metrics import record as record_queue_metrics
 from ops.runtime.schedules import ScheduledRule, Scheduler, period_seconds
 from ops.runtime.synth import SynthesizedApp, synthesize
@@ -45,6 +46,9 @@ FAKE_CREDENTIALS = {
 }
 SAMPLE_SECONDS = 1.0
 PUBLISH_SECONDS = 5.0
+TRIM_SECONDS = 60.0
+STOP_SECONDS = 3.0
+"""How long a stop waits for running batches: `lanectl local` promises to be gone within 5 s."""
 CONFIG_REFRESH_SECONDS = 2.0
 
 
@@ -133,7 +137,8 @@ class LocalRuntime:
         synthesized = self._synthesized or synthesize(self.env)
         from moto import mock_aws
 
-        make_dynamodb_atomic()
+        moto_patches.install()
+        sdk_models.share()
         self._mock = mock_aws()
         self._mock.start()
         if self._aws_port is not None:
@@ -143,7 +148,12 @@ class LocalRuntime:
             self._server.start()
         self.capture.install()
         self.capture.add_sink(self._record_metrics)
-        self.deployment = deploy(synthesized, api_url=self.api_url)
+        try:
+            self.deployment = deploy(synthesized, api_url=self.api_url)
+        finally:
+            if self._synthesized is None:
+                # Deploy has read the function code; nothing of the synthesis is needed again.
+                shutil.rmtree(synthesized.outdir, ignore_errors=True)
         self._clients = {
             name: boto3.client(name, region_name=REGION)  # type: ignore[call-overload]
             for name in ("lambda", "sqs", "sns", "cloudwatch")
@@ -155,21 +165,40 @@ class LocalRuntime:
         self._evaluate_alarms()
         self.started_at = time.time()
         self._background(self._sample_loop, "metrics")
+        self._background(self._publish_loop, "metrics-publish")
         self._background(self._config_loop, "config")
         self.event(f"runtime up: API {self.api_url}, AWS endpoint {self.aws_endpoint or 'in-process only'}")
 
-    def stop(self) -> None:
+    def stop(self, within: float = STOP_SECONDS) -> None:
+        self.quiesce(within)
+        self.close()
+
+    def quiesce(self, within: float = STOP_SECONDS) -> None:
+        """Stop taking work at once, then give what runs `within` seconds in all to finish. The
+        emulated backend stays up (a summary can still read it) until `close`.
+
+        Under load a handler may still be running when this returns: like a Lambda whose
+        environment is torn down mid-invocation, it is abandoned (its thread is a daemon), and
+        what it had not committed comes back through the queue's visibility timeout next time."""
+        if self._stop.is_set():
+            return
+        deadline = time.monotonic() + within
         self._stop.set()
-        for player in self.players:
-            player.stop()
-        if self.scheduler:
-            self.scheduler.stop()
         if self.api:
             self.api.stop()
+        for player in self.players:
+            player.signal_stop()
+        if self.scheduler:
+            self.scheduler.stop(timeout=0)
+        for player in self.players:
+            player.join(deadline - time.monotonic())
         for thread in self._threads:
-            thread.join(timeout=5)
+            thread.join(timeout=max(0.0, deadline - time.monotonic()))
         for host in self.functions.values():
             host.shutdown()
+
+    def close(self) -> None:
+        """Take the emulated backend down and give the process its environment back."""
         self.capture.uninstall()
         if self._server:
             self._server.stop()
@@ -342,18 +371,28 @@ class LocalRuntime:
         ]
 
     def _sample_loop(self) -> None:
+        """SQS's metrics every second and the alarms on them. Nothing slow runs on this thread
+        (mirroring to CloudWatch has its own), so an alarm never sees a live queue as missing
+        data because a publish was slow."""
         names = self.queue_names()
-        last_publish = time.monotonic()
         while not self._stop.wait(SAMPLE_SECONDS):
             try:
                 record_queue_metrics(self.metrics, names)
                 assert self.alarms is not None
                 self.alarms.evaluate_all()
-                if time.monotonic() - last_publish >= PUBLISH_SECONDS:
-                    publish_to_cloudwatch(self.metrics, self._clients["cloudwatch"])
-                    last_publish = time.monotonic()
             except Exception as exc:
                 self.error(f"metrics: {type(exc).__name__}: {exc}")
+
+    def _publish_loop(self) -> None:
+        last_trim = time.monotonic()
+        while not self._stop.wait(PUBLISH_SECONDS):
+            try:
+                publish_to_cloudwatch(self.metrics, self._clients["cloudwatch"])
+                if time.monotonic() - last_trim >= TRIM_SECONDS:
+                    trim_cloudwatch()
+                    last_trim = time.monotonic()
+            except Exception as exc:
+                self.error(f"metrics publish: {type(exc).__name__}: {exc}")
 
     def _config_loop(self) -> None:
         """Adopt configuration changes made through the moto server, as a deploy would."""

@@ -109,9 +109,9 @@ class Scheduler:
     def start(self) -> None:
         self._thread.start()
 
-    def stop(self) -> None:
+    def stop(self, timeout: float = 5.0) -> None:
         self._stop.set()
-        self._thread.join(timeout=5)
+        self._thread.join(timeout=max(0.0, timeout))
 
     def _loop(self) -> None:
         started = time.monotonic()

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import pickle
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -48,6 +49,8 @@ def synthesize(env: Environment, outdir: Path | None = None) -> SynthesizedApp:
         check=False,
     )
     if result.returncode != 0:
+        if outdir is None:
+            shutil.rmtree(target, ignore_errors=True)
         raise SynthesisFailed(f"synthesis of {env.name} failed:\n{result.stderr.decode(errors='replace')[-4000:]}")
     name = stack_name(env)
     return SynthesizedApp(
