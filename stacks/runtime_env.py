@@ -143,6 +143,7 @@ def sweeper(env: Environment, resources: Resources, dumps: Dumps) -> dict[str, s
                 "patience_seconds": env.sweeper.patience_seconds,
                 "max_replays": env.sweeper.max_replays,
                 "rows_per_run": env.sweeper.rows_per_run,
+                "patience_cap_seconds": env.sweeper.patience_cap_seconds,
             }
         ),
     }

@@ -193,12 +193,15 @@ def require(environ: Mapping[str, str], name: str) -> str:
 @dataclass(frozen=True)
 class SweeperSettings:
     """SWEEPER_SETTINGS: how long a row may sit before the sweeper calls it lost, and how often it
-    may be replayed before it is abandoned."""
+    may be replayed before it is abandoned (see domain/sweep.py for the rule)."""
 
     grace_seconds: float
     patience_seconds: float
+    """While its lane is busy, a row is left alone this long after its latest send."""
     max_replays: int
     rows_per_run: int
+    patience_cap_seconds: float
+    """Past patience, a busy lane's row is left alone until the lane drains past it, or this long."""
 
     @classmethod
     def from_dict(cls, raw: Mapping[str, Any]) -> SweeperSettings:
@@ -208,11 +211,16 @@ class SweeperSettings:
                 patience_seconds=float(raw["patience_seconds"]),
                 max_replays=int(raw["max_replays"]),
                 rows_per_run=int(raw["rows_per_run"]),
+                patience_cap_seconds=float(raw["patience_cap_seconds"]),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise SettingsError(f"sweeper settings are incomplete or malformed: {exc!r}") from exc
         if parsed.grace_seconds <= 0 or parsed.patience_seconds < parsed.grace_seconds:
             raise SettingsError("sweeper settings need 0 < grace_seconds <= patience_seconds")
+        # A cap below patience is not refused, only never reached (see sweep.patience_for): a
+        # sweeper switched off by a grace period beyond any run raises patience with it.
+        if parsed.patience_cap_seconds <= 0:
+            raise SettingsError("sweeper settings need patience_cap_seconds > 0")
         if parsed.max_replays < 1 or parsed.rows_per_run < 1:
             raise SettingsError("sweeper settings need max_replays >= 1 and rows_per_run >= 1")
         return parsed

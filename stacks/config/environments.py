@@ -79,6 +79,10 @@ class SweeperConfig:
     """While its lane has a backlog, a row younger than this is late, not lost."""
     max_replays: int = 3
     rows_per_run: int = 200
+    patience_cap_seconds: int = 60 * 60
+    """Past patience a busy lane's row stays late until the lane has drained past it, but no longer
+    than this: the bound for a lane that stalls or cannot be read. An hour is as far back as the
+    drain counts that show a lane draining are kept (domain/admission.py)."""
 
 
 @dataclass(frozen=True)
@@ -267,7 +271,9 @@ def _build() -> dict[str, Environment]:
             retain_stateful=False,
             termination_protection=False,
             jobs=JobsConfig(tenant_queued_limit=200),
-            sweeper=SweeperConfig(period_seconds=5, grace_seconds=8, patience_seconds=30),
+            # Under load the emulator's lanes hold a thousand messages and more, minutes of wait:
+            # the cap is what bounds a row there, not patience.
+            sweeper=SweeperConfig(period_seconds=5, grace_seconds=8, patience_seconds=30, patience_cap_seconds=600),
             alarms=AlarmConfig(period_seconds=10, evaluation_periods=1, webhook_age_seconds=60),
             idempotency_ttl_seconds=3600,
         ),

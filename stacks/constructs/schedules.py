@@ -64,11 +64,12 @@ class Sweeper(Construct):
         )
         function = self.sweeper.function
         # Query the pending index, read the rows, claim a replay or abandon with a conditional
-        # update (an abandoned job also gives back its tenant's queued slot in the state table).
+        # update (an abandoned job also gives back its tenant's queued slot in the state table,
+        # where the sweeper also keeps its sightings of lane depths and reads the drain counts).
         for table in (tables.webhook_log, tables.jobs):
             grant_rows(function, table, (*READ, "dynamodb:UpdateItem"))
             grant_index_query(function, table, schema.PENDING_INDEX)
-        grant_rows(function, tables.state, ("dynamodb:UpdateItem",))
+        grant_rows(function, tables.state, ("dynamodb:BatchGetItem", "dynamodb:UpdateItem"))
         for queue in queues.values():
             queue.grant_send_messages(function)
             queue.grant(function, "sqs:GetQueueAttributes")

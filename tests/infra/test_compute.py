@@ -219,7 +219,8 @@ def test_each_function_may_do_only_what_its_code_does_to_each_table(synthesized)
     consumer = _table_actions(synthesized, "pipeline.handlers.consumer.handler")
     assert "dynamodb:PutItem" not in consumer["WebhookLogTable"] | consumer["JobsTable"]
     sweeper = _table_actions(synthesized, "pipeline.handlers.sweeper.handler")
-    assert sweeper["StateTable"] == {"dynamodb:UpdateItem"}
+    # Lane history (drain counts, depth sightings) read, and written with job counts.
+    assert sweeper["StateTable"] == {"dynamodb:BatchGetItem", "dynamodb:UpdateItem"}
     assert "DataTable" not in sweeper
     for grants in (jobs, consumer, sweeper):
         assert not any("dynamodb:DeleteItem" in actions or "dynamodb:Scan" in actions for actions in grants.values())

@@ -101,6 +101,7 @@ def create_handler(
 
     def handler(event: Any, context: Any) -> dict[str, Any]:
         del event  # a schedule tick; its content does not matter
+        now = clock()
         dynamodb = clients.dynamodb
         committer = Committer(dynamodb, table_names)
         sweep = Sweep(
@@ -124,7 +125,7 @@ def create_handler(
                     bookkeeping=abandoned_job_bookkeeping,
                 ),
             ),
-            backlog=LaneBacklog(clients.sqs, queue_urls, logger),
+            backlog=LaneBacklog(clients.sqs, dynamodb, tables.state, queue_urls, logger, now=now),
             replay=replay,
             patience_by_lane=patience_by_lane,
             log=logger,
@@ -132,7 +133,7 @@ def create_handler(
         )
         report = SweepReport()
         try:
-            sweep.run(clock(), report)
+            sweep.run(now, report)
         finally:
             # Whatever got measured is published even if a later step raised: the ages are
             # true, and an error here shows up as the function's Errors anyway.

@@ -1,5 +1,6 @@
 """Sweeper fixtures: pending rows written the way the ingress and jobs API write them, a clock
-the test moves, and readers for what the sweeper left behind (queue messages, metrics, logs)."""
+the test moves, the consumers' side of a lane (taking its messages, counting what they finished),
+and readers for what the sweeper left behind (queue messages, metrics, logs)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ import boto3
 import pytest
 
 from pipeline import schema
+from pipeline.adapters.drain import LaneDrain
+from pipeline.adapters.lane_state import LaneStateReader
 from pipeline.domain import jobs
 from pipeline.domain.envelope import Envelope
 from pipeline.handlers.sweeper import create_handler
@@ -38,13 +41,38 @@ class Rows:
 
     clock: Clock
     table_names: dict[str, str] = field(default_factory=lambda: {"webhook": "webhook-log", "job": "jobs"})
+    _tables: dict[str, Any] = field(default_factory=dict, repr=False)
 
     def _table(self, source: str) -> Any:
-        return boto3.resource("dynamodb", region_name=REGION).Table(self.table_names[source])
+        # Made once per test: making one per call dominates a test that writes a thousand rows.
+        if source not in self._tables:
+            self._tables[source] = boto3.resource("dynamodb", region_name=REGION).Table(self.table_names[source])
+        return self._tables[source]
 
     def webhook(
         self, row_id: str, *, lane: str = "messages", tenant: str = "waba-1", age: float = 60.0, **extra: Any
     ) -> None:
+        self._table("webhook").put_item(Item=self._webhook_item(row_id, lane, tenant, age, **extra))
+
+    def webhooks(self, ages: dict[str, float], *, lane: str = "messages", tenant: str = "waba-1") -> list[Envelope]:
+        """Many webhook rows at once, returning the message the ingress sent for each."""
+        with self._table("webhook").batch_writer() as batch:
+            for row_id, age in ages.items():
+                batch.put_item(Item=self._webhook_item(row_id, lane, tenant, age))
+        return [
+            Envelope(
+                id=row_id,
+                lane=lane,
+                tenant=tenant,
+                kind="whatsapp_business_account",
+                source="webhook",
+                created_at=int(self.clock.now - age),
+                ref=row_id,
+            )
+            for row_id, age in ages.items()
+        ]
+
+    def _webhook_item(self, row_id: str, lane: str, tenant: str, age: float, **extra: Any) -> dict[str, Any]:
         since = int(self.clock.now - age)
         item = {
             schema.ID: row_id,
@@ -61,7 +89,7 @@ class Rows:
             schema.PENDING_SINCE: since,
             **extra,
         }
-        self._table("webhook").put_item(Item={k: v for k, v in item.items() if v is not None})
+        return {k: v for k, v in item.items() if v is not None}
 
     def job(self, row_id: str, *, lane: str = "bulk", tenant: str = "acme", age: float = 60.0, **extra: Any) -> None:
         since = int(self.clock.now - age)
@@ -94,6 +122,18 @@ class Rows:
 
     def _state(self) -> Any:
         return boto3.resource("dynamodb", region_name=REGION).Table("state")
+
+    def finish_many(self, source: str, row_ids: list[str]) -> None:
+        """`finish` for many rows at once, the effect of many consumers (batched to stay quick)."""
+        table = self._table(source)
+        resource = boto3.resource("dynamodb", region_name=REGION)
+        with table.batch_writer() as batch:
+            for start in range(0, len(row_ids), 100):
+                keys = [{schema.ID: row_id} for row_id in row_ids[start : start + 100]]
+                found = resource.batch_get_item(RequestItems={table.name: {"Keys": keys, "ConsistentRead": True}})
+                for item in found["Responses"][table.name]:
+                    item.pop(schema.PENDING_SHARD, None)
+                    batch.put_item(Item={**item, "status": schema.RowStatus.DONE})
 
     def finish(self, source: str, row_id: str) -> None:
         """What a consumer does when the work is done: the row leaves the pending index."""
@@ -129,6 +169,31 @@ class Queues:
                 envelopes.append(Envelope.from_json(message["Body"]))
                 sqs.delete_message(QueueUrl=self.urls[lane], ReceiptHandle=message["ReceiptHandle"])
 
+    def send(self, envelopes: list[Envelope]) -> None:
+        """Put messages on their lanes as the ingress does (batched only to keep the test quick)."""
+        sqs = boto3.client("sqs", region_name=REGION)
+        for start in range(0, len(envelopes), 10):
+            chunk = envelopes[start : start + 10]
+            entries = [{"Id": str(n), "MessageBody": e.to_json()} for n, e in enumerate(chunk)]
+            response = sqs.send_message_batch(QueueUrl=self.urls[chunk[0].lane], Entries=entries)
+            assert not response.get("Failed"), response["Failed"]
+
+    def take(self, lane: str, count: int) -> list[Envelope]:
+        """Receive and delete up to `count` messages, as consumers that finished them do."""
+        sqs = boto3.client("sqs", region_name=REGION)
+        taken: list[Envelope] = []
+        while len(taken) < count:
+            wanted = min(10, count - len(taken))
+            messages = sqs.receive_message(QueueUrl=self.urls[lane], MaxNumberOfMessages=wanted).get("Messages", [])
+            if not messages:
+                break
+            sqs.delete_message_batch(
+                QueueUrl=self.urls[lane],
+                Entries=[{"Id": str(n), "ReceiptHandle": m["ReceiptHandle"]} for n, m in enumerate(messages)],
+            )
+            taken.extend(Envelope.from_json(m["Body"]) for m in messages)
+        return taken
+
     def put_backlog(self, lane: str, count: int = 1) -> None:
         sqs = boto3.client("sqs", region_name=REGION)
         for n in range(count):
@@ -145,6 +210,23 @@ def metric(out: str, name: str, source: str) -> list[float]:
         if document.get("Source") == source and name in document:
             values.extend(document[name])
     return values
+
+
+@dataclass
+class Drains:
+    """The count consumers keep of the messages they finish on each lane (the admission drain
+    buckets), written through the consumers' own adapter."""
+
+    def record(self, lane: str, count: int, at: float) -> None:
+        reader = LaneStateReader(
+            boto3.client("sqs", region_name=REGION), boto3.client("dynamodb", region_name=REGION), "state", {}
+        )
+        LaneDrain(reader, lane).record(count, at)
+
+
+@pytest.fixture
+def drains(deployed) -> Drains:
+    return Drains()
 
 
 @pytest.fixture

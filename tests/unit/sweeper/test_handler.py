@@ -62,7 +62,15 @@ def test_missing_settings_are_named(sweeper_environ):
         sweeper.create_handler(
             {
                 **sweeper_environ,
-                "SWEEPER_SETTINGS": '{"grace_seconds": 60, '
-                '"patience_seconds": 10, "max_replays": 3, "rows_per_run": 10}',
+                "SWEEPER_SETTINGS": '{"grace_seconds": 60, "patience_seconds": 10, '
+                '"max_replays": 3, "rows_per_run": 10, "patience_cap_seconds": 600}',
+            }
+        )
+    with pytest.raises(SettingsError, match="patience_cap_seconds"):
+        sweeper.create_handler(
+            {
+                **sweeper_environ,
+                "SWEEPER_SETTINGS": '{"grace_seconds": 8, "patience_seconds": 30, '
+                '"max_replays": 3, "rows_per_run": 10}',
             }
         )

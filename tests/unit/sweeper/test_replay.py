@@ -1,4 +1,4 @@
-"""Lost work is replayed once; late work is left alone until patience runs out."""
+"""Lost work is replayed once; late work is left alone (see test_backlog.py for lanes at load)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from .conftest import metric
 
 GRACE = 8  # the local environment's sweeper settings
 PATIENCE = 30
+CAP = 600
 
 
 def test_lost_enqueue_is_replayed_once_on_the_next_sweep(rows, queues, sweep, clock):
@@ -53,7 +54,7 @@ def test_a_replay_gets_its_own_grace_before_the_next_one(rows, queues, sweep, cl
     assert queues.depth("messages") == 1
 
 
-def test_backlogged_lane_is_left_alone_until_patience_runs_out(rows, queues, sweep, clock):
+def test_a_stalled_lane_holds_its_rows_past_patience_until_the_cap(rows, queues, sweep, clock):
     # Given a pending row past its grace, and a lane with other work queued in front of it
     rows.webhook("wh-late", lane="messages", age=GRACE + 1)
     queues.put_backlog("messages", 3)
@@ -66,16 +67,27 @@ def test_backlogged_lane_is_left_alone_until_patience_runs_out(rows, queues, swe
     assert queues.depth("messages") == 3
     assert rows.get("webhook", "wh-late")["replays"] == 0
 
-    # When the lane is still busy once the row is older than the patience window
+    # When the lane finishes nothing, and the row outlives patience by far
     clock.advance(PATIENCE)
+    past_patience = sweep()["webhook"]
+    clock.advance(CAP - PATIENCE - GRACE - 2)
+    just_short_of_the_cap = sweep()["webhook"]
+
+    # Then it is still late: the lane never got to it, so it may well be queued
+    assert (past_patience["late"], past_patience["replayed"]) == (1, 0)
+    assert (just_short_of_the_cap["late"], just_short_of_the_cap["replayed"]) == (1, 0)
+    assert queues.depth("messages") == 3
+
+    # When the cap passes with the lane still stalled
+    clock.advance(2)
     report = sweep()
 
-    # Then it is replayed regardless: patience bounds how long a lost row can wait
+    # Then it is replayed regardless: the cap bounds how long a lost row can wait
     assert report["webhook"]["replayed"] == 1
     assert queues.depth("messages") == 4
 
 
-def test_a_lane_with_a_longer_objective_than_patience_gets_its_objective(rows, queues, sweep, clock):
+def test_a_lane_with_a_longer_objective_than_patience_gets_its_objective(rows, queues, sweep, drains, clock):
     # Given a busy bulk lane (local objective 60 s, longer than the 30 s patience) and a job on it
     rows.job("job-bulk", lane="bulk", age=PATIENCE + 5)
     queues.put_backlog("bulk")
@@ -86,7 +98,12 @@ def test_a_lane_with_a_longer_objective_than_patience_gets_its_objective(rows, q
     # Then the job is still considered queued
     assert (report["job"]["late"], report["job"]["replayed"]) == (1, 0)
 
-    # And once past the objective it is replayed
+    # And even once the lane has finished more than it held, it is left alone within the objective
+    drains.record("bulk", 5, at=clock.now + 1)
+    clock.advance(10)
+    assert (sweep()["job"]["replayed"]) == 0
+
+    # And once past the objective, with the lane drained past it, it is replayed
     clock.advance(60)
     assert sweep()["job"]["replayed"] == 1
 
@@ -130,7 +147,13 @@ def test_replays_oldest_first_and_at_most_rows_per_run(rows, queues, sweeper_env
     environ = {
         **sweeper_environ,
         "SWEEPER_SETTINGS": json.dumps(
-            {"grace_seconds": GRACE, "patience_seconds": PATIENCE, "max_replays": 3, "rows_per_run": 3}
+            {
+                "grace_seconds": GRACE,
+                "patience_seconds": PATIENCE,
+                "patience_cap_seconds": CAP,
+                "max_replays": 3,
+                "rows_per_run": 3,
+            }
         ),
     }
 
