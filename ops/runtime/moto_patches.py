@@ -14,7 +14,7 @@ transaction then costs as much as the tables are large (tens of milliseconds at 
 under the lock every other call waits on). Here it keeps a copy of the transaction's own items
 instead and puts those back; the lock makes the whole transaction atomic either way.
 
-SQS: see moto_sqs.py. The cost of a call itself: see moto_dispatch.py.
+Index queries: see moto_indexes.py. SQS: see moto_sqs.py. The cost of a call itself: see moto_dispatch.py.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import functools
 import threading
 from typing import Any
 
-from ops.runtime import moto_dispatch, moto_sqs
+from ops.runtime import moto_dispatch, moto_indexes, moto_sqs
 
 _LOCK = threading.RLock()
 _PATCHED = False
@@ -34,6 +34,7 @@ _READS = ("get_item", "batch_get_item", "query", "scan", "describe_table")
 
 def install() -> None:
     """Every patch, once per process (the runtime and the test session both call it)."""
+    moto_indexes.install()
     make_dynamodb_atomic()
     moto_sqs.install()
     moto_dispatch.install()

@@ -102,3 +102,93 @@ def test_a_transaction_never_copies_a_table(table, monkeypatch):
             ]
         )
     assert _item(table, "new") is None
+
+
+@pytest.fixture
+def indexed(aws):
+    client = boto3.client("dynamodb", region_name=REGION)
+    client.create_table(
+        TableName="rows",
+        BillingMode="PAY_PER_REQUEST",
+        AttributeDefinitions=[
+            {"AttributeName": "id", "AttributeType": "S"},
+            {"AttributeName": "shard", "AttributeType": "S"},
+            {"AttributeName": "since", "AttributeType": "N"},
+        ],
+        KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
+        GlobalSecondaryIndexes=[
+            {
+                "IndexName": "pending",
+                "KeySchema": [
+                    {"AttributeName": "shard", "KeyType": "HASH"},
+                    {"AttributeName": "since", "KeyType": "RANGE"},
+                ],
+                "Projection": {"ProjectionType": "KEYS_ONLY"},
+            }
+        ],
+    )
+    return client
+
+
+def _pending(client) -> list[str]:
+    response = client.query(
+        TableName="rows",
+        IndexName="pending",
+        KeyConditionExpression="#s = :s AND #t < :t",
+        ExpressionAttributeNames={"#s": "shard", "#t": "since"},
+        ExpressionAttributeValues={":s": {"S": "p0"}, ":t": {"N": "1000"}},
+    )
+    return [item["id"]["S"] for item in response["Items"]]
+
+
+def test_an_index_query_sees_every_write_that_adds_or_removes_its_key(indexed):
+    for n in range(5):
+        indexed.put_item(
+            TableName="rows", Item={"id": {"S": f"r{n}"}, "shard": {"S": "p0"}, "since": {"N": str(10 - n)}}
+        )
+    indexed.put_item(TableName="rows", Item={"id": {"S": "done"}})
+    assert _pending(indexed) == ["r4", "r3", "r2", "r1", "r0"]
+    # An update that removes the index key takes the row out; a delete too; a put back adds it
+    indexed.update_item(
+        TableName="rows",
+        Key={"id": {"S": "r2"}},
+        UpdateExpression="REMOVE #s, #t",
+        ExpressionAttributeNames={"#s": "shard", "#t": "since"},
+    )
+    indexed.delete_item(TableName="rows", Key={"id": {"S": "r3"}})
+    indexed.put_item(TableName="rows", Item={"id": {"S": "r1"}, "note": {"S": "rewritten without keys"}})
+    assert _pending(indexed) == ["r4", "r0"]
+    # An update that sets the key puts a row in
+    indexed.update_item(
+        TableName="rows",
+        Key={"id": {"S": "done"}},
+        UpdateExpression="SET #s = :s, #t = :t",
+        ExpressionAttributeNames={"#s": "shard", "#t": "since"},
+        ExpressionAttributeValues={":s": {"S": "p0"}, ":t": {"N": "1"}},
+    )
+    assert _pending(indexed) == ["done", "r4", "r0"]
+
+
+def test_a_cancelled_transaction_leaves_the_index_as_it_was(indexed):
+    indexed.put_item(TableName="rows", Item={"id": {"S": "r0"}, "shard": {"S": "p0"}, "since": {"N": "5"}})
+    with pytest.raises(ClientError):
+        indexed.transact_write_items(
+            TransactItems=[
+                {
+                    "Update": {
+                        "TableName": "rows",
+                        "Key": {"id": {"S": "r0"}},
+                        "UpdateExpression": "REMOVE #s",
+                        "ExpressionAttributeNames": {"#s": "shard"},
+                    }
+                },
+                {
+                    "ConditionCheck": {
+                        "TableName": "rows",
+                        "Key": {"id": {"S": "missing"}},
+                        "ConditionExpression": "attribute_exists(id)",
+                    }
+                },
+            ]
+        )
+    assert _pending(indexed) == ["r0"]
