@@ -70,6 +70,7 @@ class LaneSettings:
     retry_base_seconds: float
     retry_cap_seconds: float
     tenant_quota: int
+    """0: the lane keeps no tenant bookkeeping."""
     tenant_quota_mode: str
     default_expiry_seconds: float | None
     defer_seconds: int

@@ -91,7 +91,7 @@ def test_function_environments_parse_into_handler_settings(synthesized):
         parsed = settings.LaneSettings.from_dict(json.loads(props["Environment"]["Variables"]["LANE"]))
         assert parsed.name == lane.name
         assert parsed.max_receives == lane.max_receives
-        assert parsed.tenant_quota == lane.tenant_quota.limit
+        assert parsed.tenant_quota == (lane.tenant_quota.limit if lane.tenant_quota else 0)
     (jobs,) = _functions_by_handler(synthesized, "pipeline.handlers.jobs.handler")
     lanes = json.loads(jobs["Environment"]["Variables"]["LANES"])
     assert {name: settings.LaneSettings.from_dict(v).objective_seconds for name, v in lanes.items()} == {

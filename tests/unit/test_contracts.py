@@ -17,7 +17,7 @@ def test_consumer_environment_round_trips_the_catalogue(consumer_environ, env_lo
         assert parsed.name == lane.name
         assert parsed.max_receives == lane.max_receives
         assert parsed.retry_cap_seconds == lane.retry.cap_seconds
-        assert parsed.tenant_quota == lane.tenant_quota.limit
+        assert parsed.tenant_quota == (lane.tenant_quota.limit if lane.tenant_quota else 0)
         assert parsed.task_time_limit_seconds < lane.timeout_seconds
         assert dict(parsed.options) == lane.options()
 

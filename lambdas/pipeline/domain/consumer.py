@@ -267,7 +267,10 @@ class Consumer:
         self, batch: list[Received], todo: list[int], settled: dict[int, RecordOutcome], remaining: Callable[[], float]
     ) -> dict[str, tuple[Grant, set[int]]]:
         """Per tenant: the grant, and the batch indices over its quota (deferred when enforced).
-        A tenant whose quota there is no time left to take and use has its records not started."""
+        A tenant whose quota there is no time left to take and use has its records not started.
+        A lane without a quota takes none: no lease, no release, no write."""
+        if not self._lane.tenant_quota:
+            return {}
         by_tenant: dict[str, list[int]] = {}
         for index in todo:
             by_tenant.setdefault(batch[index].tenant, []).append(index)

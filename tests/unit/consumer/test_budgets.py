@@ -207,3 +207,22 @@ def test_a_dependency_budget_in_observe_mode_lets_calls_through_and_counts_them(
     assert would
     assert all(line["budget"] == "dependency" for line in would)
     assert [line for line in log_lines(caplog) if line.get("outcome") == "deferred"] == []
+
+
+def test_a_lane_without_a_tenant_quota_writes_no_tenant_bookkeeping(lane):
+    # Given a lane configured with no per-tenant cap and a batch from two tenants
+    h = lane("engagement")
+    environ = with_lane(h.environ, tenant_quota=0, tenant_quota_mode="off")
+    for n in range(6):
+        h.send(internal("engagement", f"a-{n}", "comment", {}, tenant="page-a"))
+    h.send(internal("engagement", "b-0", "comment", {}, tenant="page-b"))
+    task = Recorder()
+    # When the consumer takes the batch
+    response, messages = h.poll(h.handler(environ, tasks={"engagement": task}))
+    # Then every record runs, nothing is deferred, and no quota item is read or written
+    assert len(messages) == 7
+    assert response == {"batchItemFailures": []}
+    assert sorted(task.calls) == sorted([f"a-{n}" for n in range(6)] + ["b-0"])
+    assert h.calls.of("SendMessageBatch") == []
+    assert _quota_writes(h) == []
+    assert h.state("quota#engagement#page-a") is None
