@@ -5,8 +5,9 @@ keys. The sweeper queries a sparse index (only rows still pending carry its key)
 grew with every row ever logged: at 20,000 rows one sweep took a fifth of the runtime's CPU and,
 holding the DynamoDB lock, delayed every webhook behind it. Here each table keeps, per GSI, the
 items that carry that index's hash key, updated by every write (put, update, delete, and the
-writes a transaction or a rollback makes through them), and a query on the index reads only those.
-Queries on the table itself and scans are unchanged.
+writes a transaction or a rollback makes through them), grouped by the value of that hash key, and
+a query on the index reads only the items of the value it asks for. Queries on the table itself
+and scans are unchanged.
 """
 
 from __future__ import annotations
@@ -50,9 +51,10 @@ def install() -> None:
     @functools.wraps(original_query)
     def query(self: Any, *args: Any, **kwargs: Any) -> Any:
         index_name = kwargs.get("index_name")
-        if index_name is None or index_name not in _members(self):
+        wanted = _wanted_hash(self, index_name, args, kwargs)
+        if wanted is None:
             return original_query(self, *args, **kwargs)
-        self.__dict__["_lanes_reading"] = index_name
+        self.__dict__["_lanes_reading"] = (index_name, wanted)
         try:
             return original_query(self, *args, **kwargs)
         finally:
@@ -63,7 +65,8 @@ def install() -> None:
         reading = self.__dict__.get("_lanes_reading")
         if reading is None:
             return original_all(self)
-        items = list(_members(self)[reading].values())
+        index_name, wanted = reading
+        items = list(_members(self)[index_name].get(wanted, {}).values())
         return sorted(items, key=lambda x: (x.hash_key, x.range_key) if x.range_key else x.hash_key)
 
     Table.put_item = put_item  # type: ignore[method-assign]
@@ -78,12 +81,29 @@ def _hash_attributes(index: Any) -> list[str]:
     return [key["AttributeName"] for key in index.schema if key["KeyType"] == "HASH"]
 
 
-def _members(table: Any) -> dict[str, dict[Any, Any]]:
-    """Per GSI name, the items that carry its hash key (built from the table on first use)."""
+def _wanted_hash(table: Any, index_name: str | None, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """The index hash value a query asks for, as `_members` groups them; None: let moto scan."""
+    if index_name is None or index_name not in _members(table):
+        return None
+    (index,) = [i for i in table.global_indexes if i.name == index_name]
+    names = _hash_attributes(index)
+    conditions = dict(kwargs.get("hash_key_conditions") or [])
+    if conditions and set(conditions) == set(names):
+        return tuple(conditions[name] for name in names)
+    hash_key = kwargs.get("hash_key", args[0] if args else None)
+    if hash_key is not None and len(names) == 1:
+        return (hash_key,)
+    return None
+
+
+def _members(table: Any) -> dict[str, dict[Any, dict[Any, Any]]]:
+    """Per GSI name, per value of its hash key, the items that carry it (built from the table on
+    first use)."""
     members = table.__dict__.get("_lanes_gsi_members")
     if members is None:
         members = {index.name: {} for index in table.global_indexes}
         table.__dict__["_lanes_gsi_members"] = members
+        table.__dict__["_lanes_gsi_where"] = {index.name: {} for index in table.global_indexes}
         for item in table.__class__.all_items.__wrapped__(table):
             _refresh(table, item)
     return members
@@ -93,18 +113,32 @@ def _refresh(table: Any, item: Any) -> None:
     if item is None or not table.global_indexes:
         return
     members = _members(table)
+    where = _where(table)
     key = (item.hash_key, item.range_key)
     for index in table.global_indexes:
-        carried = members.setdefault(index.name, {})
-        if all(name in item.attrs for name in _hash_attributes(index)):
-            carried[key] = item
-        else:
-            carried.pop(key, None)
+        groups = members.setdefault(index.name, {})
+        placed = where.setdefault(index.name, {})
+        previous = placed.pop(key, None)
+        if previous is not None:
+            groups[previous].pop(key, None)
+        names = _hash_attributes(index)
+        if all(name in item.attrs for name in names):
+            value = tuple(item.attrs[name] for name in names)
+            groups.setdefault(value, {})[key] = item
+            placed[key] = value
 
 
 def _drop(table: Any, item: Any) -> None:
     if not table.global_indexes:
         return
     key = (item.hash_key, item.range_key)
-    for carried in _members(table).values():
-        carried.pop(key, None)
+    members, where = _members(table), _where(table)
+    for index_name, placed in where.items():
+        previous = placed.pop(key, None)
+        if previous is not None:
+            members[index_name][previous].pop(key, None)
+
+
+def _where(table: Any) -> dict[str, dict[Any, Any]]:
+    """Per GSI name, each member item's key -> the hash value it is grouped under."""
+    return table.__dict__.setdefault("_lanes_gsi_where", {})

@@ -192,3 +192,24 @@ def test_a_cancelled_transaction_leaves_the_index_as_it_was(indexed):
             ]
         )
     assert _pending(indexed) == ["r0"]
+
+
+def test_an_index_query_reads_only_the_hash_value_it_asks_for_and_follows_a_row_that_moves(indexed):
+    indexed.put_item(TableName="rows", Item={"id": {"S": "a"}, "shard": {"S": "p0"}, "since": {"N": "1"}})
+    indexed.put_item(TableName="rows", Item={"id": {"S": "b"}, "shard": {"S": "p1"}, "since": {"N": "2"}})
+    assert _pending(indexed) == ["a"]
+    indexed.update_item(
+        TableName="rows",
+        Key={"id": {"S": "b"}},
+        UpdateExpression="SET #s = :s",
+        ExpressionAttributeNames={"#s": "shard"},
+        ExpressionAttributeValues={":s": {"S": "p0"}},
+    )
+    indexed.update_item(
+        TableName="rows",
+        Key={"id": {"S": "a"}},
+        UpdateExpression="SET #s = :s",
+        ExpressionAttributeNames={"#s": "shard"},
+        ExpressionAttributeValues={":s": {"S": "p1"}},
+    )
+    assert _pending(indexed) == ["b"]
