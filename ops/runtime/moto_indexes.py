@@ -16,6 +16,10 @@ import functools
 from typing import Any
 
 _PATCHED = False
+_INDEX_NAME_AT = 7
+"""Position of `index_name` in moto's Table.query (the backend passes it positionally)."""
+STATS = {"index_reads": 0}
+"""Queries answered from an index's own items (the tests check the fast path is the one taken)."""
 
 
 def install() -> None:
@@ -50,11 +54,12 @@ def install() -> None:
 
     @functools.wraps(original_query)
     def query(self: Any, *args: Any, **kwargs: Any) -> Any:
-        index_name = kwargs.get("index_name")
+        index_name = kwargs.get("index_name", args[_INDEX_NAME_AT] if len(args) > _INDEX_NAME_AT else None)
         wanted = _wanted_hash(self, index_name, args, kwargs)
         if wanted is None:
             return original_query(self, *args, **kwargs)
         self.__dict__["_lanes_reading"] = (index_name, wanted)
+        STATS["index_reads"] += 1
         try:
             return original_query(self, *args, **kwargs)
         finally:

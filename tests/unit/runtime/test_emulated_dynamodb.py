@@ -7,6 +7,7 @@ import boto3
 import pytest
 from botocore.exceptions import ClientError
 
+from ops.runtime import moto_indexes
 from tests.support.aws import REGION
 
 
@@ -131,6 +132,7 @@ def indexed(aws):
 
 
 def _pending(client) -> list[str]:
+    before = moto_indexes.STATS["index_reads"]
     response = client.query(
         TableName="rows",
         IndexName="pending",
@@ -138,6 +140,7 @@ def _pending(client) -> list[str]:
         ExpressionAttributeNames={"#s": "shard", "#t": "since"},
         ExpressionAttributeValues={":s": {"S": "p0"}, ":t": {"N": "1000"}},
     )
+    assert moto_indexes.STATS["index_reads"] == before + 1, "the query scanned the table"
     return [item["id"]["S"] for item in response["Items"]]
 
 
