@@ -14,7 +14,8 @@ transaction then costs as much as the tables are large (tens of milliseconds at 
 under the lock every other call waits on). Here it keeps a copy of the transaction's own items
 instead and puts those back; the lock makes the whole transaction atomic either way.
 
-Index queries: see moto_indexes.py. SQS: see moto_sqs.py. The cost of a call itself: see moto_dispatch.py.
+Index queries: see moto_indexes.py. SQS: see moto_sqs.py. The cost of a call itself: see
+moto_dispatch.py and moto_direct.py.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import functools
 import threading
 from typing import Any
 
-from ops.runtime import moto_dispatch, moto_indexes, moto_sqs
+from ops.runtime import moto_direct, moto_dispatch, moto_indexes, moto_sqs
 
 _LOCK = threading.RLock()
 _PATCHED = False
@@ -38,6 +39,7 @@ def install() -> None:
     make_dynamodb_atomic()
     moto_sqs.install()
     moto_dispatch.install()
+    moto_direct.install()
 
 
 def make_dynamodb_atomic() -> None:

@@ -129,8 +129,10 @@ class Calls:
 
 @dataclass
 class Slow:
-    """Seconds added to every call of a service ("sqs", "dynamodb"), on botocore's `before-send`:
-    moto still does the work, the answer just takes longer, as a slow dependency's does."""
+    """Seconds added to every call of a service ("sqs", "dynamodb"), on botocore's `after-call`:
+    moto has done the work, the answer just takes longer to arrive, as a slow dependency's does.
+    (`after-call` is on every path a call can take; the runtime answers in-process calls before
+    any `before-send`.)"""
 
     seconds: Mapping[str, float]
 
@@ -144,7 +146,7 @@ def hooked_clients(calls: Calls, slow: Mapping[str, float] | None = None) -> Cli
     session = boto3.session.Session(region_name=REGION)
     session.events.register("provide-client-params.*.*", calls.record)
     if slow:
-        session.events.register("before-send", Slow(slow))
+        session.events.register("after-call", Slow(slow))
     return Clients(region=REGION, _session=session)
 
 

@@ -2,7 +2,7 @@
 not attempt, and an invocation that runs out of time anyway is counted.
 
 The slowness is real: the handler's boto3 calls go to moto and their answers come back late (a
-`before-send` hook sleeps), so the consumer sees the latency it would see from AWS. The harness
+`after-call` hook sleeps), so the consumer sees the latency it would see from AWS. The harness
 plays Lambda's timeout: a response given after the deadline is lost and nothing is deleted.
 """
 
