@@ -195,6 +195,13 @@ class ApiServer:
             protocol_version = "HTTP/1.1"
 
             def _serve(self) -> None:
+                try:
+                    self._answer()
+                except (BrokenPipeError, ConnectionResetError):
+                    # The caller gave up (a client timeout); API Gateway logs it, nothing more.
+                    self.close_connection = True
+
+            def _answer(self) -> None:
                 started = time.monotonic()
                 length = int(self.headers.get("content-length") or 0)
                 body = self.rfile.read(length) if length else b""

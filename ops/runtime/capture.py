@@ -75,10 +75,19 @@ class OutputCapture:
         sys.stdout = _ThreadRoutedStream(self, self._saved[0])  # type: ignore[assignment]
         sys.stderr = _ThreadRoutedStream(self, self._saved[1])  # type: ignore[assignment]
 
-    def uninstall(self) -> None:
+    def seal(self) -> None:
+        """Keep no more lines: a handler abandoned at stop may still write, and what was kept is
+        final (the summary reads it)."""
         with self._lock:
-            # A handler abandoned at stop may still write; its lines have nowhere to go.
             self._closed = True
+
+    def lines(self, function: str) -> list[dict[str, Any]]:
+        """A copy of the structured lines kept for `function`."""
+        with self._lock:
+            return list(self.recent.get(function, ()))
+
+    def uninstall(self) -> None:
+        self.seal()
         if self._saved:
             sys.stdout, sys.stderr = self._saved
             self._saved = None

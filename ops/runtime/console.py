@@ -101,8 +101,8 @@ def top_contributors(runtime: LocalRuntime, rule_body: dict[str, Any], limit: in
     keys = [k.removeprefix("$.") for k in rule_body["Contribution"]["Keys"]]
     filters = rule_body["Contribution"].get("Filters", [])
     counts: dict[str, int] = {}
-    for lines in runtime.capture.recent.values():
-        for line in lines:
+    for function in list(runtime.capture.recent):
+        for line in runtime.capture.lines(function):
             if all(_matches(line, f) for f in filters):
                 contributor = " / ".join(str(line.get(k, "")) for k in keys)
                 counts[contributor] = counts.get(contributor, 0) + 1

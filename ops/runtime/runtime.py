@@ -201,6 +201,7 @@ class LocalRuntime:
             thread.join(timeout=max(0.0, deadline - time.monotonic()))
         for host in self.functions.values():
             host.shutdown()
+        self.capture.seal()
 
     def close(self) -> None:
         """Take the emulated backend down and give the process its environment back."""

@@ -68,10 +68,9 @@ def _reader(stream, sink: queue.Queue[str], lines: list[str]) -> None:
         sink.put(line)
 
 
-@pytest.fixture(scope="session")
-def pipeline(tmp_path_factory) -> RunningPipeline:
+def start_pipeline(log_dir: Path, environ: dict[str, str] | None = None) -> RunningPipeline:
+    """`lanectl local` in a process of its own, once it says it is ready."""
     api_port, aws_port = free_port(), free_port()
-    log_dir = tmp_path_factory.mktemp("runtime-logs")
     process = subprocess.Popen(
         [
             sys.executable,
@@ -89,7 +88,7 @@ def pipeline(tmp_path_factory) -> RunningPipeline:
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        env={**os.environ, "PYTHONUNBUFFERED": "1", **(environ or {})},
     )
     lines: list[str] = []
     ready: queue.Queue[str] = queue.Queue()
@@ -123,7 +122,7 @@ def pipeline(tmp_path_factory) -> RunningPipeline:
         aws_secret_access_key="local",
     )
     secret = json.loads(secrets.get_secret_value(SecretId=outputs["MetaSecretArn"])["SecretString"])
-    running = RunningPipeline(
+    return RunningPipeline(
         process=process,
         api_url=f"http://127.0.0.1:{api_port}",
         aws_endpoint=endpoint,
@@ -132,6 +131,12 @@ def pipeline(tmp_path_factory) -> RunningPipeline:
         verify_token=secret["verify_token"],
         lines=lines,
     )
+
+
+@pytest.fixture(scope="session")
+def pipeline(tmp_path_factory) -> RunningPipeline:
+    running = start_pipeline(tmp_path_factory.mktemp("runtime-logs"))
+    process, lines = running.process, running.lines
     yield running
     # Ctrl-C, as a person stops it: it must exit cleanly and print its summary.
     process.send_signal(signal.SIGINT)
