@@ -17,7 +17,7 @@ export PYTHONDONTWRITEBYTECODE := 1
 
 CDK := npx --no-install cdk --no-notices
 
-.PHONY: help setup demo test lint synth diff deploy scenarios bench clean
+.PHONY: help setup demo test lint synth diff deploy scenarios bench soak clean
 
 help:
 	@echo "make demo          run the whole pipeline locally (offline) through a narrated scenario"
@@ -26,6 +26,7 @@ help:
 	@echo "make deploy ENV=…  deploy one environment with the project's CDK CLI"
 	@echo "make scenarios     run the queueing scenarios and write bench/REPORT.md"
 	@echo "make bench         run the micro-benchmarks"
+	@echo "make soak          the local runtime under load for 10 minutes; writes its section of bench/REPORT.md"
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -70,6 +71,9 @@ scenarios: setup
 
 bench: setup
 	$(PY) -m bench.run_all
+
+soak: setup
+	$(PY) -m bench.soak
 
 clean:
 	rm -rf cdk.out .pytest_cache

@@ -267,8 +267,8 @@ def _build() -> dict[str, Environment]:
             # Measured: this machine's runtime keeps up with about 25 webhooks a second end to end
             # (door, consumer, sweeper and emulator share one interpreter; `make soak`). Past it
             # the stage answers 429 as API Gateway would, instead of the door timing out. The
-            # burst lets a campaign of a few hundred deliveries in at once; the lanes absorb it.
-            api=ApiConfig(rate_limit=25, burst_limit=300),
+            # burst lets a campaign of a couple of hundred deliveries in at once; the lanes absorb it.
+            api=ApiConfig(rate_limit=25, burst_limit=200),
             reserved_concurrency=False,
             account_concurrency_quota=1000,
             log_retention_days=1,

@@ -1,0 +1,310 @@
+"""`make soak`: the local runtime under sustained load, measured from outside, and its section of
+bench/REPORT.md.
+
+    python -m bench.soak                       # 10 min offered at 50/s, a ramp, a stop under load
+    python -m bench.soak --rate 25 --for 120   # any other rate and length
+
+1. Soak: `lanectl local` in its own process, `lanectl load` at --rate for --for seconds (signed
+   WhatsApp texts of 1.5 KB from 30 businesses), with figures every 10 s: answers by status, door
+   p50/p99, sent-to-stored p50/p99, queue depth, the runtime's memory and CPU.
+2. Ramp: --step seconds at each of --ramp rates, to find where the stage starts answering 429.
+3. Stop: Ctrl-C while deliveries still arrive; how long it takes, whether the summary came, what
+   was left in the temporary directory.
+
+Traffic goes to 127.0.0.1 only, bounded in count and time. Figures are printed and written
+(bench/report/soak.json, soak.png, soak.md); nothing is asserted (the machine is shared).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import queue
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ops import load
+from ops.runtime.runtime import free_port
+from stacks.config.environments import ENVIRONMENTS
+
+ROOT = Path(__file__).resolve().parents[1]
+REPORT_DIR = ROOT / "bench" / "report"
+REPORT = ROOT / "bench" / "REPORT.md"
+BEGIN, END = "<!-- soak -->", "<!-- /soak -->"
+WARM_UP_FRACTION = 0.2
+"""Memory is judged flat against what the runtime held once this share of the soak had passed."""
+
+
+@dataclass
+class Runtime:
+    process: subprocess.Popen[str]
+    api_url: str
+    aws_endpoint: str
+    tmp: Path
+    lines: list[str] = field(default_factory=list)
+
+
+def start(tmp: Path) -> Runtime:
+    api_port, aws_port = free_port(), free_port()
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "ops.local",
+            "--no-live",
+            "--port",
+            str(api_port),
+            "--aws-port",
+            str(aws_port),
+            "--log-dir",
+            str(tmp / "logs"),
+        ],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1", "TMPDIR": str(tmp)},
+        start_new_session=True,
+    )
+    runtime = Runtime(process, f"http://127.0.0.1:{api_port}", f"http://127.0.0.1:{aws_port}", tmp)
+    ready: queue.Queue[str] = queue.Queue()
+
+    def read() -> None:
+        assert process.stdout is not None
+        for line in process.stdout:
+            runtime.lines.append(line.rstrip("\n"))
+            ready.put(line)
+
+    threading.Thread(target=read, daemon=True).start()
+    deadline = time.monotonic() + 180
+    while True:
+        try:
+            line = ready.get(timeout=max(0.1, deadline - time.monotonic()))
+        except queue.Empty:
+            process.kill()
+            raise SystemExit("the local runtime did not start:\n" + "\n".join(runtime.lines[-30:])) from None
+        if line.startswith("ready:"):
+            return runtime
+        if process.poll() is not None:
+            raise SystemExit("the local runtime exited:\n" + "\n".join(runtime.lines[-30:]))
+
+
+class _Aws:
+    def __init__(self, endpoint: str) -> None:
+        self._endpoint = endpoint
+
+    def client(self, service: str) -> Any:
+        import boto3
+
+        return boto3.client(
+            service,
+            endpoint_url=self._endpoint,
+            region_name="us-east-1",
+            aws_access_key_id="local",
+            aws_secret_access_key="local",
+        )
+
+
+def _stack(runtime: Runtime) -> tuple[str, load.StackView]:
+    aws = _Aws(runtime.aws_endpoint)
+    stack = aws.client("cloudformation").describe_stacks(StackName="lanes-local")["Stacks"][0]
+    outputs = {o["OutputKey"]: o["OutputValue"] for o in stack["Outputs"]}
+    secret = json.loads(
+        aws.client("secretsmanager").get_secret_value(SecretId=outputs["MetaSecretArn"])["SecretString"]
+    )
+    return secret["app_secret"], load.StackView(aws, outputs, ENVIRONMENTS["local"].lane_names)
+
+
+def soak(runtime: Runtime, rate: float, seconds: float) -> load.Report:
+    secret, stack = _stack(runtime)
+    run = load.LoadRun(url=runtime.api_url, app_secret=secret, rate=rate, seconds=seconds, connections=64)
+    print(f"\n== soak: {rate:g}/s offered for {seconds:g} s", flush=True)
+    return load.measure(run, stack=stack, pid=runtime.process.pid, interval_seconds=10, write=print)
+
+
+def ramp(runtime: Runtime, rates: list[float], step: float) -> list[dict[str, Any]]:
+    secret, stack = _stack(runtime)
+    steps = []
+    print(f"\n== ramp: {', '.join(f'{r:g}' for r in rates)} /s, {step:g} s each", flush=True)
+    for rate in rates:
+        run = load.LoadRun(url=runtime.api_url, app_secret=secret, rate=rate, seconds=step, connections=64)
+        report = load.measure(run, stack=None, pid=runtime.process.pid, interval_seconds=step, write=lambda _: None)
+        total = report.total
+        refused = total.statuses.get("429", 0)
+        other = sum(v for k, v in total.statuses.items() if k not in ("200", "429"))
+        figures = {
+            "rate": rate,
+            "sent": total.sent,
+            "accepted": total.statuses.get("200", 0),
+            "throttled": refused,
+            "other": other,
+            "door_p50_ms": total.door_p50_ms,
+            "door_p99_ms": total.door_p99_ms,
+            "queued_after": sum(stack.depth().values()),
+        }
+        steps.append(figures)
+        print(
+            f"  {rate:5g}/s: {figures['accepted']} accepted, {refused} answered 429, {other} other; door p50 "
+            f"{total.door_p50_ms} ms p99 {total.door_p99_ms} ms; {figures['queued_after']} queued after",
+            flush=True,
+        )
+    return steps
+
+
+def stop_under_load(runtime: Runtime, rate: float) -> dict[str, Any]:
+    secret, _ = _stack(runtime)
+    run = load.LoadRun(url=runtime.api_url, app_secret=secret, rate=rate, seconds=60, connections=32)
+    sender = threading.Thread(target=run.run, daemon=True)
+    sender.start()
+    time.sleep(10)
+    pressed = time.monotonic()
+    runtime.process.send_signal(signal.SIGINT)
+    try:
+        code: int | None = runtime.process.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        code = None
+        runtime.process.kill()
+    took = time.monotonic() - pressed
+    run.stop()
+    time.sleep(0.5)
+    leftovers = sorted(p.name for p in runtime.tmp.iterdir() if p.name.startswith("lanes-"))
+    figures = {
+        "offered_rate": rate,
+        "seconds_to_exit": round(took, 2),
+        "exit_code": code,
+        "summary_printed": "Summary" in runtime.lines,
+        "temporary_leftovers": leftovers,
+    }
+    print(f"\n== stop under load ({rate:g}/s): {figures}", flush=True)
+    return figures
+
+
+def _memory_growth(report: load.Report) -> tuple[float | None, float | None, float | None]:
+    samples = [i.rss_mb for i in report.intervals if i.rss_mb is not None]
+    if len(samples) < 3:
+        return None, None, None
+    warm = samples[max(1, int(len(samples) * WARM_UP_FRACTION))]
+    last = samples[-1]
+    return warm, last, round((last - warm) / warm * 100, 1)
+
+
+def markdown(report: load.Report, steps: list[dict[str, Any]], stop: dict[str, Any], command: str) -> str:
+    total = report.total
+    warm, last, growth = _memory_growth(report)
+    accepted = total.statuses.get("200", 0)
+    intervals = [i for i in report.intervals if i.sent]
+    worst_p99 = max((i.door_p99_ms or 0 for i in intervals), default=None)
+    worst_stored = max((i.stored_p99_s or 0 for i in intervals), default=None)
+    local = ENVIRONMENTS["local"].api
+    onset = next((s["rate"] for s in steps if s["throttled"] > 0.01 * s["sent"]), None)
+    lines = [
+        BEGIN,
+        "## Soak: the local runtime under sustained load",
+        "",
+        f"Generated by `{command}` on {time.strftime('%Y-%m-%d')} ({os.cpu_count()} CPUs). `lanectl local` in its "
+        f"own process; `lanectl load` from another sends signed WhatsApp texts of {report.size} B from "
+        f"{report.businesses} businesses over HTTP on 127.0.0.1. The local stage throttle is {local.rate_limit}/s "
+        f"(burst {local.burst_limit}), set from this measurement.",
+        "",
+        f"**{report.rate:g}/s offered for {report.seconds:g} s**: {total.sent} sent, {accepted} accepted (200), "
+        f"{total.statuses.get('429', 0)} refused at the stage (429), "
+        f"{sum(v for k, v in total.statuses.items() if k not in ('200', '429'))} anything else. Of the accepted: door "
+        f"p50 {total.door_p50_ms} ms, p99 {total.door_p99_ms} ms (worst 10 s interval {worst_p99} ms); sent to "
+        f"stored p50 {total.stored_p50_s} s, p99 {total.stored_p99_s} s (worst interval {worst_stored} s); "
+        f"{report.not_stored} accepted but never stored. Runtime memory {warm} MB after warm-up, {last} MB at the "
+        f"end ({growth:+} %); runtime CPU {report.cpu_ms_per_webhook} ms per accepted webhook.",
+        "",
+        "![soak](report/soak.png)",
+        "",
+        "| t (s) | sent | 200 | 429 | door p50 ms | door p99 ms | stored p50 s | stored p99 s | queued | RSS MB "
+        "| CPU % |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    origin = report.intervals[0].start if report.intervals else 0.0
+    lines += [
+        f"| {i.end - origin:.0f} | {i.sent} | {i.statuses.get('200', 0)} | {i.statuses.get('429', 0)} | "
+        f"{i.door_p50_ms} | {i.door_p99_ms} | {i.stored_p50_s} | {i.stored_p99_s} | "
+        f"{sum(i.queue_depth.values()) if i.queue_depth else '-'} | {i.rss_mb} | {i.cpu_percent} |"
+        for i in report.intervals
+    ]
+    lines += [
+        "",
+        "**Ramp** (each rate for a fixed time, one after the other): where the stage starts answering 429"
+        + (f": from {onset:g}/s offered." if onset is not None else ": not reached."),
+        "",
+        "| offered /s | sent | 200 | 429 | other | door p50 ms | door p99 ms | queued after |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    lines += [
+        f"| {s['rate']:g} | {s['sent']} | {s['accepted']} | {s['throttled']} | {s['other']} | {s['door_p50_ms']} | "
+        f"{s['door_p99_ms']} | {s['queued_after']} |"
+        for s in steps
+    ]
+    lines += [
+        "",
+        f"**Stop under load** ({stop['offered_rate']:g}/s still arriving): Ctrl-C to exit "
+        f"{stop['seconds_to_exit']} s, exit code {stop['exit_code']}, summary printed: {stop['summary_printed']}, "
+        f"left in the temporary directory: {stop['temporary_leftovers'] or 'nothing'}.",
+        END,
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def update_report(section: str, path: Path = REPORT) -> None:
+    """Put the soak section into REPORT.md: in place of the last one, or before the findings."""
+    text = path.read_text(encoding="utf-8") if path.exists() else "# Benchmarks\n\n"
+    if BEGIN in text and END in text:
+        head, rest = text.split(BEGIN, 1)
+        tail = rest.split(END, 1)[1].lstrip("\n")
+        text = head + section + "\n" + tail
+    elif "## Findings" in text:
+        head, tail = text.split("## Findings", 1)
+        text = head + section + "\n## Findings" + tail
+    else:
+        text = text.rstrip("\n") + "\n\n" + section
+    path.write_text(text, encoding="utf-8")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.soak", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rate", type=load.rate_argument, default=50.0, help="webhooks a second offered (50)")
+    parser.add_argument("--for", dest="seconds", type=load.duration_seconds, default=600.0, help="soak length (600)")
+    parser.add_argument("--ramp", default="15,20,25,30,40,60", help="rates for the ramp, comma-separated")
+    parser.add_argument("--step", type=load.duration_seconds, default=30.0, help="seconds per ramp rate (30)")
+    parser.add_argument("--no-report", action="store_true", help="print only; leave bench/REPORT.md alone")
+    args = parser.parse_args(argv)
+    rates = [load.rate_argument(r) for r in args.ramp.split(",") if r.strip()]
+    command = "make soak" if argv is None and len(sys.argv) == 1 else "python -m bench.soak " + " ".join(sys.argv[1:])
+    with tempfile.TemporaryDirectory(prefix="soak-") as scratch:
+        tmp = Path(scratch)
+        runtime = start(tmp)
+        try:
+            report = soak(runtime, args.rate, args.seconds)
+            steps = ramp(runtime, rates, args.step)
+            stop = stop_under_load(runtime, max(rates))
+        finally:
+            if runtime.process.poll() is None:
+                os.killpg(runtime.process.pid, signal.SIGKILL)
+    REPORT_DIR.mkdir(parents=True, exist_ok=True)
+    (REPORT_DIR / "soak.json").write_text(
+        json.dumps({"soak": report.as_dict(), "ramp": steps, "stop": stop}, indent=1), encoding="utf-8"
+    )
+    load.plot(report, REPORT_DIR / "soak.png")
+    section = markdown(report, steps, stop, command)
+    (REPORT_DIR / "soak.md").write_text(section, encoding="utf-8")
+    if not args.no_report:
+        update_report(section)
+    print("\n" + section)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
