@@ -114,6 +114,11 @@ def write(
     lines.append("")
     for r in results:
         lines += _section(r, root)
+    soak = root / "report" / "soak.md"
+    if soak.exists():
+        # `make soak` writes this section; the scenarios keep it as it was measured.
+        lines += soak.read_text(encoding="utf-8").rstrip("\n").splitlines()
+        lines.append("")
     lines.append("## Findings")
     lines.append("")
     if findings:
