@@ -2,10 +2,10 @@
 
 It reads the mapping from moto's Lambda API every second (so `lanectl lane pause/resume` and a
 ramped MaximumConcurrency take effect), long-polls the queue through the SQS API, batches by
-batch size and window, never runs more than MaximumConcurrency batches at once, and applies the
-response the way Lambda does: with ReportBatchItemFailures, everything not reported is deleted;
-a failed invocation or a malformed response deletes nothing. Visibility, delays, receive counts
-and redrive are the emulator's own SQS semantics; nothing here bypasses them.
+batch size and window, and never runs more than MaximumConcurrency batches at once. The event it
+hands the function and what it deletes afterwards are `event_source`'s, the one emulation of the
+mapping's contract. Visibility, delays, receive counts and redrive are the emulator's own SQS
+semantics; nothing here bypasses them.
 """
 
 from __future__ import annotations
@@ -16,10 +16,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ops.runtime.deploy import REGION
+from ops.runtime import event_source
 from ops.runtime.functions import FunctionHost
 
-MAX_RECEIVE = 10
+MAX_RECEIVE = event_source.MAX_MESSAGES
 POLL_WAIT_SECONDS = 1
 MAPPING_REFRESH_SECONDS = 1.0
 
@@ -136,15 +136,14 @@ class MappingPlayer:
         window_ends = time.monotonic() + state.window_seconds
         while len(batch) < state.batch_size and not self._stop.is_set():
             wait = POLL_WAIT_SECONDS if not batch else max(0, min(POLL_WAIT_SECONDS, window_ends - time.monotonic()))
-            response = self._sqs.receive_message(
-                QueueUrl=self.queue_url,
-                MaxNumberOfMessages=min(MAX_RECEIVE, state.batch_size - len(batch)),
-                WaitTimeSeconds=round(wait),
-                AttributeNames=["All"],
-                MessageSystemAttributeNames=["All"],
-                MessageAttributeNames=["All"],
+            batch.extend(
+                event_source.receive(
+                    self._sqs,
+                    self.queue_url,
+                    min(MAX_RECEIVE, state.batch_size - len(batch)),
+                    wait_seconds=round(wait),
+                )
             )
-            batch.extend(response.get("Messages", []))
             if not batch or time.monotonic() >= window_ends:
                 break
         return batch
@@ -162,72 +161,26 @@ class MappingPlayer:
 
     def _invoke(self, messages: list[dict[str, Any]], state: MappingState) -> None:
         try:
-            outcome = self.function.invoke({"Records": [self._record(m) for m in messages]})
-            if not outcome.ok:
+            settled = event_source.deliver(
+                self._sqs,
+                self.queue_url,
+                self.queue_arn,
+                messages,
+                self.function.invoke,
+                report_failures=state.report_failures,
+            )
+            if settled.failed is None:
+                # nothing deleted: every message comes back after its visibility timeout
                 self.stats.failed_invocations += 1
-                return  # nothing deleted: every message comes back after its visibility timeout
-            failed = self._failures(outcome.result, messages) if state.report_failures else set()
-            if failed is None:
-                self.stats.failed_invocations += 1
-                self._on_error(f"{self.function.config.name}: malformed batch response {outcome.result!r}")
+                if settled.malformed:
+                    result = settled.outcome.result if settled.outcome is not None else None
+                    self._on_error(f"{self.function.config.name}: malformed batch response {result!r}")
                 return
-            self.stats.reported_failures += len(failed)
-            done = [m for m in messages if m["MessageId"] not in failed]
-            for start in range(0, len(done), MAX_RECEIVE):
-                chunk = done[start : start + MAX_RECEIVE]
-                self._sqs.delete_message_batch(
-                    QueueUrl=self.queue_url,
-                    Entries=[{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(chunk)],
-                )
-            self.stats.deleted += len(done)
+            self.stats.reported_failures += len(settled.failed)
+            self.stats.deleted += len(settled.deleted)
         except Exception as exc:
             self._on_error(f"{self.function.config.name}: {type(exc).__name__}: {exc}")
         finally:
             with self._slots:
                 self.stats.in_flight -= 1
                 self._slots.notify_all()
-
-    @staticmethod
-    def _failures(result: Any, messages: list[dict[str, Any]]) -> set[str] | None:
-        """Message ids the function reported as failed; None for a response Lambda would treat
-        as a failure of the whole batch."""
-        if result is None:
-            return set()
-        if not isinstance(result, dict):
-            return None
-        items = result.get("batchItemFailures", [])
-        if items is None:
-            return set()
-        if not isinstance(items, list):
-            return None
-        ids = {m["MessageId"] for m in messages}
-        failed = set()
-        for item in items:
-            identifier = item.get("itemIdentifier") if isinstance(item, dict) else None
-            if not identifier or identifier not in ids:
-                return None
-            failed.add(identifier)
-        return failed
-
-    def _record(self, message: dict[str, Any]) -> dict[str, Any]:
-        attributes = dict(message.get("Attributes", {}))
-        return {
-            "messageId": message["MessageId"],
-            "receiptHandle": message["ReceiptHandle"],
-            "body": message["Body"],
-            "attributes": attributes,
-            "messageAttributes": {
-                name: {
-                    "stringValue": value.get("StringValue"),
-                    "binaryValue": value.get("BinaryValue"),
-                    "stringListValues": [],
-                    "binaryListValues": [],
-                    "dataType": value.get("DataType", "String"),
-                }
-                for name, value in message.get("MessageAttributes", {}).items()
-            },
-            "md5OfBody": message.get("MD5OfBody", ""),
-            "eventSource": "aws:sqs",
-            "eventSourceARN": self.queue_arn,
-            "awsRegion": REGION,
-        }

@@ -1,8 +1,9 @@
 """Playing the Lambda service for one lane's consumer against moto.
 
-`LaneHarness.poll` does what the event source mapping does: receive from the lane queue (real
-visibility and receive counts), build the SQS event, invoke the handler, and delete the records
-the response did not report as failures. Rows are written the way the ingress (its real
+`LaneHarness.poll` does what the event source mapping does, through the runtime's one emulation of
+it (`ops/runtime/event_source.py`): receive from the lane queue (real visibility and receive
+counts), build the SQS event, invoke the handler, and delete the records the response did not
+report as failures. Rows are written the way the ingress (its real
 WebhookLog adapter) and the jobs API write them. The handler's own clients come from a boto3
 session whose event hooks record every call it makes, so tests can inspect what it asked SQS,
 and can make its calls slow (moto answers, and the answer arrives late). As Lambda does, the
@@ -26,6 +27,7 @@ from typing import Any
 import boto3
 from moto.core.botocore_stubber import BotocoreStubber
 
+from ops.runtime import event_source
 from pipeline import schema
 from pipeline.adapters.clients import Clients
 from pipeline.adapters.webhook_log import LogEntry, WebhookLog
@@ -150,25 +152,6 @@ def hooked_clients(calls: Calls, slow: Mapping[str, float] | None = None) -> Cli
     return Clients(region=REGION, _session=session)
 
 
-def sqs_event(messages: list[dict[str, Any]], queue_arn: str) -> dict[str, Any]:
-    return {
-        "Records": [
-            {
-                "messageId": m["MessageId"],
-                "receiptHandle": m["ReceiptHandle"],
-                "body": m["Body"],
-                "attributes": m.get("Attributes", {}),
-                "messageAttributes": m.get("MessageAttributes", {}),
-                "md5OfBody": m.get("MD5OfBody", ""),
-                "eventSource": "aws:sqs",
-                "eventSourceARN": queue_arn,
-                "awsRegion": REGION,
-            }
-            for m in messages
-        ]
-    }
-
-
 class LaneHarness:
     def __init__(self, lane: str, environ: Mapping[str, str], queue_arn: str) -> None:
         self.lane = lane
@@ -200,30 +183,13 @@ class LaneHarness:
         return self.sqs.send_message(QueueUrl=self.queue_url, MessageBody=body)["MessageId"]
 
     def receive(self, limit: int = 10, visibility: int | None = None, url: str | None = None) -> list[dict[str, Any]]:
-        kwargs: dict[str, Any] = {
-            "QueueUrl": url or self.queue_url,
-            "MaxNumberOfMessages": limit,
-            "AttributeNames": ["All"],
-            "MessageAttributeNames": ["All"],
-            "WaitTimeSeconds": 0,
-        }
-        if visibility is not None:
-            kwargs["VisibilityTimeout"] = visibility
-        return self.sqs.receive_message(**kwargs).get("Messages", [])
+        return event_source.receive(self.sqs, url or self.queue_url, limit, visibility=visibility)
 
     def invoke(
         self, handler: Callable[..., dict[str, Any]], messages: list[dict[str, Any]], context: Any = None
     ) -> dict[str, Any]:
-        context = context if context is not None else Context(60)
-        response = handler(sqs_event(messages, self.queue_arn), context)
-        if context.get_remaining_time_in_millis() <= 0:
-            # Timed out: Lambda never sees the response, and the event source mapping deletes nothing.
-            return {"batchItemFailures": [{"itemIdentifier": m["MessageId"]} for m in messages], "timed_out": True}
-        failed = {item["itemIdentifier"] for item in response["batchItemFailures"]}
-        acked = [m for m in messages if m["MessageId"] not in failed]
-        for m in acked:
-            self.sqs.delete_message(QueueUrl=self.queue_url, ReceiptHandle=m["ReceiptHandle"])
-        return response
+        invoke = _invoker(handler, context if context is not None else Context(60))
+        return _response(event_source.deliver(self.sqs, self.queue_url, self.queue_arn, messages, invoke))
 
     def poll(
         self,
@@ -233,8 +199,10 @@ class LaneHarness:
         visibility: int | None = None,
         context: Any = None,
     ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-        messages = self.receive(limit, visibility)
-        return self.invoke(handler, messages, context), messages
+        """One batch; an empty receive invokes nothing (as Lambda) and answers no failures."""
+        invoke = _invoker(handler, context if context is not None else Context(60))
+        settled = event_source.poll_once(self.sqs, self.queue_url, self.queue_arn, limit, invoke, visibility=visibility)
+        return _response(settled), settled.messages
 
     def dead_letters(self) -> list[dict[str, Any]]:
         found: list[dict[str, Any]] = []
@@ -343,6 +311,30 @@ class LaneHarness:
         from boto3.dynamodb.conditions import Key
 
         return self.dynamodb.Table("data").query(KeyConditionExpression=Key(schema.PK).eq(pk))["Items"]
+
+
+def _invoker(handler: Callable[..., Any], context: Any) -> event_source.Invoke:
+    def invoke(event: dict[str, Any]) -> event_source.Invoked:
+        response = handler(event, context)
+        # Answered after its deadline: Lambda never sees the response (the mapping deletes nothing).
+        return event_source.Invoked(response, ok=context.get_remaining_time_in_millis() > 0)
+
+    return invoke
+
+
+def _response(settled: event_source.Settled) -> dict[str, Any]:
+    """What the test reads of the batch: the handler's response, or for a timed-out invocation
+    every record failed, marked `timed_out`."""
+    if settled.undeleted:
+        raise AssertionError(f"SQS refused to delete {list(settled.undeleted)}")
+    if settled.outcome is None:
+        return {"batchItemFailures": []}
+    if not settled.outcome.ok:
+        return {
+            "batchItemFailures": [{"itemIdentifier": m["MessageId"]} for m in settled.messages],
+            "timed_out": True,
+        }
+    return settled.outcome.result
 
 
 def _decimal(value: float) -> Any:
