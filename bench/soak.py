@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import queue
 import signal
 import subprocess
 import sys
@@ -32,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from ops import load
-from ops.runtime.runtime import free_port
+from ops.runtime.launch import LaunchFailed, launch
 from stacks.config.environments import ENVIRONMENTS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -53,48 +52,11 @@ class Runtime:
 
 
 def start(tmp: Path) -> Runtime:
-    api_port, aws_port = free_port(), free_port()
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "ops.local",
-            "--no-live",
-            "--port",
-            str(api_port),
-            "--aws-port",
-            str(aws_port),
-            "--log-dir",
-            str(tmp / "logs"),
-        ],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        env={**os.environ, "PYTHONUNBUFFERED": "1", "TMPDIR": str(tmp)},
-        start_new_session=True,
-    )
-    runtime = Runtime(process, f"http://127.0.0.1:{api_port}", f"http://127.0.0.1:{aws_port}", tmp)
-    ready: queue.Queue[str] = queue.Queue()
-
-    def read() -> None:
-        assert process.stdout is not None
-        for line in process.stdout:
-            runtime.lines.append(line.rstrip("\n"))
-            ready.put(line)
-
-    threading.Thread(target=read, daemon=True).start()
-    deadline = time.monotonic() + 180
-    while True:
-        try:
-            line = ready.get(timeout=max(0.1, deadline - time.monotonic()))
-        except queue.Empty:
-            process.kill()
-            raise SystemExit("the local runtime did not start:\n" + "\n".join(runtime.lines[-30:])) from None
-        if line.startswith("ready:"):
-            return runtime
-        if process.poll() is not None:
-            raise SystemExit("the local runtime exited:\n" + "\n".join(runtime.lines[-30:]))
+    try:
+        launched = launch(tmp / "logs", {"TMPDIR": str(tmp)}, own_session=True)
+    except LaunchFailed as exc:
+        raise SystemExit(str(exc)) from None
+    return Runtime(launched.process, launched.api_url, launched.aws_endpoint, tmp, launched.lines)
 
 
 class _Aws:

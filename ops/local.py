@@ -78,10 +78,9 @@ def main(args: argparse.Namespace) -> int:
     finally:
         # Stop taking work first, so the summary is quick and final; the backend it reads goes last.
         runtime.quiesce()
-        text = summary(runtime)
-        runtime.close()
-        out.write(text + "\n")
+        out.write(summary(runtime) + "\n")
         out.flush()
+        runtime.close()
     return 0
 
 

@@ -154,7 +154,10 @@ class ApiServer:
         self._on_request = on_request
         self._server = ThreadingHTTPServer(("127.0.0.1", port), self._handler_class())
         self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, name="api", daemon=True)
+        # A short poll interval: a stop under load waits for this loop to notice.
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.1}, name="api", daemon=True
+        )
 
     @property
     def port(self) -> int:

@@ -51,7 +51,7 @@ PUBLISH_SECONDS = 5.0
 TRIM_SECONDS = 60.0
 SWITCH_INTERVAL_SECONDS = 0.001
 COLLECT_SECONDS = 20.0
-STOP_SECONDS = 3.0
+STOP_SECONDS = 2.0
 """How long a stop waits for running batches: `lanectl local` promises to be gone within 5 s."""
 CONFIG_REFRESH_SECONDS = 2.0
 

@@ -5,11 +5,9 @@ from __future__ import annotations
 
 import json
 import os
-import queue
 import signal
 import subprocess
 import sys
-import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,10 +16,9 @@ import boto3
 import pytest
 
 from ops.runtime.client import PipelineClient
-from ops.runtime.runtime import free_port
+from ops.runtime.launch import LaunchFailed, launch
 
 ROOT = Path(__file__).resolve().parents[2]
-STARTUP_SECONDS = 120
 
 
 @dataclass
@@ -62,49 +59,14 @@ class RunningPipeline:
         )
 
 
-def _reader(stream, sink: queue.Queue[str], lines: list[str]) -> None:
-    for line in stream:
-        lines.append(line.rstrip("\n"))
-        sink.put(line)
-
-
 def start_pipeline(log_dir: Path, environ: dict[str, str] | None = None) -> RunningPipeline:
     """`lanectl local` in a process of its own, once it says it is ready."""
-    api_port, aws_port = free_port(), free_port()
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "ops.local",
-            "--no-live",
-            "--port",
-            str(api_port),
-            "--aws-port",
-            str(aws_port),
-            "--log-dir",
-            str(log_dir),
-        ],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        env={**os.environ, "PYTHONUNBUFFERED": "1", **(environ or {})},
-    )
-    lines: list[str] = []
-    ready: queue.Queue[str] = queue.Queue()
-    threading.Thread(target=_reader, args=(process.stdout, ready, lines), daemon=True).start()
-    deadline = time.monotonic() + STARTUP_SECONDS
-    while True:
-        try:
-            line = ready.get(timeout=max(0.1, deadline - time.monotonic()))
-        except queue.Empty:
-            process.kill()
-            pytest.fail("the local runtime did not start:\n" + "\n".join(lines[-40:]))
-        if line.startswith("ready:"):
-            break
-        if process.poll() is not None:
-            pytest.fail("the local runtime exited:\n" + "\n".join(lines[-40:]))
-    endpoint = f"http://127.0.0.1:{aws_port}"
+    try:
+        launched = launch(log_dir, environ)
+    except LaunchFailed as exc:
+        pytest.fail(str(exc))
+    process, lines = launched.process, launched.lines
+    endpoint = launched.aws_endpoint
     cloudformation = boto3.client(
         "cloudformation",
         endpoint_url=endpoint,
@@ -124,10 +86,10 @@ def start_pipeline(log_dir: Path, environ: dict[str, str] | None = None) -> Runn
     secret = json.loads(secrets.get_secret_value(SecretId=outputs["MetaSecretArn"])["SecretString"])
     return RunningPipeline(
         process=process,
-        api_url=f"http://127.0.0.1:{api_port}",
+        api_url=launched.api_url,
         aws_endpoint=endpoint,
         outputs=outputs,
-        client=PipelineClient(f"http://127.0.0.1:{api_port}", app_secret=secret["app_secret"]),
+        client=PipelineClient(launched.api_url, app_secret=secret["app_secret"]),
         verify_token=secret["verify_token"],
         lines=lines,
     )
