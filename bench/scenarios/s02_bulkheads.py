@@ -44,7 +44,7 @@ class Params:
 
 
 FULL = Params()
-QUICK = Params(seconds=5.0, flood_at=1.0, pages=40, wait_for_import=False)
+QUICK = Params(seconds=5.0, flood_at=1.0, pages=200, wait_for_import=False)
 
 
 @dataclass
