@@ -72,9 +72,15 @@ def test_past_its_capacity_the_stage_answers_429_never_a_5xx_and_keeps_every_acc
     # (the bucket refills while the deliveries are being answered, however long that takes)
     answering = max(s.started + s.latency for s in run.sent) - min(s.started for s in run.sent)
     assert statuses["200"] <= LOCAL.api.burst_limit + LOCAL.api.rate_limit * (answering + 1), statuses
-    # And every accepted one is stored
-    assert report.not_stored == 0
-    assert report.total.stored == statuses["200"]
+    # And every accepted one is stored (a backlog of several hundred drains at the lane's pace,
+    # slower on a machine running other tests: look for longer than the load tool's own grace)
+    deadline = time.monotonic() + 120
+    missing = [d for d in run.sent if d.status == 200 and d.stored_at is None]
+    while missing and time.monotonic() < deadline:
+        time.sleep(2)
+        stack.stored_at(missing)
+        missing = [d for d in missing if d.stored_at is None]
+    assert missing == [], f"{len(missing)} accepted deliveries never stored"
     # And the lanes' age alarms always had data while their queues were live
     assert states, "no alarm states were read"
     for seen in states[1:]:
