@@ -59,30 +59,8 @@ def start(tmp: Path) -> Runtime:
     return Runtime(launched.process, launched.api_url, launched.aws_endpoint, tmp, launched.lines)
 
 
-class _Aws:
-    def __init__(self, endpoint: str) -> None:
-        self._endpoint = endpoint
-
-    def client(self, service: str) -> Any:
-        import boto3
-
-        return boto3.client(
-            service,
-            endpoint_url=self._endpoint,
-            region_name="us-east-1",
-            aws_access_key_id="local",
-            aws_secret_access_key="local",
-        )
-
-
 def _stack(runtime: Runtime) -> tuple[str, load.StackView]:
-    aws = _Aws(runtime.aws_endpoint)
-    stack = aws.client("cloudformation").describe_stacks(StackName="lanes-local")["Stacks"][0]
-    outputs = {o["OutputKey"]: o["OutputValue"] for o in stack["Outputs"]}
-    secret = json.loads(
-        aws.client("secretsmanager").get_secret_value(SecretId=outputs["MetaSecretArn"])["SecretString"]
-    )
-    return secret["app_secret"], load.StackView(aws, outputs, ENVIRONMENTS["local"].lane_names)
+    return load.connect("local", endpoint_url=runtime.aws_endpoint)
 
 
 def soak(runtime: Runtime, rate: float, seconds: float) -> load.Report:

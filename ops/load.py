@@ -25,8 +25,8 @@ import threading
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -36,7 +36,6 @@ from ops.runtime.client import sign
 from ops.runtime.process_stats import cpu_seconds, rss_bytes, serving_pid
 
 DEFAULT_URL = "http://127.0.0.1:8787"
-DEFAULT_AWS = "http://127.0.0.1:5599"
 MAX_RATE = 2000
 MAX_SECONDS = 3600
 REQUEST_TIMEOUT_SECONDS = 30.0
@@ -166,21 +165,8 @@ class Interval:
     """The runtime's CPU over the interval, in percent of one core."""
 
     def as_dict(self) -> dict[str, Any]:
-        return {
-            "start": round(self.start, 3),
-            "end": round(self.end, 3),
-            "sent": self.sent,
-            "statuses": dict(self.statuses),
-            "late": self.late,
-            "door_p50_ms": self.door_p50_ms,
-            "door_p99_ms": self.door_p99_ms,
-            "stored": self.stored,
-            "stored_p50_s": self.stored_p50_s,
-            "stored_p99_s": self.stored_p99_s,
-            "queue_depth": self.queue_depth,
-            "rss_mb": self.rss_mb,
-            "cpu_percent": self.cpu_percent,
-        }
+        # asdict would rebuild the Counter from (status, count) pairs, counting the pairs.
+        return {**asdict(self), "statuses": dict(self.statuses)}
 
 
 def _ms(seconds: float | None) -> float | None:
@@ -324,12 +310,13 @@ class LoadRun:
 class StackView:
     """Reads the stack's data table and queues through the AWS API, as any operator tool would."""
 
-    def __init__(self, aws: Any, outputs: dict[str, str], lanes: Sequence[str]) -> None:
-        self._dynamodb = aws.client("dynamodb")
-        self._sqs = aws.client("sqs")
+    def __init__(self, client: Callable[[str], Any], outputs: Mapping[str, str], lanes: Sequence[str]) -> None:
+        from ops.resolve import output_prefix
+
+        self._dynamodb = client("dynamodb")
+        self._sqs = client("sqs")
         self.table = outputs["DataTableName"]
-        prefixes = {lane: "".join(p.capitalize() for p in lane.split("_")) for lane in lanes}
-        self.queues = {lane: outputs[f"{prefix}QueueUrl"] for lane, prefix in prefixes.items()}
+        self.queues = {lane: outputs[f"{output_prefix(lane)}QueueUrl"] for lane in lanes}
 
     def stored_at(self, items: Sequence[Sent]) -> None:
         """Fill in `stored_at` for messages the consumer has stored."""
@@ -389,20 +376,15 @@ class Report:
 
     def as_dict(self) -> dict[str, Any]:
         return {
-            "rate": self.rate,
-            "seconds": self.seconds,
-            "businesses": self.businesses,
-            "size": self.size,
+            **asdict(self),
             "intervals": [i.as_dict() for i in self.intervals],
             "total": self.total.as_dict(),
-            "not_stored": self.not_stored,
-            "cpu_ms_per_webhook": self.cpu_ms_per_webhook,
         }
 
 
 HEADER = (
     f"{'t (s)':>7} {'sent':>5} {'200':>5} {'429':>5} {'5xx':>5} {'fail':>5} {'late':>5} "
-    f"{'door p50':>9} {'p99 ms':>7} {'stored p50':>11} {'p99 s':>6} {'queued':>7} {'rss MB':>7}"
+    f"{'door p50':>9} {'p99 ms':>7} {'stored p50':>11} {'p99 s':>6} {'queued':>7} {'rss MB':>7} {'cpu %':>6}"
 )
 
 
@@ -608,12 +590,26 @@ def _check(args: argparse.Namespace) -> None:
         raise LoadError(f"--interval must be 0.5..600 seconds, got {args.interval}")
 
 
-def main(args: argparse.Namespace) -> int:
-    import sys
-
+def connect(
+    env_name: str = "local", *, endpoint_url: str | None = None, region: str | None = None, profile: str | None = None
+) -> tuple[str, StackView]:
+    """The deployed stack's Meta app secret and a view of its data table and lanes."""
     from ops.aws import Aws, target
     from ops.resolve import resolve
     from stacks.config.environments import get_environment
+
+    env = get_environment(env_name)
+    chosen = target(env, endpoint_url=endpoint_url, region=region, profile=profile, environ={})
+    aws = Aws(chosen)
+    deployment = resolve(aws.client("cloudformation"), env, chosen.where)
+    secret = json.loads(
+        aws.client("secretsmanager").get_secret_value(SecretId=deployment.output("MetaSecretArn"))["SecretString"]
+    )
+    return secret["app_secret"], StackView(aws.client, deployment.outputs, env.lane_names)
+
+
+def main(args: argparse.Namespace) -> int:
+    import sys
 
     def write(text: str) -> None:
         sys.stdout.write(text + "\n")
@@ -622,29 +618,21 @@ def main(args: argparse.Namespace) -> int:
     try:
         _check(args)
         host, port = loopback_only(args.url)
-        env = get_environment(getattr(args, "env", None) or "local")
-        chosen = target(
-            env,
+        secret, stack = connect(
+            getattr(args, "env", None) or "local",
             endpoint_url=getattr(args, "endpoint_url", None),
             region=getattr(args, "region", None),
             profile=getattr(args, "profile", None),
-            environ={},
-        )
-        aws = Aws(chosen)
-        deployment = resolve(aws.client("cloudformation"), env, chosen.where)
-        secret = json.loads(
-            aws.client("secretsmanager").get_secret_value(SecretId=deployment.output("MetaSecretArn"))["SecretString"]
         )
         run = LoadRun(
             url=args.url,
-            app_secret=secret["app_secret"],
+            app_secret=secret,
             rate=args.rate,
             seconds=args.seconds,
             businesses=args.businesses,
             size=args.size,
             connections=args.connections,
         )
-        stack = StackView(aws, dict(deployment.outputs), env.lane_names)
     except LoadError as exc:
         sys.stderr.write(f"error: {exc}\n")
         return 2

@@ -204,9 +204,6 @@ class FunctionHost:
     def _metric(self, name: str, value: float, unit: str) -> None:
         self._metrics.put("AWS/Lambda", name, {"FunctionName": self._config.name}, value, unit)
 
-    def shutdown(self) -> None:
-        """Nothing to release: running invocations are daemon threads, abandoned at exit."""
-
 
 def _load(config: FunctionConfig) -> Handler:
     """The handler module's `create_handler`, given the function's environment as Lambda would

@@ -94,10 +94,6 @@ class MappingPlayer:
         with self._slots:
             self._slots.notify_all()
 
-    def stop(self, timeout: float = 5.0) -> None:
-        self.signal_stop()
-        self._thread.join(timeout=timeout)
-
     def join(self, timeout: float) -> None:
         self._thread.join(timeout=max(0.0, timeout))
 

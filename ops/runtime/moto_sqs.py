@@ -171,10 +171,6 @@ class MessageIndex:
             message_id = self._handles.get(receipt_handle)
             return None if message_id is None else self._by_id.get(message_id)
 
-    def was_deleted(self, receipt_handle: str) -> bool:
-        with self.lock:
-            return receipt_handle in self._deleted
-
     def delete(self, receipt_handle: str) -> bool:
         """True when a message was deleted or had been; False for a handle never given out."""
         with self.lock:
@@ -274,11 +270,11 @@ def install() -> None:
     queue_class.add_message = _add_message  # type: ignore[method-assign]
     queue_class.delete_message = _delete_message  # type: ignore[method-assign]
     queue_class.wait_for_messages = _wait_for_messages  # type: ignore[method-assign]
-    queue_class.approximate_number_of_messages = property(lambda q: _count(q).visible)  # type: ignore[assignment]
+    queue_class.approximate_number_of_messages = property(lambda q: counts_of(q).visible)  # type: ignore[assignment]
     queue_class.approximate_number_of_messages_not_visible = property(  # type: ignore[assignment]
-        lambda q: _count(q).in_flight
+        lambda q: counts_of(q).in_flight
     )
-    queue_class.approximate_number_of_messages_delayed = property(lambda q: _count(q).delayed)  # type: ignore[assignment]
+    queue_class.approximate_number_of_messages_delayed = property(lambda q: counts_of(q).delayed)  # type: ignore[assignment]
     backend_class.receive_message = _receive_message  # type: ignore[method-assign]
     backend_class.change_message_visibility = _change_message_visibility  # type: ignore[method-assign]
     backend_class.purge_queue = _purge_queue  # type: ignore[method-assign]
@@ -309,10 +305,6 @@ def _set_messages(queue: Any, value: list[Any]) -> None:
             index.add(message, _now_ms())
     else:
         queue.__dict__["_moto_messages"] = value
-
-
-def _count(queue: Any) -> Counts:
-    return counts_of(queue)
 
 
 def _add_message(queue: Any, message: Any) -> None:

@@ -115,6 +115,7 @@ class LocalRuntime:
         self.alarms: AlarmEvaluator | None = None
         self.deployment: Deployment | None = None
         self.started_at = 0.0
+        self._saved_switch_interval = sys.getswitchinterval()
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -145,6 +146,7 @@ class LocalRuntime:
         sdk_models.share()
         # Every function shares this interpreter's lock; a door request waiting behind consumer
         # batches gets it back sooner with shorter slices (measured: see bench/REPORT.md, soak).
+        self._saved_switch_interval = sys.getswitchinterval()
         sys.setswitchinterval(SWITCH_INTERVAL_SECONDS)
         self._mock = mock_aws()
         self._mock.start()
@@ -204,13 +206,14 @@ class LocalRuntime:
             player.join(deadline - time.monotonic())
         for thread in self._threads:
             thread.join(timeout=max(0.0, deadline - time.monotonic()))
-        for host in self.functions.values():
-            host.shutdown()
+        # Invocations still running are daemon threads: abandoned here, as Lambda tears down an
+        # environment mid-invocation.
         self.capture.seal()
 
     def close(self) -> None:
         """Take the emulated backend down and give the process its environment back."""
         gc.unfreeze()
+        sys.setswitchinterval(self._saved_switch_interval)
         self.capture.uninstall()
         if self._server:
             self._server.stop()

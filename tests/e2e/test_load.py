@@ -30,14 +30,6 @@ def own_pipeline(tmp_path):
         running.process.wait(timeout=10)
 
 
-def _aws(running):
-    class _Aws:
-        def client(self, service):
-            return running.aws(service)
-
-    return _Aws()
-
-
 def _age_alarm_states(running) -> dict[str, str]:
     alarms = running.aws("cloudwatch").describe_alarms()["MetricAlarms"]
     return {a["AlarmName"]: a["StateValue"] for a in alarms if "OldestMessageAge" in a["AlarmName"]}
@@ -52,7 +44,7 @@ def test_past_its_capacity_the_stage_answers_429_never_a_5xx_and_keeps_every_acc
     # Enough connections that the sender keeps its rate even when answers are slow (a machine
     # running other tests): the open loop must really offer three times the stage's rate.
     run = load.LoadRun(url=running.api_url, app_secret=secret, rate=rate, seconds=seconds, connections=400)
-    stack = load.StackView(_aws(running), running.outputs, LOCAL.lane_names)
+    stack = load.StackView(running.aws, running.outputs, LOCAL.lane_names)
     states: list[dict[str, str]] = []
     sampling = threading.Event()
 
