@@ -145,6 +145,13 @@ def response_from(result: Any) -> tuple[int, dict[str, str], bytes]:
     return 200, {"content-type": "application/json"}, json.dumps(result).encode("utf-8")
 
 
+class _Server(ThreadingHTTPServer):
+    # socketserver listens with a backlog of 5: a few hundred callers connecting at once (a
+    # campaign, a soak) had their connections refused before the stage could answer 429, which API
+    # Gateway never does. The kernel caps this at net.core.somaxconn.
+    request_queue_size = 1024
+
+
 class ApiServer:
     def __init__(
         self, routes: list[Route], throttle: TokenBucket, *, port: int, on_request: Callable[[str, int, float], None]
@@ -152,7 +159,7 @@ class ApiServer:
         self.routes = routes
         self._throttle = throttle
         self._on_request = on_request
-        self._server = ThreadingHTTPServer(("127.0.0.1", port), self._handler_class())
+        self._server = _Server(("127.0.0.1", port), self._handler_class())
         self._server.daemon_threads = True
         # A short poll interval: a stop under load waits for this loop to notice.
         self._thread = threading.Thread(
