@@ -201,9 +201,12 @@ class Harness:
             try:
                 yield session
             finally:
-                # No new batches (each poller finishes its current long poll: stop them together),
-                # then let the invocations already running finish before the backend goes away.
-                fan_out([player.stop for player in runtime.players], len(runtime.players))
+                # No new batches (each poller finishes its current long poll), then let the
+                # invocations already running finish before the backend goes away.
+                for player in runtime.players:
+                    player.signal_stop()
+                for player in runtime.players:
+                    player.join(timeout=5)
                 session.settle(timeout=15)
                 runtime.stop()
         finally:
