@@ -56,8 +56,10 @@ class WebhookFailure:
     MISCONFIGURED = "misconfigured"
     SECRETS_UNAVAILABLE = "secrets_unavailable"
     LOG_WRITE_FAILED = "log_write_failed"
+    ENQUEUE_UNNOTED = "enqueue_unnoted"
+    """The send failed and the row could not be put where the sweeper looks."""
     INTERNAL = "internal"
-    ALL = (MISCONFIGURED, SECRETS_UNAVAILABLE, LOG_WRITE_FAILED, INTERNAL)
+    ALL = (MISCONFIGURED, SECRETS_UNAVAILABLE, LOG_WRITE_FAILED, ENQUEUE_UNNOTED, INTERNAL)
 
 
 class JobFailure:

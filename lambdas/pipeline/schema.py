@@ -1,10 +1,12 @@
 """Table layouts shared by the stack that creates the tables and the code that uses them.
 
-Webhook log and jobs carry the obligation: a row exists before its message is sent, and stays
-"pending" until a consumer finishes it. While pending, a row holds `pending_shard`, which puts it
-in the sparse `pending_by_age` index (sorted by `pending_since`); finishing a row removes the
-attribute and so drops it from the index. The sweeper queries that index, never scans. The shard
-spreads index writes so a burst of deliveries does not land on one index partition.
+Webhook log and jobs carry the obligation: a row exists before its message is sent. A job row is
+written "queued" with `pending_shard`, which puts it in the sparse `pending_by_age` index (sorted
+by `pending_since`), until a consumer finishes it and removes the attribute. A webhook row enters
+that index only when the door could not send its message; most webhook rows are finished by
+their task's own writes and never written again (domain/marks.py), so a delivery costs one write
+and no index entry. The sweeper queries the index, never scans. The shard spreads index writes
+so a burst does not land on one index partition.
 """
 
 from __future__ import annotations

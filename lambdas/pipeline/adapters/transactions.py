@@ -10,6 +10,10 @@ cancelled, the cancellation reasons say which conditions failed, and each failed
   stale item never blocks the record;
 - a SUPERSEDE check (a newer turn marker): the done-mark is committed alone → SUPERSEDED.
 
+Writes that are each idempotent by key can also be applied without any done-mark (`apply`): one
+conditional call each, 1 unit per KB, where a transaction costs 2. The consumer does that where
+the writes themselves say the work was done (domain/marks.effect_is_mark).
+
 A transaction holds at most 100 items. A larger result may still commit if the writes over the
 limit are `standalone` (safe to apply ahead of the done-mark, since re-applying them changes
 nothing): those go first, in chunks; the last transaction carries the done-mark.
@@ -91,6 +95,19 @@ class Committer:
             skipped += self._apply(chunk, mark=None).skipped
         result = self._apply([mark, *bound], mark=mark)
         return CommitResult(result.state, result.skipped + skipped)
+
+    def apply(self, writes: Sequence[Write]) -> CommitResult:
+        _refuse_repeated_items(writes)
+        if not writes or not all(write.standalone for write in writes):
+            raise PermanentError("not_standalone", "only standalone writes are applied without a done-mark")
+        skipped = 0
+        for write in writes:
+            if self._single(write) is not CommitState.COMMITTED:
+                skipped += 1
+        # Every item created-if-absent was there already: another copy did this work. A stale
+        # update skipped (a `delivered` after `read`) is work done, with nothing left to change.
+        repeated = skipped == len(writes) and all(isinstance(write, Put) for write in writes)
+        return CommitResult(CommitState.DUPLICATE if repeated else CommitState.COMMITTED, skipped)
 
     def _apply(self, pending: list[Write], mark: Write | None) -> CommitResult:
         skipped = 0

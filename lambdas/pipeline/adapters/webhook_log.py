@@ -1,8 +1,11 @@
 """The webhook log: one row per distinct delivery body, written before anything is enqueued.
 
 Row layout (table key `id` = `wh-<sha256 of the raw body>`):
-- `status` "pending" (or "unparseable", which never gets `pending_shard`), `received_at` (epoch s),
-  `replays` 0; while pending, `pending_shard` and `pending_since` (the sparse age index).
+- `status` "queued" (or "unparseable"), `received_at` (epoch s), `replays` 0. A row enters the
+  sparse age index (`pending_shard`, `pending_since`) only when its send failed (`mark_unsent`):
+  a row whose message reached its lane is the queue's to deliver, and most rows are never written
+  again (their task's writes are their done-mark; see domain/marks.py). That keeps a delivery at
+  one write, with no index entry to add and later remove.
 - `lane`, `tenant`, `kind` for parseable bodies; `unparseable_reason` otherwise.
 - the raw bytes: `body` (Binary, part 0), `body_encoding` ("identity" | "gzip"), `body_size` (raw
   length), `body_parts` (count). Parts 1.. are items `<id>#part<n>` holding `body` and `part_of`.
@@ -87,8 +90,6 @@ def _row(entry: LogEntry) -> dict[str, Any]:
         item[UNPARSEABLE_REASON] = {"S": entry.unparseable_reason or "unknown"}
         return item
     item[STATUS] = {"S": schema.RowStatus.QUEUED}
-    item[schema.PENDING_SHARD] = {"S": schema.pending_shard(entry.id)}
-    item[schema.PENDING_SINCE] = _number(entry.received_at)
     item[LANE] = {"S": entry.route.lane}
     item[TENANT] = {"S": entry.route.tenant}
     item[KIND] = {"S": entry.route.kind}
@@ -130,6 +131,33 @@ class WebhookLog:
         except BotoCoreError as exc:
             raise WebhookLogUnavailable(f"webhook log write failed: {exc}") from exc
         return Recorded(created=True)
+
+    def mark_unsent(self, log_id: str, since: float) -> None:
+        """Put a queued row in the pending index, where the sweeper finds it: its message did not
+        reach the lane. Raises WebhookLogUnavailable when DynamoDB did not take it."""
+        try:
+            self._dynamodb.update_item(
+                TableName=self._table,
+                Key={schema.ID: {"S": log_id}},
+                UpdateExpression="SET #shard = :shard, #since = if_not_exists(#since, :since)",
+                ConditionExpression="#status = :queued",
+                ExpressionAttributeNames={
+                    "#shard": schema.PENDING_SHARD,
+                    "#since": schema.PENDING_SINCE,
+                    "#status": STATUS,
+                },
+                ExpressionAttributeValues={
+                    ":shard": {"S": schema.pending_shard(log_id)},
+                    ":since": _number(since),
+                    ":queued": {"S": schema.RowStatus.QUEUED},
+                },
+            )
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
+                return  # finished, or given up on, meanwhile: nothing left to find
+            raise WebhookLogUnavailable(f"webhook log row not marked unsent: {exc}") from exc
+        except BotoCoreError as exc:
+            raise WebhookLogUnavailable(f"webhook log row not marked unsent: {exc}") from exc
 
     def _with_parts(self, entry: LogEntry) -> list[dict[str, Any]]:
         # Parts carry no condition: they are only ever written with their row, and a retry

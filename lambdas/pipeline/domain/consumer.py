@@ -13,7 +13,9 @@ Per batch:
 4. Each admitted record, unless the invocation could not finish it, runs its task under the hard
    time limit. The task may hold the lane's dependency budget around its external call;
    exhausted → deferred.
-5. Follow-ups are sent, then the task's writes and the done-mark commit as one transaction.
+5. Follow-ups are sent, then the task's writes and the done-mark commit as one transaction; or,
+   for a queued webhook whose writes are each idempotent by key, those writes alone, each one
+   conditional put or update, no transaction and no row write (marks.effect_is_mark).
 6. Outcome: success → ack; transient → backoff through the visibility timeout, reported as a
    batch item failure, until attempts reach max receives; permanent (or out of attempts) → DLQ
    with the reason, row marked failed, ack.
@@ -343,16 +345,25 @@ class Consumer:
         except Exception as exc:
             return self._failed(received, obligation, classify(exc))
         try:
-            return self._commit(received, obligation, result, attempt)
+            return self._commit(received, obligation, result, attempt, called_out=context.called_out)
         except Exception as exc:
             return self._failed(received, obligation, classify(exc))
 
-    def _commit(self, received: Received, obligation: Obligation, result: TaskResult, attempt: int) -> RecordOutcome:
+    def _commit(
+        self, received: Received, obligation: Obligation, result: TaskResult, attempt: int, *, called_out: bool
+    ) -> RecordOutcome:
         envelope = received.envelope
         assert envelope is not None
         strays = sorted({str(write.table) for write in result.writes if write.table not in TASK_TABLES})
         if strays:
             raise PermanentError("task_wrote_obligation", f"a task may not write {', '.join(strays)}")
+        if marks.effect_is_mark(obligation, result.keyed, called_out):
+            applied = self._io.committer.apply(result.writes)
+            outcome = Outcome.DONE if applied.state is CommitState.COMMITTED else Outcome.DUPLICATE
+            detail = dict(result.detail)
+            if applied.skipped and outcome is Outcome.DONE:
+                detail["skipped_writes"] = applied.skipped
+            return out.acked(outcome, attempt, **detail)
         if result.follow_ups:
             self._io.queue.send(result.follow_ups)
         final = Outcome.SUPERSEDED if result.superseded else Outcome.DONE

@@ -2,12 +2,15 @@
 
 Work from a webhook or a job has a row (the obligation, written before its message was sent);
 internal work (schedule ticks, reply turns) has none, so its done-marker lives in the state
-table. Either way the record is finished by one conditional write, committed with the task's
-effects:
+table. A record is finished by one conditional write, committed with the task's effects:
 
 - a row moves from the status the consumer read to a terminal one (compare-and-set on
   `status`), leaving the pending index (`pending_shard` removed) in the same write;
-- an internal marker is created only if absent, and expires after the idempotency TTL.
+- an internal marker is created only if absent, and expires after the idempotency TTL;
+- a webhook row whose task only wrote items idempotent by their own keys (a message stored if
+  absent, a status moved forward only) is not written at all: those writes are the done-mark.
+  A second copy finds them there, its writes fail their conditions, and it is a duplicate. The
+  row stays `queued` (accepted) for the rest of its retention; see `effect_is_mark`.
 
 A row may be finished from `queued`, and also from `failed` or `abandoned`: a DLQ redrive or a
 late copy of abandoned work must be able to complete it. Finishing from anything else (done,
@@ -72,6 +75,22 @@ class Obligation:
     @property
     def missing_row(self) -> bool:
         return not self.internal and self.found is None
+
+
+def effect_is_mark(obligation: Obligation, keyed: bool, called_out: bool) -> bool:
+    """Whether the task's writes alone finish this record (no row write, no transaction).
+
+    Only for a webhook row that is plainly queued: a job's row is its status (GET /jobs/{id}
+    reads it); a row in the pending index is one the door could not send, which the sweeper
+    watches until a consumer takes it out; a failed or abandoned row should say it recovered.
+    And only when re-running the task costs nothing but reads (`keyed`, no vendor call): a copy
+    arriving after the work was done runs the task again before its writes find their items.
+    """
+    if obligation.table is not Table.WEBHOOK_LOG or obligation.found is None:
+        return False
+    if obligation.status != schema.RowStatus.QUEUED or schema.PENDING_SHARD in obligation.found:
+        return False
+    return keyed and not called_out
 
 
 def locate(envelope: Envelope, lane: str) -> tuple[Table, dict[str, Any]]:

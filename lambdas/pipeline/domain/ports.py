@@ -65,6 +65,11 @@ class CommitResult:
 class Committer(Protocol):
     def commit(self, mark: Write, writes: Sequence[Write]) -> CommitResult: ...
 
+    def apply(self, writes: Sequence[Write]) -> CommitResult:
+        """Standalone writes, each on its own: DUPLICATE when every one was a put whose item was
+        there already (another copy did the work), else COMMITTED with the skipped count."""
+        ...
+
 
 class LaneQueue(Protocol):
     def send(self, follow_ups: Sequence[FollowUp]) -> None:

@@ -36,7 +36,10 @@ class TaskRun:
         self.payload = payload
         self.lane = lane
         self.now = now
-        self.vendor = vendor
+        self.vendor: Vendor = _Watched(vendor, self)
+        self.called_out = False
+        """Whether the task called the vendor or held its dependency: such work is not safe to
+        repeat just because its writes are (see marks.effect_is_mark)."""
         self._options = options
         self._reader = reader
         self._budgets = budgets
@@ -59,6 +62,7 @@ class TaskRun:
 
     @contextmanager
     def dependency(self) -> Iterator[None]:
+        self.called_out = True
         budget = self._dependency
         if budget is None:
             yield
@@ -79,3 +83,13 @@ class TaskRun:
             yield
         finally:
             self._budgets.release(grant)
+
+
+class _Watched:
+    def __init__(self, vendor: Vendor, run: TaskRun) -> None:
+        self._vendor = vendor
+        self._run = run
+
+    def complete(self, prompt: str, *, timeout: float) -> str:
+        self._run.called_out = True
+        return self._vendor.complete(prompt, timeout=timeout)

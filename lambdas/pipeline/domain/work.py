@@ -76,5 +76,13 @@ class TaskResult:
     detail: Mapping[str, Any] = field(default_factory=dict)
     """Small facts for the record's log line (counts, labels), never payload contents."""
 
+    @property
+    def keyed(self) -> bool:
+        """Writes only, each idempotent by its own key (`standalone`): applying them again changes
+        nothing, so the writes themselves can say the work was done."""
+        return bool(self.writes) and not self.follow_ups and not self.superseded and all(
+            write.standalone for write in self.writes
+        )
+
 
 TaskFn = Callable[[TaskContext], TaskResult]

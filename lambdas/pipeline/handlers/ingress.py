@@ -1,10 +1,11 @@
 """The Meta webhook door (`GET/POST /webhooks/meta`): verify, cap, log, route, enqueue, answer.
 
 A new delivery costs exactly two AWS calls (the conditional log write, the send); the secrets
-are read once per instance. The log row is the obligation: once it is written the answer is 200
-whatever happens to the send (the sweeper replays rows the queue never got), and if it cannot be
-written the answer is 500 so Meta retries. Never 503: Meta disables subscriptions that keep
-failing, so only the stage throttle bounds this door.
+are read once per instance. The log row is the obligation: once it is written and its message
+sent, or its failed send noted on the row (which puts it where the sweeper looks), the answer is
+200. If the row cannot be written, or a failed send cannot be noted, the answer is 500 so Meta
+retries, and a retry of a queued row is sent again. Never 503: Meta disables subscriptions that
+keep failing, so only the stage throttle bounds this door.
 """
 
 from __future__ import annotations
@@ -50,6 +51,8 @@ class SecretSource(Protocol):
 
 class DeliveryLog(Protocol):
     def record(self, entry: LogEntry) -> Recorded: ...
+
+    def mark_unsent(self, log_id: str, since: float) -> None: ...
 
 
 class Sender(Protocol):
@@ -194,16 +197,24 @@ class _Door:
         fields = {"lane": envelope.lane, "tenant": envelope.tenant, "kind": envelope.kind, "id": envelope.id}
         try:
             self._ports.queue.send(self._config.queue_urls[envelope.lane], Outgoing(envelope))
-        except Exception:  # any failure here: the row is written, so the delivery is safe
-            telemetry.exception(
-                "enqueue failed after the row was written; the sweeper will replay it",
-                outcome="enqueue_failed",
-                **fields,
-            )
+        except Exception:
             telemetry.count(metric_names.ENQUEUE_FAILED, **{metric_names.LANE: envelope.lane})
-            return _ok()
+            return self._note_unsent(telemetry, envelope, fields)
         telemetry.count(metric_names.WEBHOOK_ENQUEUED, **{metric_names.LANE: envelope.lane})
         telemetry.info("delivery enqueued", outcome="enqueued" if new else "re_enqueued", **fields)
+        return _ok()
+
+    def _note_unsent(self, telemetry: RequestTelemetry, envelope: Envelope, fields: Mapping[str, str]) -> dict[str, Any]:
+        try:
+            self._ports.log.mark_unsent(envelope.id, envelope.created_at)
+        except Exception:
+            # Neither the queue nor the sweeper would ever see it: Meta's retry must.
+            telemetry.exception("enqueue failed and the row could not be marked; answering 500", **fields)
+            telemetry.count(metric_names.WEBHOOK_FAILED, **{metric_names.REASON: WebhookFailure.ENQUEUE_UNNOTED})
+            return _failed()
+        telemetry.exception(
+            "enqueue failed after the row was written; the sweeper will replay it", outcome="enqueue_failed", **fields
+        )
         return _ok()
 
 

@@ -9,6 +9,7 @@ import boto3
 
 from pipeline import schema
 from pipeline.domain import webhook
+from pipeline.domain.envelope import Envelope
 from pipeline.handlers import ingress
 from tests.support.aws import REGION, AwsCalls, handler_clients, http_api_event
 from tests.unit.ingress.conftest import PATH, encode, post, whatsapp_message
@@ -43,12 +44,13 @@ def test_enqueue_failure_after_the_write_answers_200_and_leaves_the_row_for_the_
     # When a delivery arrives
     response = door(post(raw), None)
 
-    # Then Meta gets 200 (the row is the obligation), and the row stays pending in the age index
-    # with everything needed to replay it
+    # Then Meta gets 200 (the row is the obligation), and the row is put in the pending index,
+    # dated from its arrival, with everything needed to replay it
     assert response["statusCode"] == 200
     row = inspect.row(webhook.log_id(raw))
     assert row["status"]["S"] == schema.RowStatus.QUEUED
-    assert schema.PENDING_SHARD in row
+    assert row[schema.PENDING_SHARD]["S"] == schema.pending_shard(webhook.log_id(raw))
+    assert float(row[schema.PENDING_SINCE]["N"]) == float(row["received_at"]["N"])
     assert row["lane"]["S"] == "messages"
     assert inspect.body(webhook.log_id(raw)) == raw
     assert inspect.messages("messages") == []
@@ -65,6 +67,43 @@ def test_a_redelivery_after_a_failed_enqueue_sends_it_after_all(door, aws_calls,
 
     assert len(inspect.messages("messages")) == 1
     assert len(inspect.rows()) == 1
+
+
+def test_a_failed_send_that_cannot_be_noted_on_the_row_is_a_500_and_the_retry_sends_it(
+    door, aws_calls, inspect, metrics
+):
+    # Given SQS refuses the send, and DynamoDB then refuses the update that would note it
+    raw = encode(whatsapp_message("twice unlucky"))
+    aws_calls.fail("sqs.SendMessage")
+    aws_calls.fail("dynamodb.UpdateItem")
+
+    # When the delivery arrives
+    response = door(post(raw), None)
+
+    # Then Meta is told to retry: neither the queue nor the sweeper would ever see this row
+    assert response["statusCode"] == 500
+    row = inspect.row(webhook.log_id(raw))
+    assert row["status"]["S"] == schema.RowStatus.QUEUED
+    assert schema.PENDING_SHARD not in row
+    assert ("WebhookFailed", {"Reason": "enqueue_unnoted"}) in metrics()
+
+    # And Meta's retry, once SQS is back, puts the one row's message on its lane
+    aws_calls.heal("sqs.SendMessage")
+    aws_calls.heal("dynamodb.UpdateItem")
+    assert door(post(raw), None)["statusCode"] == 200
+    [message] = inspect.messages("messages")
+    assert Envelope.from_json(message["Body"]).id == webhook.log_id(raw)
+    assert len(inspect.rows()) == 1
+
+
+def test_a_failed_send_costs_the_write_the_send_and_one_update(door, aws_calls):
+    door(post(encode(whatsapp_message("warm"))), None)
+    aws_calls.reset()
+    aws_calls.fail("sqs.SendMessage")
+
+    door(post(encode(whatsapp_message("unsent"))), None)
+
+    assert aws_calls.calls == ["dynamodb.PutItem", "sqs.SendMessage", "dynamodb.UpdateItem"]
 
 
 def _with_secret(ingress_environ, secret: dict) -> dict:
