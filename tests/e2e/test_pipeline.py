@@ -41,9 +41,7 @@ def test_a_signed_webhook_is_processed_exactly_once(pipeline):
     second = pipeline.client.deliver(payload)
     # Then both are acknowledged and the message is stored once
     assert (first.status, second.status) == (200, 200)
-    items = wait_for(
-        lambda: _message_items(pipeline, tenant, wamid), timeout=30, message="the message to be stored"
-    )
+    items = wait_for(lambda: _message_items(pipeline, tenant, wamid), timeout=30, message="the message to be stored")
     assert [i["sk"]["S"] for i in items] == ["message"]
     assert items[0]["text"]["S"] == "is the shop open on Sunday? 👋"
     # And one log row exists, left as the door wrote it: the stored message is its done-mark,

@@ -80,8 +80,11 @@ class TaskResult:
     def keyed(self) -> bool:
         """Writes only, each idempotent by its own key (`standalone`): applying them again changes
         nothing, so the writes themselves can say the work was done."""
-        return bool(self.writes) and not self.follow_ups and not self.superseded and all(
-            write.standalone for write in self.writes
+        return (
+            bool(self.writes)
+            and not self.follow_ups
+            and not self.superseded
+            and all(write.standalone for write in self.writes)
         )
 
 

@@ -204,7 +204,9 @@ class _Door:
         telemetry.info("delivery enqueued", outcome="enqueued" if new else "re_enqueued", **fields)
         return _ok()
 
-    def _note_unsent(self, telemetry: RequestTelemetry, envelope: Envelope, fields: Mapping[str, str]) -> dict[str, Any]:
+    def _note_unsent(
+        self, telemetry: RequestTelemetry, envelope: Envelope, fields: Mapping[str, str]
+    ) -> dict[str, Any]:
         try:
             self._ports.log.mark_unsent(envelope.id, envelope.created_at)
         except Exception:

@@ -102,7 +102,9 @@ def test_a_row_the_door_could_not_send_is_finished_and_leaves_the_pending_index(
     # Given a row the door put in the pending index after a failed send, replayed by the sweeper
     h = lane("messages")
     envelope = h.webhook_row(whatsapp(messages=[text_message("wamid.K4")]), tenant=WABA)
-    WebhookLog(boto3.client("dynamodb", region_name=REGION), "webhook-log").mark_unsent(envelope.id, envelope.created_at)
+    WebhookLog(boto3.client("dynamodb", region_name=REGION), "webhook-log").mark_unsent(
+        envelope.id, envelope.created_at
+    )
     h.send(envelope)
     h.calls.clear()
 
