@@ -64,6 +64,7 @@ def lane_settings(lane: Lane) -> LaneSettings:
         batch_size=lane.batch_size,
         dependency=lane.dependency,
         options=lane.options(),
+        service_seconds=lane.traffic.service_seconds,
     )
 
 

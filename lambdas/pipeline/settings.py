@@ -79,6 +79,9 @@ class LaneSettings:
     batch_size: int
     dependency: str | None = None
     options: Mapping[str, str] = field(default_factory=dict)
+    service_seconds: float = 0.0
+    """The expected time one record takes: work with less time than this before its deadline is
+    dropped unrun rather than started late."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -98,6 +101,7 @@ class LaneSettings:
             "batch_size": self.batch_size,
             "dependency": self.dependency,
             "options": dict(self.options),
+            "service_seconds": self.service_seconds,
         }
 
     @classmethod
@@ -122,6 +126,7 @@ class LaneSettings:
                 batch_size=int(raw["batch_size"]),
                 dependency=raw.get("dependency") or None,
                 options={str(k): str(v) for k, v in (raw.get("options") or {}).items()},
+                service_seconds=float(raw.get("service_seconds") or 0.0),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise SettingsError(f"lane settings are incomplete or malformed: {exc!r}") from exc

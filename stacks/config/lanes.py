@@ -36,14 +36,21 @@ class RetryPolicy:
 
 @dataclass(frozen=True)
 class TenantQuota:
-    """At most `limit` records of one tenant in flight on this lane at once."""
+    """At most `limit` records of one tenant in flight on this lane at once: a hard cap, for a
+    limit outside this system that each tenant has on its own (`protects` names it). Fairness
+    between tenants is not a reason: the lane's queue gives quiet tenants' messages first (SQS
+    fair queues), at no write, where a cap costs two lease writes per tenant per batch and
+    re-sends work that a free slot could have run."""
 
     limit: int
+    protects: str
     mode: BudgetMode = BudgetMode.ENFORCE
 
     def __post_init__(self) -> None:
         if self.limit < 1:
             raise ValueError(f"tenant quota must be >= 1, got {self.limit}")
+        if not self.protects.strip():
+            raise ValueError("a tenant quota names the per-tenant limit it protects")
 
 
 @dataclass(frozen=True)
@@ -183,7 +190,7 @@ def catalogue() -> tuple[Lane, ...]:
             reserved_concurrency=12,
             max_receives=6,
             retry=RetryPolicy(base_seconds=5, cap_seconds=300),
-            tenant_quota=TenantQuota(limit=4),
+            tenant_quota=None,
             default_expiry_seconds=6 * 3600,
             defer_seconds=30,
             traffic=Traffic(peak_per_second=25, service_seconds=0.3),
@@ -202,7 +209,8 @@ def catalogue() -> tuple[Lane, ...]:
             reserved_concurrency=40,
             max_receives=5,
             retry=RetryPolicy(base_seconds=2, cap_seconds=120),
-            tenant_quota=TenantQuota(limit=10),
+            # The vendor's quota is shared by every tenant: the dependency budget bounds it.
+            tenant_quota=None,
             default_expiry_seconds=3600,
             defer_seconds=5,
             traffic=Traffic(peak_per_second=6, service_seconds=4.0),
@@ -226,7 +234,11 @@ def catalogue() -> tuple[Lane, ...]:
             reserved_concurrency=5,
             max_receives=5,
             retry=RetryPolicy(base_seconds=30, cap_seconds=900),
-            tenant_quota=TenantQuota(limit=2),
+            tenant_quota=TenantQuota(
+                limit=2,
+                protects="Meta's Graph API rate limit per business account (business use case "
+                "limits): an import's pages call it, and two pages at once stay under it",
+            ),
             default_expiry_seconds=24 * 3600,
             defer_seconds=60,
             traffic=Traffic(peak_per_second=0.2, service_seconds=10.0, payload_kib=8.0),
@@ -245,7 +257,7 @@ def catalogue() -> tuple[Lane, ...]:
             reserved_concurrency=2,
             max_receives=5,
             retry=RetryPolicy(base_seconds=1, cap_seconds=10),
-            tenant_quota=TenantQuota(limit=10),
+            tenant_quota=None,
             default_expiry_seconds=60,
             defer_seconds=1,
             traffic=Traffic(peak_per_second=0.2, service_seconds=0.5),

@@ -69,7 +69,9 @@ def test_a_contradictory_lane_is_refused_with_its_reason(change, message):
 
 def test_bad_budgets_and_retry_policies_are_refused():
     with pytest.raises(ValueError, match="tenant quota"):
-        TenantQuota(limit=0)
+        TenantQuota(limit=0, protects="a partner's per-account rate limit")
+    with pytest.raises(ValueError, match="names the per-tenant limit"):
+        TenantQuota(limit=2, protects=" ")
     with pytest.raises(ValueError, match="retry policy"):
         RetryPolicy(base_seconds=10, cap_seconds=1)
 

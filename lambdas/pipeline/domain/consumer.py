@@ -7,7 +7,8 @@ Per batch:
    body travelling by reference comes back in the same read.
    - Row missing → permanent (the row is written before the message, so this is not a race).
    - Already finished → ack as duplicate.
-   - Past its deadline → the row is marked expired (with its job bookkeeping), no task call.
+   - Past its deadline, or closer to it than the lane's expected service time → the row is
+     marked expired (with its job bookkeeping), no task call.
 3. Tenant quota: one conditional UpdateItem per tenant takes as many slots as the tenant has
    records (or as many as are free); the rest are deferred. One update gives them back.
 4. Each admitted record, unless the invocation could not finish it, runs its task under the hard
@@ -257,10 +258,12 @@ class Consumer:
         if not obligation.open:
             return out.acked(Outcome.DUPLICATE, attempt, status=obligation.status)
         expires_at = envelope.expires_at(self._lane.default_expiry_seconds)
-        if expires_at is not None and now >= expires_at:
+        # Work that cannot finish before its deadline is dropped now: started, it would spend a
+        # slot and its dependency's budget on a result nobody can use.
+        if expires_at is not None and expires_at - now < self._lane.service_seconds:
             if short:
                 return out.not_started(attempt, remaining())
-            return self._expire(received, obligation, attempt, now)
+            return self._expire(received, obligation, attempt, now, time_left=expires_at - now)
         return None
 
     # Budgets
@@ -397,7 +400,10 @@ class Consumer:
         delay = retry.deferral_delay(self._lane.defer_seconds, self._rng)
         return out.deferred(delay, self._attempt(received), budget)
 
-    def _expire(self, received: Received, obligation: Obligation, attempt: int, now: float) -> RecordOutcome:
+    def _expire(
+        self, received: Received, obligation: Obligation, attempt: int, now: float, *, time_left: float
+    ) -> RecordOutcome:
+        detail = {"time_left": round(max(0.0, time_left), 3)} if time_left > 0 else {}
         envelope = received.envelope
         assert envelope is not None
         mark = marks.finish(
@@ -409,7 +415,7 @@ class Consumer:
             marker_ttl_seconds=self._config.marker_ttl_seconds,
         )
         if mark is None:  # internal work: nothing to mark, nobody waiting
-            return out.acked(Outcome.EXPIRED, attempt)
+            return out.acked(Outcome.EXPIRED, attempt, **detail)
         try:
             committed = self._io.committer.commit(
                 mark, job_finished(envelope, obligation.status, schema.RowStatus.EXPIRED)
@@ -418,7 +424,7 @@ class Consumer:
             return self._failed(received, obligation, classify(exc))
         if committed.state is CommitState.DUPLICATE:
             return out.acked(Outcome.DUPLICATE, attempt)
-        return out.acked(Outcome.EXPIRED, attempt)
+        return out.acked(Outcome.EXPIRED, attempt, **detail)
 
     def _failed(self, received: Received, obligation: Obligation | None, error: Classified) -> RecordOutcome:
         attempt = self._attempt(received)

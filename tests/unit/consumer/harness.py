@@ -72,6 +72,8 @@ def with_lane(environ: Mapping[str, str], **changes: Any) -> dict[str, str]:
     """The consumer environment with some of its lane settings changed."""
     lane = json.loads(environ["LANE"])
     options = changes.pop("options", None)
+    if changes.get("tenant_quota") and "tenant_quota_mode" not in changes and lane["tenant_quota_mode"] == "off":
+        changes["tenant_quota_mode"] = "enforce"  # a cap on a lane the catalogue leaves uncapped
     lane.update(changes)
     if options is not None:
         lane["options"] = {**lane.get("options", {}), **options}

@@ -64,3 +64,29 @@ def test_a_finished_job_is_a_duplicate_even_past_its_deadline(lane):
     h.send(envelope)
     h.poll(h.handler(tasks={"messages": Recorder()}))
     assert h.row("jobs", "job-both")["status"] == schema.RowStatus.DONE
+
+
+def test_a_job_with_less_time_left_than_its_service_takes_is_dropped_unrun(lane, caplog):
+    # Given a lane whose work takes about 10 s, a job due in 4 s and another due in 60 s
+    h = lane("messages")
+    environ = with_lane(h.environ, service_seconds=10.0)
+    h.send(h.job_row("job-too-late", {}, tenant="acme", kind="test", deadline=time.time() + 4, queued=2))
+    h.send(h.job_row("job-in-time", {}, tenant="acme", kind="test", deadline=time.time() + 60))
+    task = Recorder()
+    # When both are received
+    h.poll(h.handler(environ, tasks={"messages": task}))
+    # Then only the one that can still finish runs; the other is expired, with the time it had
+    assert task.calls == ["job-in-time"]
+    assert h.row("jobs", "job-too-late")["status"] == schema.RowStatus.EXPIRED
+    [line] = [line for line in log_lines(caplog) if line.get("id") == "job-too-late"]
+    assert line["outcome"] == "expired"
+    assert 3.0 < line["detail"]["time_left"] <= 4.0
+
+
+def test_a_job_with_more_time_left_than_its_service_takes_is_run(lane):
+    h = lane("messages")
+    environ = with_lane(h.environ, service_seconds=10.0)
+    h.send(h.job_row("job-just", {}, tenant="acme", kind="test", deadline=time.time() + 30))
+    task = Recorder()
+    h.poll(h.handler(environ, tasks={"messages": task}))
+    assert task.calls == ["job-just"]
