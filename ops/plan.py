@@ -177,7 +177,7 @@ def _cost_lines(env: Environment, average_fraction: float) -> list[str]:
     rows = []
     total = 0.0
     for lane in env.lanes:
-        cost = pricing.lane_cost(lane, average_fraction, prices)
+        cost = pricing.lane_cost(lane, average_fraction, prices, tracing_active=env.tracing_active)
         per = pricing.units(lane)
         total += cost.total
         rows.append(
@@ -191,6 +191,7 @@ def _cost_lines(env: Environment, average_fraction: float) -> list[str]:
                 money(cost.dynamodb),
                 money(cost.api),
                 money(cost.logs),
+                money(cost.xray),
                 money(cost.total),
             )
         )
@@ -201,9 +202,9 @@ def _cost_lines(env: Environment, average_fraction: float) -> list[str]:
         f"average traffic = {average_fraction:.0%} of peak)"
     ]
     lines += table(
-        ("LANE", "ENTRY", "MSGS/MONTH", "WRU/RRU", "SQS", "LAMBDA", "DYNAMODB", "API", "LOGS", "TOTAL"),
+        ("LANE", "ENTRY", "MSGS/MONTH", "WRU/RRU", "SQS", "LAMBDA", "DYNAMODB", "API", "LOGS", "X-RAY", "TOTAL"),
         rows,
-        right=(2, 3, 4, 5, 6, 7, 8, 9),
+        right=(2, 3, 4, 5, 6, 7, 8, 9, 10),
     )
     lines.append(
         f"fixed: idle SQS polling {money(fixed.idle_polling)}, sweeper {money(fixed.sweeper)}, "
@@ -214,8 +215,10 @@ def _cost_lines(env: Environment, average_fraction: float) -> list[str]:
     lines += _wrapped(
         "assumed: full consumer batches; every webhook or job through the API (one request, one door invocation of "
         f"{usage.door_seconds * 1000:.0f} ms) and a row; ticks come from a schedule with no row; "
-        f"{usage.log_kib_per_message:g} KiB of logs per message. WRU/RRU = DynamoDB units per message. "
-        "Not included: custom metrics, data transfer, KMS, Secrets Manager, storage."
+        f"{usage.log_kib_per_message:g} KiB of logs per message; rows and effects kept {usage.retention_days:g} days "
+        "(DYNAMODB includes their storage and backups); X-RAY at Lambda's fixed sampling where tracing is active "
+        f"(here: {'active' if env.tracing_active else 'passed through, so none'}). WRU/RRU = DynamoDB units per "
+        "message. Not included: custom metrics, data transfer, KMS, Secrets Manager."
     )
     return lines
 

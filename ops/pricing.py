@@ -2,10 +2,16 @@
 
 Prices are us-east-1 on-demand list prices as published in 2025, without free tiers, for the
 services a message touches: SQS standard requests, Lambda on arm64 (GB-seconds and requests),
-DynamoDB on-demand request units, API Gateway HTTP API requests, CloudWatch Logs ingestion; plus
-the fixed cost of alarms, the dashboard, the sweeper's schedule and Lambda's idle SQS pollers.
-Not included: custom metrics ($0.30 per metric-month), data transfer, KMS and Secrets Manager
-requests, storage. The point is the order of magnitude and how it moves with traffic, not a bill.
+DynamoDB on-demand request units and storage (with point-in-time recovery), API Gateway HTTP API
+requests, CloudWatch Logs ingestion, X-Ray traces where tracing is active; plus the fixed cost of
+alarms, the dashboard, the sweeper's schedule and Lambda's idle SQS pollers. Not included: custom
+metrics ($0.30 per metric-month), data transfer, KMS and Secrets Manager requests. The point is
+the order of magnitude and how it moves with traffic, not a bill.
+
+X-Ray: Lambda's active tracing samples the first request each second and 5% of the rest, and that
+rate cannot be configured for a function, so at a steady million webhooks a month nearly every
+invocation is traced. Environments that take production traffic pass tracing through instead
+(see stacks/config/environments.py); `traced` prices whichever an environment sets.
 """
 
 from __future__ import annotations
@@ -32,6 +38,10 @@ class Prices:
     dynamodb_per_million_reads: float = 0.125
     http_api_per_million_requests: float = 1.00
     logs_per_gb: float = 0.50
+    xray_per_million_traces: float = 5.00
+    """Traces recorded; retrieval ($0.50 per million) is left out, it depends on who looks."""
+    dynamodb_storage_per_gb_month: float = 0.25
+    pitr_per_gb_month: float = 0.20
     alarm_per_month: float = 0.10
     dashboard_per_month: float = 3.00
     hours_per_month: float = 730.0
@@ -53,10 +63,17 @@ class Usage:
     webhook_door_memory_mb: int = 1024
     jobs_door_memory_mb: int = 512
     invocation_overhead_seconds: float = 0.02
-    row_overhead_kib: float = 0.5
+    row_overhead_kib: float = 0.15
     """Keys, status and timestamps on the row, beside the payload."""
+    body_compression: float = 0.4
+    """A webhook row keeps its body gzip-compressed: a 2 KB WhatsApp text is stored in about 0.9 KB
+    (the consumer tests pin a row under 1 KB for a 2 KB text)."""
     log_kib_per_message: float = 1.0
     """The door's and the consumer's JSON log lines."""
+    platform_log_bytes_per_invocation: int = 330
+    """START, END and REPORT, which Lambda writes for every invocation of every function."""
+    retention_days: float = 30.0
+    """How long a message's log row and effect are kept (storage is priced per month kept)."""
     idle_pollers: int = 5
     """Lambda keeps five long-polling receivers per SQS mapping, each a request every 20 s when idle."""
 
@@ -83,21 +100,45 @@ class UnitsPerMessage:
 
 
 def units(lane: Lane, usage: Usage = ASSUMED) -> UnitsPerMessage:
-    row_kib = lane.traffic.payload_kib + usage.row_overhead_kib
-    row_writes = math.ceil(row_kib)  # one write unit per KiB
+    """Requests and capacity units per message, counted from the code's write path (the cost
+    scenario in bench/scenarios measures the same items)."""
     kind = entry(lane)
     # The send (one request per 64 KiB), then one receive and one delete per batch.
     sqs = math.ceil(lane.traffic.payload_kib / LIST_PRICES.sqs_request_kib) + 2 / lane.batch_size
-    budgets = 2 + (2 if lane.dependency else 0)  # tenant in-flight quota and dependency lease: take and give back
+    budgets = (2 if lane.tenant_quota else 0) + (2 if lane.dependency else 0)  # each: take and give back
+    drain = 1 / lane.batch_size  # one drain-count update per batch, for admission
+    effect = math.ceil(lane.traffic.payload_kib)  # what the task stores is about the payload's size
     if kind == "tick":
         # No row: an idempotency marker and the task's write, in one transaction (2 units each).
-        return UnitsPerMessage(sqs, writes=2 * 2 + budgets, reads=0.0, api_requests=0.0)
-    door = row_writes + 1  # the row, and its entry in the pending index
-    if kind == "job":
-        door = 2 * (row_writes + 1) + 1  # row and tenant counter in one transaction, plus the index entry
-    finish = 2 * (row_writes + 1 + (1 if kind == "job" else 0)) + 1  # done-mark, task write, counter; index removal
-    reads = math.ceil(row_kib / 4)  # one consistent read of the row per 4 KiB
-    return UnitsPerMessage(sqs, writes=door + finish + budgets, reads=reads, api_requests=1.0)
+        return UnitsPerMessage(sqs, writes=2 * 2 + budgets + drain, reads=0.0, api_requests=0.0)
+    if kind == "webhook":
+        row = math.ceil(lane.traffic.payload_kib * usage.body_compression + usage.row_overhead_kib)
+        # Without a call out, the task's keyed writes are its done-mark (domain/marks.effect_is_mark);
+        # work that calls out keeps one: the row and the effect, in one transaction.
+        finish = effect if lane.dependency is None else 2 * (row + effect)
+        reads = math.ceil(row / 4)
+        return UnitsPerMessage(sqs, writes=row + finish + budgets + drain, reads=reads, api_requests=1.0)
+    row = math.ceil(lane.traffic.payload_kib + usage.row_overhead_kib)
+    door = 2 * (row + 1) + 1  # row and tenant counter in one transaction, plus the index entry
+    finish = 2 * (row + effect + 1) + 1  # done-mark, task write, counter; index removal
+    reads = math.ceil(row / 4)  # one consistent read of the row per 4 KiB
+    return UnitsPerMessage(sqs, writes=door + finish + budgets + drain, reads=reads, api_requests=1.0)
+
+
+def stored_kib(lane: Lane, usage: Usage = ASSUMED) -> float:
+    """What one message leaves in DynamoDB while it is kept: its row and its effect."""
+    if entry(lane) == "webhook":
+        row = lane.traffic.payload_kib * usage.body_compression + usage.row_overhead_kib
+    elif entry(lane) == "job":
+        row = lane.traffic.payload_kib + usage.row_overhead_kib
+    else:
+        row = 0.1  # the idempotency marker
+    return row + lane.traffic.payload_kib
+
+
+def traced(requests_per_second: float) -> float:
+    """Traces a second that Lambda's fixed sampling records for a function called at this rate."""
+    return min(requests_per_second, 1.0) + 0.05 * max(0.0, requests_per_second - 1.0)
 
 
 @dataclass(frozen=True)
@@ -108,10 +149,11 @@ class Cost:
     dynamodb: float
     api: float
     logs: float
+    xray: float = 0.0
 
     @property
     def total(self) -> float:
-        return self.sqs + self.lambda_ + self.dynamodb + self.api + self.logs
+        return self.sqs + self.lambda_ + self.dynamodb + self.api + self.logs + self.xray
 
 
 @dataclass(frozen=True)
@@ -126,6 +168,11 @@ class Counts:
     write_units: float
     read_units: float
     api_requests: float
+    log_bytes: float | None = None
+    """Measured log bytes; None prices the usage assumption per message."""
+    traces: float = 0.0
+    stored_kib: float = 0.0
+    """Item bytes left in DynamoDB, priced for `usage.retention_days` (and their backup window)."""
 
 
 def itemised(counts: Counts, lane: Lane, prices: Prices = LIST_PRICES, usage: Usage = ASSUMED) -> dict[str, float]:
@@ -150,14 +197,37 @@ def itemised(counts: Counts, lane: Lane, prices: Prices = LIST_PRICES, usage: Us
         "SQS": counts.sqs_requests / million * prices.sqs_per_million_requests,
         "DynamoDB writes": counts.write_units / million * prices.dynamodb_per_million_writes,
         "DynamoDB reads": counts.read_units / million * prices.dynamodb_per_million_reads,
-        "CloudWatch Logs": counts.messages * usage.log_kib_per_message / (1024 * 1024) * prices.logs_per_gb,
+        "CloudWatch Logs": _log_gb(counts, usage) * prices.logs_per_gb,
+        "X-Ray traces": counts.traces / million * prices.xray_per_million_traces,
+        "DynamoDB storage": counts.stored_kib
+        / (1024 * 1024)
+        * usage.retention_days
+        / 30
+        * (prices.dynamodb_storage_per_gb_month + prices.pitr_per_gb_month),
     }
 
 
-def lane_cost(lane: Lane, average_fraction: float, prices: Prices = LIST_PRICES, usage: Usage = ASSUMED) -> Cost:
-    messages = lane.traffic.peak_per_second * average_fraction * prices.seconds_per_month
+def _log_gb(counts: Counts, usage: Usage) -> float:
+    if counts.log_bytes is not None:
+        return counts.log_bytes / 1024**3
+    platform = (counts.consumer_invocations + counts.door_invocations) * usage.platform_log_bytes_per_invocation
+    return (counts.messages * usage.log_kib_per_message * 1024 + platform) / 1024**3
+
+
+def lane_cost(
+    lane: Lane,
+    average_fraction: float,
+    prices: Prices = LIST_PRICES,
+    usage: Usage = ASSUMED,
+    *,
+    tracing_active: bool = False,
+) -> Cost:
+    rate = lane.traffic.peak_per_second * average_fraction
+    messages = rate * prices.seconds_per_month
     per = units(lane, usage)
     kind = entry(lane)
+    door_rate = rate if kind != "tick" else 0.0
+    traces = (traced(door_rate) + traced(rate / lane.batch_size)) * prices.seconds_per_month if tracing_active else 0.0
     counts = Counts(
         messages=messages,
         consumer_invocations=messages / lane.batch_size,  # full batches: optimistic at low traffic
@@ -166,15 +236,18 @@ def lane_cost(lane: Lane, average_fraction: float, prices: Prices = LIST_PRICES,
         write_units=messages * per.writes,
         read_units=messages * per.reads,
         api_requests=messages * per.api_requests,
+        traces=traces,
+        stored_kib=messages * stored_kib(lane, usage),
     )
     items = itemised(counts, lane, prices, usage)
     return Cost(
         messages=messages,
         sqs=items["SQS"],
         lambda_=items["Lambda compute"] + items["Lambda requests"],
-        dynamodb=items["DynamoDB writes"] + items["DynamoDB reads"],
+        dynamodb=items["DynamoDB writes"] + items["DynamoDB reads"] + items["DynamoDB storage"],
         api=items["API Gateway"],
         logs=items["CloudWatch Logs"],
+        xray=items["X-Ray traces"],
     )
 
 

@@ -19,6 +19,8 @@ PENDING_INDEX = "pending_by_age"
 PENDING_SHARD = "pending_shard"
 PENDING_SINCE = "pending_since"
 PENDING_SHARDS = 8
+SEND_FAILED_AT = "send_failed_at"
+"""On a webhook row the door put in the pending index because its send failed."""
 
 # State (idempotency markers, budgets, counters) and data (what the lane tasks write)
 PK = "pk"

@@ -11,7 +11,7 @@ import contextlib
 import json
 import sys
 import threading
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TextIO
@@ -65,6 +65,8 @@ class OutputCapture:
         self.console: TextIO = sys.stdout
         self._saved: tuple[TextIO, TextIO] | None = None
         self._closed = False
+        self.bytes_written: Counter[str] = Counter()
+        """Log bytes each function wrote: what CloudWatch Logs would ingest (the cost scenario)."""
 
     def install(self) -> None:
         """Route stdout and stderr; the runtime's own console keeps the real stdout."""
@@ -129,6 +131,7 @@ class OutputCapture:
         with self._lock:
             if self._closed:
                 return
+            self.bytes_written[function] += len(line.encode()) + 1
             if self._log_dir is not None:
                 handle = self._files.get(function)
                 if handle is None:

@@ -118,6 +118,11 @@ class Environment:
     idempotency_ttl_seconds: int = 7 * 24 * 3600
     alarm_emails: tuple[str, ...] = ()
     powertools_version: str = "3.37.0"
+    tracing_active: bool = False
+    """X-Ray active tracing on every function. Lambda samples the first request each second and 5%
+    of the rest, not configurably, so at production volume it traces nearly every invocation (about
+    $5 per million webhooks, as much as the rest of the path). Off, functions pass tracing
+    through: only requests already traced upstream are recorded."""
 
     def __post_init__(self) -> None:
         names = [lane.name for lane in self.lanes]
@@ -237,6 +242,7 @@ def _build() -> dict[str, Environment]:
             log_retention_days=7,
             retain_stateful=False,
             termination_protection=False,
+            tracing_active=True,
         ),
         "staging": Environment(
             name="staging",
@@ -248,6 +254,7 @@ def _build() -> dict[str, Environment]:
             log_retention_days=30,
             retain_stateful=True,
             termination_protection=False,
+            tracing_active=True,
         ),
         "prod": Environment(
             name="prod",

@@ -110,5 +110,5 @@ class PipelineFunction(Construct):
             log_group=self.log_group,
             role=self.role,
             logging_format=lambda_.LoggingFormat.JSON,
-            tracing=lambda_.Tracing.ACTIVE,
+            tracing=lambda_.Tracing.ACTIVE if env.tracing_active else lambda_.Tracing.PASS_THROUGH,
         )

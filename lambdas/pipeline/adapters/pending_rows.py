@@ -28,6 +28,7 @@ REPLAYS = "replays"
 REPLAYED_AT = "replayed_at"
 _LOADED = (
     schema.ID,
+    schema.SEND_FAILED_AT,
     schema.PENDING_SHARD,
     schema.PENDING_SINCE,
     row_envelopes.LANE,
@@ -187,6 +188,7 @@ class PendingRows:
             replays=int(item.get(REPLAYS) or 0),
             replays_recorded=REPLAYS in item,
             replayed_at=None if replayed_at is None else float(replayed_at),
+            send_failed=schema.SEND_FAILED_AT in item,
             envelope=envelope,
             problem=problem,
         )

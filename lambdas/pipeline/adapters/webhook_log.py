@@ -7,7 +7,7 @@ Row layout (table key `id` = `wh-<sha256 of the raw body>`):
   again (their task's writes are their done-mark; see domain/marks.py). That keeps a delivery at
   one write, with no index entry to add and later remove.
 - `lane`, `tenant`, `kind` for parseable bodies; `unparseable_reason` otherwise.
-- the raw bytes: `body` (Binary, part 0), `body_encoding` ("identity" | "gzip"), `body_size` (raw
+- the raw bytes: `body` (Binary, part 0), `body_encoding` (domain/webhook_body.ENCODINGS), `body_size` (raw
   length), `body_parts` (count). Parts 1.. are items `<id>#part<n>` holding `body` and `part_of`.
   `load_body` puts them back together; consumers should read bodies through it.
 
@@ -139,12 +139,13 @@ class WebhookLog:
             self._dynamodb.update_item(
                 TableName=self._table,
                 Key={schema.ID: {"S": log_id}},
-                UpdateExpression="SET #shard = :shard, #since = if_not_exists(#since, :since)",
+                UpdateExpression="SET #shard = :shard, #since = if_not_exists(#since, :since), #failed = :since",
                 ConditionExpression="#status = :queued",
                 ExpressionAttributeNames={
                     "#shard": schema.PENDING_SHARD,
                     "#since": schema.PENDING_SINCE,
                     "#status": STATUS,
+                    "#failed": schema.SEND_FAILED_AT,
                 },
                 ExpressionAttributeValues={
                     ":shard": {"S": schema.pending_shard(log_id)},

@@ -6,6 +6,8 @@ that kind adds work exactly when the consumer is behind, and under load it feeds
 every copy lengthens the queue all the other rows are waiting in. So a row is called lost only when
 its lane says so:
 
+- A webhook row the door could not send (it enters the index only then): nothing of it is
+  queued, so it is lost as soon as the grace period has passed, however busy its lane.
 - The lane holds nothing (visible, in flight or delayed): nothing the row waits for is queued, so
   it is lost as soon as the grace period has passed.
 - The lane's depth cannot be read: unknown counts as busy. A sweep that cannot see a lane does not
@@ -129,9 +131,16 @@ class PendingRow:
     replays_recorded: bool
     """Whether the row has a `replays` attribute at all (the conditional update must say which)."""
     replayed_at: float | None = None
+    send_failed: bool = False
+    """The door put it here because its send failed (webhook rows only)."""
     envelope: Envelope | None = None
     problem: str | None = None
     """Why no envelope could be built from the row; such a row can only be abandoned."""
+
+    @property
+    def never_sent(self) -> bool:
+        """The door's send failed and the sweeper has not replayed it: no copy is queued anywhere."""
+        return self.send_failed and self.replays == 0 and self.replayed_at is None
 
     @property
     def last_sent(self) -> float:
@@ -220,7 +229,11 @@ def judge(
     """`history(since)` is asked only about a busy lane's row past its patience and short of the cap."""
     if row.replayed_at is not None and now - row.replayed_at < settings.grace_seconds:
         return Verdict.SETTLING
-    if not lane.empty and _may_still_be_queued(row, now, lane, patience, history, settings.grace_seconds):
+    if (
+        not lane.empty
+        and not row.never_sent
+        and _may_still_be_queued(row, now, lane, patience, history, settings.grace_seconds)
+    ):
         return Verdict.LATE
     if row.replays >= settings.max_replays:
         return Verdict.ABANDON

@@ -68,10 +68,20 @@ def test_plan_cost_section(lanectl):
         "monthly cost at list prices (us-east-1, 2025 list prices, no free tier; 730 h; average traffic = 25% "
         "of peak)" in result.out
     )
-    assert _row(result.out, "messages", "cost")[0:4] == ["messages", "webhook", "131.4M", "15/1"]
+    # A 2 KB text: its compressed row (1 unit), its stored message as the done-mark (2), a tenth of
+    # a drain count; one consistent read of the row.
+    assert _row(result.out, "messages", "cost")[0:4] == ["messages", "webhook", "131.4M", "3.1/1"]
+    # Production passes tracing through: no traces are priced.
+    assert _row(result.out, "messages", "cost")[9] == "$0.00"
     assert _row(result.out, "scheduled", "cost")[1] == "tick"
     assert "41 alarms $4.10" in result.out
     assert "total: about $" in result.out
+
+
+def test_plan_prices_traces_where_tracing_is_active(lanectl):
+    dev = lanectl("plan", "dev", "--average", "25%")
+    assert _row(dev.out, "messages", "cost")[9] != "$0.00"
+    assert "(here: active)" in " ".join(dev.out.split())
 
 
 def test_sqs_cost_by_hand():

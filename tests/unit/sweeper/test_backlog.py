@@ -212,3 +212,20 @@ def test_drain_counts_that_cannot_be_read_show_nothing_drained_past(rows, queues
 def test_settings_carry_the_cap(sweeper_environ):
     # The local environment's sweeper is deployed with the cap these tests rely on
     assert json.loads(sweeper_environ["SWEEPER_SETTINGS"])["patience_cap_seconds"] == CAP
+
+
+def test_a_row_the_door_could_not_send_is_replayed_after_grace_however_busy_its_lane(rows, queues, sweep, clock):
+    # Given a lane holding a thousand messages, and a row the door marked when its send failed
+    queues.put_backlog(LANE, 1_000)
+    rows.webhook("wh-unsent", lane=LANE, age=GRACE + 1, send_failed_at=int(clock.now - GRACE - 1))
+    # And a row of the same age whose message is queued (not marked)
+    rows.webhook("wh-queued", lane=LANE, age=GRACE + 1)
+
+    # When the sweeper runs
+    report = sweep()["webhook"]
+
+    # Then the unsent row is replayed at once: nothing of it was queued to wait for
+    assert (report["replayed"], report["late"]) == (1, 1)
+    assert rows.get("webhook", "wh-unsent")["replays"] == 1
+    assert rows.get("webhook", "wh-queued")["replays"] == 0
+    assert queues.depth(LANE) == 1_001
