@@ -264,10 +264,11 @@ class FairGroups:
             return
         fair = self.fairness
         in_flight = group.counts[IN_FLIGHT]
-        crowding = in_flight >= fair.min_in_flight and in_flight > fair.concurrency_share * self._totals[IN_FLIGHT]
-        busy_total = self._decayed(self._busy, self._busy_at, now_ms)
-        busy = self._decayed(group.busy, group.busy_at, now_ms)
-        if crowding or (busy_total > 0 and busy > fair.processing_share * busy_total):
+        noisy = in_flight >= fair.min_in_flight and in_flight > fair.concurrency_share * self._totals[IN_FLIGHT]
+        if not noisy and group.busy > 0.0:
+            busy_total = self._decayed(self._busy, self._busy_at, now_ms)
+            noisy = self._decayed(group.busy, group.busy_at, now_ms) > fair.processing_share * busy_total
+        if noisy:
             self._set_noisy(group, True)
             heapq.heappush(self._idle, (group.last_sent, next(self._sequence), group))
 

@@ -72,7 +72,16 @@ def install() -> None:
     backend_class.receive_message = _receive_message  # type: ignore[method-assign]
     backend_class.change_message_visibility = _change_message_visibility  # type: ignore[method-assign]
     backend_class.purge_queue = _purge_queue  # type: ignore[method-assign]
+    models.generate_receipt_handle = _receipt_handle
     _PATCHED = True
+
+
+def _receipt_handle() -> str:
+    """185 random characters, as moto's, from one draw of its seedable generator: moto's own drew
+    each character apart, 0.3 ms a handle here, nine tenths of a receive of 10 in the index."""
+    from moto.moto_api._internal import mock_random
+
+    return format(mock_random.getrandbits(740), "0185x")
 
 
 def _standard(queue: Any) -> bool:
