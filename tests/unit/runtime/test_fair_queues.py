@@ -232,3 +232,15 @@ def test_purge_forgets_every_group(sqs):
     assert (counts.noisy_groups, counts.visible_in_quiet, counts.in_flight_in_quiet) == (0, 0, 0)
     _send(sqs, url, "flood", 2)
     assert Counter(_groups(_receive(sqs, url, 10))) == {"flood": 2}
+
+
+def test_a_fifo_queue_publishes_no_fair_queue_metrics(sqs):
+    # Given a FIFO queue (SQS publishes the fair-queue metrics for standard queues only)
+    url = _queue(sqs, "lane.fifo", FifoQueue="true", ContentBasedDeduplication="true")
+    sqs.send_message(QueueUrl=url, MessageBody="m", MessageGroupId="g")
+    # When its metrics are sampled
+    store = MetricsStore()
+    queue_metrics.record(store, ["lane.fifo"])
+    # Then it has the queue's own figures and none of the fair-queue ones
+    assert store.latest("AWS/SQS", "ApproximateNumberOfMessagesVisible", {"QueueName": "lane.fifo"}) == 1
+    assert store.latest("AWS/SQS", "ApproximateNumberOfNoisyGroups", {"QueueName": "lane.fifo"}) is None
