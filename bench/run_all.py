@@ -5,11 +5,15 @@ The queueing scenarios are separate (`make scenarios`): they take minutes, not s
 
 from __future__ import annotations
 
-from bench import consumer_bench, ingress_bench
+from bench import consumer_bench, fair_queue_bench, ingress_bench
 
 
 def main() -> None:
-    for title, run in (("webhook door", ingress_bench.main), ("lane consumer", consumer_bench.main)):
+    for title, run in (
+        ("webhook door", ingress_bench.main),
+        ("lane consumer", consumer_bench.main),
+        ("fair queue receive", fair_queue_bench.main),
+    ):
         print(f"\n######## {title}\n", flush=True)
         run([])
 

@@ -12,6 +12,13 @@ XRAY = (
     "AwsSolutions-IAM5[Resource::*]",
     "Active tracing: xray:PutTraceSegments and xray:PutTelemetryRecords have no resource-level permissions.",
 )
+PASSED_THROUGH = (
+    "Serverless-LambdaTracing",
+    "Lambda samples actively traced functions at a fixed 1 request a second plus 5% of the rest, which no "
+    "sampling rule changes: at production volume that traces nearly every webhook, about $5 per million, as "
+    "much as the rest of its path. Environments with that volume pass tracing through (tracing_active in "
+    "stacks/config/environments.py; lanectl plan prices traces where it is on).",
+)
 SYNC_INVOKED = (
     "Serverless-LambdaDLQ",
     "Invoked synchronously (API Gateway or an SQS event source mapping); an async dead-letter target would "
@@ -32,6 +39,8 @@ def acknowledge(stack: PipelineStack) -> None:
     ]
     for function in functions:
         _ack(function.role, *XRAY)
+        if not stack.config.tracing_active:
+            _ack(function.function, *PASSED_THROUGH)
     for function in (stack.ingress.webhook, stack.ingress.jobs, *(c.consumer for c in stack.consumers.values())):
         _ack(function.function, *SYNC_INVOKED)
     _ack(

@@ -452,6 +452,23 @@ class Session:
         sqs.set_queue_attributes(QueueUrl=url, Attributes=dict(attributes))
         return dict(before)
 
+    def set_fairness(self, lane: str, fairness: Any) -> Any:
+        """The fair-queue thresholds of a lane's queue (ops/runtime/fair_groups.py), as the runtime
+        holds it; returns the previous ones. `fair_groups.OFF` makes it a queue without fairness."""
+        from ops.runtime.moto_sqs import index_of
+
+        index = index_of(self.runtime_queue(lane))
+        previous = index.groups.fairness
+        index.groups.fairness = fairness
+        return previous
+
+    def runtime_queue(self, lane: str) -> Any:
+        from moto.sqs.models import sqs_backends
+
+        from ops.runtime.deploy import ACCOUNT
+
+        return sqs_backends[ACCOUNT][REGION].queues[self.lane_view(lane).queue_name]
+
     def alarm(self, logical_prefix: str) -> Any:
         (found,) = [a for a in self.runtime.alarms.alarms if a.logical_id.startswith(logical_prefix)]
         return found

@@ -9,7 +9,8 @@ the only difference between the two runs:
 - this pipeline: the lane's tenant in-flight quota (4 records) enforced: the campaign's surplus
   is deferred cheaply (re-sent with a delay), so the consumers reach the quiet pages' comments
   without first doing the campaign's work;
-- baseline, a plain shared FIFO lane: the same quota in observe mode (it counts, never defers).
+- baseline, a plain shared FIFO lane: the same quota in observe mode (it counts, never defers),
+  and the queue's fair-queue ordering switched off (the emulated lanes are SQS fair queues).
 
 Measured: each comment's wait = its `triaged_at` (written by the task as it starts) minus the
 moment its webhook was sent, in seconds and in service times; the campaign's last triage.
@@ -25,6 +26,7 @@ from typing import Any
 from bench.scenarios.harness import Harness, Session, fan_out, poll
 from bench.scenarios.measure import fmt, percentile
 from bench.scenarios.result import Result
+from ops.runtime import fair_groups
 
 LANE = "engagement"
 
@@ -142,8 +144,10 @@ def run(h: Harness, p: Params = FULL) -> Result:
     started = time.monotonic()
     with h.session() as s:
         s.set_mapping(LANE, max_concurrency=p.max_concurrency)
+        fairness = s.set_fairness(LANE, fair_groups.OFF)
         fifo = _phase(s, p, "fifo", "observe")
         poll(lambda: s.lanes_empty(LANE), 30)
+        s.set_fairness(LANE, fairness)
         fair = _phase(s, p, "fair", "enforce")
     service = p.service_ms / 1000
     fair_small, fifo_small = fair.waits(fair.small), fifo.waits(fifo.small)

@@ -1,5 +1,6 @@
-"""The terminal view of a running pipeline: per lane, what is waiting, what is running, what
-happened to the work, and which alarms are firing; then a summary at the end."""
+"""The terminal view of a running pipeline: per lane, what is waiting, how long quiet tenants
+wait and which tenants are noisy (SQS fair queues), what is running, what happened to the work,
+and which alarms are firing; then a summary at the end."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ops.runtime.alarms import ALARM, OK
+from ops.runtime.fair_groups import NoisyGroup
 from ops.runtime.runtime import LaneView, LocalRuntime
 from pipeline import metric_names
 from pipeline.metric_names import Outcome
@@ -30,6 +32,10 @@ class LaneRow:
     in_flight: int
     delayed: int
     oldest_age: float
+    quiet_age: float
+    """Age of the oldest message of the tenants that are not noisy: what a well-behaved one waits."""
+    noisy_groups: int
+    noisy: tuple[NoisyGroup, ...]
     dlq: int
     running: int
     budget: int
@@ -56,12 +62,16 @@ def lane_row(runtime: LocalRuntime, lane: LaneView) -> LaneRow:
         for column, names in OUTCOME_COLUMNS
     }
     state = lane.player.state()
+    sample = runtime.queue_samples.get(lane.queue_name)
     return LaneRow(
         lane=lane.name,
         visible=int(_latest(runtime, "ApproximateNumberOfMessagesVisible", lane.queue_name)),
         in_flight=int(_latest(runtime, "ApproximateNumberOfMessagesNotVisible", lane.queue_name)),
         delayed=int(_latest(runtime, "ApproximateNumberOfMessagesDelayed", lane.queue_name)),
         oldest_age=_latest(runtime, "ApproximateAgeOfOldestMessage", lane.queue_name),
+        quiet_age=_latest(runtime, "ApproximateAgeOfOldestMessageInQuietGroups", lane.queue_name),
+        noisy_groups=int(_latest(runtime, "ApproximateNumberOfNoisyGroups", lane.queue_name)),
+        noisy=sample.noisy if sample else (),
         dlq=int(_latest(runtime, "ApproximateNumberOfMessagesVisible", lane.dlq_name)),
         running=lane.player.stats.in_flight,
         budget=state.max_concurrency if state.enabled else 0,
@@ -77,23 +87,29 @@ def render(runtime: LocalRuntime) -> str:
     uptime = time.time() - runtime.started_at
     header = (
         f"lanes-{runtime.env.name}  up {uptime:5.0f}s   API {runtime.api_url}   AWS {runtime.aws_endpoint}\n"
-        f"{'lane':<11}{'queued':>7}{'inflight':>9}{'delayed':>8}{'oldest':>8}{'dlq':>5}{'running':>10}"
-        + "".join(f"{name:>9}" for name, _ in OUTCOME_COLUMNS)
-        + "  alarms"
+        f"{'lane':<11}{'queued':>7}{'inflight':>9}{'delayed':>8}{'oldest':>8}{'quiet':>7}{'noisy':>6}{'dlq':>5}"
+        f"{'running':>10}" + "".join(f"{name:>9}" for name, _ in OUTCOME_COLUMNS) + "  alarms"
     )
     lines = [header]
     for row in rows:
         lines.append(
-            f"{row.lane:<11}{row.visible:>7}{row.in_flight:>9}{row.delayed:>8}{row.oldest_age:>7.1f}s{row.dlq:>5}"
+            f"{row.lane:<11}{row.visible:>7}{row.in_flight:>9}{row.delayed:>8}{row.oldest_age:>7.1f}s"
+            f"{row.quiet_age:>6.1f}s{row.noisy_groups:>6}{row.dlq:>5}"
             f"{f'{row.running}/{row.budget}':>10}"
             + "".join(f"{row.outcomes[name]:>9}" for name, _ in OUTCOME_COLUMNS)
             + ("  " + ",".join(row.alarms_firing) if row.alarms_firing else "  ok")
         )
+    noisy = [f"{row.lane} {_noisy(row.noisy)}" for row in rows if row.noisy]
+    lines.append(f"noisy tenants: {'; '.join(noisy) if noisy else 'none'}")
     assert runtime.alarms is not None
     firing = [a.logical_id for a in runtime.alarms.alarms if a.state == ALARM]
     lines.append(f"alarms firing: {', '.join(firing) if firing else 'none'}")
     lines.extend(f"  {event}" for event in runtime.events[-6:])
     return "\n".join(lines)
+
+
+def _noisy(groups: tuple[NoisyGroup, ...]) -> str:
+    return ", ".join(f"{g.name} ({g.visible} queued, {g.in_flight} in flight)" for g in groups)
 
 
 def top_contributors(runtime: LocalRuntime, rule_body: dict[str, Any], limit: int = 5) -> list[tuple[str, int]]:

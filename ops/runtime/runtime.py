@@ -24,7 +24,7 @@ from typing import Any
 
 import boto3
 
-from ops.runtime import moto_patches, sdk_models
+from ops.runtime import fair_groups, moto_patches, moto_sqs, sdk_models
 from ops.runtime.alarms import INSUFFICIENT, OK, AlarmDefinition, AlarmEvaluator
 from ops.runtime.api import ApiServer, Route, TokenBucket
 from ops.runtime.capture import OutputCapture
@@ -33,6 +33,7 @@ from ops.runtime.functions import FunctionConfig, FunctionHost
 from ops.runtime.intrinsics import references
 from ops.runtime.mappings import MappingPlayer
 from ops.runtime.metrics import MetricsStore, publish_to_cloudwatch, trim_cloudwatch
+from ops.runtime.queue_metrics import QueueSample
 from ops.runtime.queue_metrics import record as record_queue_metrics
 from ops.runtime.schedules import ScheduledRule, Scheduler, period_seconds
 from ops.runtime.synth import SynthesizedApp, synthesize
@@ -115,7 +116,10 @@ class LocalRuntime:
         self.alarms: AlarmEvaluator | None = None
         self.deployment: Deployment | None = None
         self.started_at = 0.0
+        self.queue_samples: dict[str, QueueSample] = {}
+        """Each queue's latest sample (a second old at most), for the live view."""
         self._saved_switch_interval = sys.getswitchinterval()
+        self._saved_fairness = fair_groups.AWS
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -144,6 +148,8 @@ class LocalRuntime:
 
         moto_patches.install()
         sdk_models.share()
+        # The lanes' queues are fair queues on clocks scaled to this environment's seconds.
+        self._saved_fairness = moto_sqs.use_fairness(fair_groups.LOCAL)
         # Every function shares this interpreter's lock; a door request waiting behind consumer
         # batches gets it back sooner with shorter slices (measured: see bench/REPORT.md, soak).
         self._saved_switch_interval = sys.getswitchinterval()
@@ -214,6 +220,7 @@ class LocalRuntime:
         """Take the emulated backend down and give the process its environment back."""
         gc.unfreeze()
         sys.setswitchinterval(self._saved_switch_interval)
+        moto_sqs.use_fairness(self._saved_fairness)
         self.capture.uninstall()
         if self._server:
             self._server.stop()
@@ -392,7 +399,7 @@ class LocalRuntime:
         names = self.queue_names()
         while not self._stop.wait(SAMPLE_SECONDS):
             try:
-                record_queue_metrics(self.metrics, names)
+                self.queue_samples = record_queue_metrics(self.metrics, names)
                 assert self.alarms is not None
                 self.alarms.evaluate_all()
             except Exception as exc:

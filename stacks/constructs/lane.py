@@ -18,6 +18,9 @@ from stacks.runtime_env import lane_id, metrics_namespace
 DLQ_RETENTION = Duration.days(14)
 """SQS's maximum: the longest a person has to look at a dead letter before it is gone."""
 QUEUE_RETENTION = Duration.days(4)
+QUIET_GROUPS_AGE = "ApproximateAgeOfOldestMessageInQuietGroups"
+NOISY_GROUPS = "ApproximateNumberOfNoisyGroups"
+"""Fair-queue metrics SQS publishes (namespace AWS/SQS, dimension QueueName)."""
 
 
 def queue_logical_id(lane_name: str) -> str:
@@ -127,6 +130,18 @@ class LaneConsumer(Construct):
             threshold=lane.objective_seconds,
             description=f"{lane.name}: the oldest message has waited longer than the lane's "
             f"{lane.objective_seconds} s objective. Customers are waiting. See docs/RUNBOOK.md#lane-age.",
+        )
+        self.quiet_age_alarm = on_call.alarm(
+            self,
+            "QuietTenantsAge",
+            # What a well-behaved tenant waits: SQS fair queues (every message carries its tenant as
+            # MessageGroupId) leave one tenant's flood out of this age, so it pages only when
+            # tenants who are not flooding wait past the objective.
+            metric=queues.queue.metric(QUIET_GROUPS_AGE, period=period, statistic="Maximum"),
+            threshold=lane.objective_seconds,
+            description=f"{lane.name}: a quiet tenant's oldest message has waited longer than the lane's "
+            f"{lane.objective_seconds} s objective: the lane is behind for everyone, not only for a noisy "
+            "tenant. See docs/RUNBOOK.md#quiet-tenants-waiting.",
         )
         self.dlq_alarm = on_call.alarm(
             self,

@@ -15,7 +15,7 @@ from pipeline import metric_names
 from pipeline.metric_names import Outcome
 from stacks.config.environments import Environment
 from stacks.constructs.alarms import OnCall
-from stacks.constructs.lane import LaneConsumer, LaneQueues
+from stacks.constructs.lane import NOISY_GROUPS, QUIET_GROUPS_AGE, LaneConsumer, LaneQueues
 from stacks.runtime_env import metrics_namespace
 
 WORK_OUTCOMES = (Outcome.DONE, Outcome.RETRIED, Outcome.DEAD_LETTERED, Outcome.EXPIRED)
@@ -145,9 +145,15 @@ class Observability(Construct):
         ]
         self.dashboard.add_widgets(
             cloudwatch.GraphWidget(
-                title=f"{lane.name}: oldest message age (s)",
-                left=[queues.queue.metric_approximate_age_of_oldest_message(period=self._period, statistic="Maximum")],
+                # All tenants against the quiet ones: when only the first is high, one tenant's
+                # flood is waiting behind itself (fair queues) and the right axis says how many.
+                title=f"{lane.name}: oldest message age (s), all and quiet tenants; noisy tenants",
+                left=[
+                    queues.queue.metric_approximate_age_of_oldest_message(period=self._period, statistic="Maximum"),
+                    queues.queue.metric(QUIET_GROUPS_AGE, period=self._period, statistic="Maximum"),
+                ],
                 left_annotations=[cloudwatch.HorizontalAnnotation(value=lane.objective_seconds, label="objective")],
+                right=[queues.queue.metric(NOISY_GROUPS, period=self._period, statistic="Maximum")],
                 width=6,
             ),
             cloudwatch.GraphWidget(

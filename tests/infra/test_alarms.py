@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import re
+from pathlib import Path
 
 import pytest
 
@@ -64,6 +66,36 @@ def test_each_lane_alarms_on_age_dead_letters_errors_and_throttles(synthesized):
     errors = [a for a in lambda_alarms if a["MetricName"] == "Errors"]
     assert len(throttles) == len(errors) == len(synthesized.env.lanes)
     assert all(a["Threshold"] == 0 and a["ComparisonOperator"] == "GreaterThanThreshold" for a in throttles)
+
+
+def test_each_lane_alarms_on_the_wait_of_its_quiet_tenants(synthesized):
+    # Fair queues leave a noisy tenant's flood out of this age: it pages when tenants who are not
+    # flooding wait past the lane's objective, in SQS's own namespace and dimension.
+    alarms = _alarms(synthesized)
+    for lane in synthesized.env.lanes:
+        quiet = _on_queue(alarms, "ApproximateAgeOfOldestMessageInQuietGroups", queue_logical_id(lane.name))
+        assert (quiet["Namespace"], quiet["Statistic"], quiet["Period"]) == (
+            "AWS/SQS",
+            "Maximum",
+            synthesized.env.alarms.period_seconds,
+        )
+        assert (quiet["Threshold"], quiet["ComparisonOperator"]) == (lane.objective_seconds, "GreaterThanThreshold")
+        assert "RUNBOOK.md#quiet-tenants-waiting" in quiet["AlarmDescription"]
+
+
+def test_every_runbook_link_of_an_alarm_names_a_section_of_the_runbook(synthesized):
+    runbook = (Path(__file__).resolve().parents[2] / "docs" / "RUNBOOK.md").read_text()
+    anchors = {
+        re.sub(r"[^a-z0-9 -]", "", heading.lower()).replace(" ", "-")
+        for heading in re.findall(r"^#+ (.+)$", runbook, flags=re.MULTILINE)
+    }
+    linked = {
+        link
+        for alarm in _alarms(synthesized)
+        for link in re.findall(r"RUNBOOK\.md#([a-z0-9-]+)", alarm["AlarmDescription"])
+    }
+    assert linked
+    assert linked <= anchors, sorted(linked - anchors)
 
 
 def test_each_lane_alarms_on_a_consumer_invocation_out_of_time(synthesized):
@@ -133,6 +165,9 @@ def test_dashboard_shows_every_lane(synthesized):
     for lane in synthesized.env.lanes:
         assert f"{lane.name}: oldest message age" in body
         assert f"{lane.name}: records by outcome" in body
+    # Fair queues: the quiet tenants' wait and how many tenants are noisy, beside the lane's age
+    for metric in ("ApproximateAgeOfOldestMessageInQuietGroups", "ApproximateNumberOfNoisyGroups"):
+        assert body.count(metric) == len(synthesized.env.lanes)
 
 
 def test_contributor_insights_rank_tenants_by_work_and_by_deferrals(synthesized):

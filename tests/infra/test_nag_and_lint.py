@@ -36,7 +36,10 @@ def test_nag_packs_pass_and_every_acknowledgement_names_its_reason(synthesized):
         "Serverless-LambdaEventSourceMappingDestination",
         "Serverless-SQSRedrivePolicy",
         "Serverless-EventBusDLQ",
+        "Serverless-LambdaTracing",
     }
+    # Tracing is acknowledged as passed through only where the environment turns it off.
+    assert ("Serverless-LambdaTracing" in rules) == (not synthesized.env.tracing_active)
 
 
 def test_an_unacknowledged_finding_fails_the_synth(tmp_path):

@@ -211,18 +211,18 @@ def test_deleted_handles_are_remembered_up_to_a_bound():
             self.receipt_handle = f"h{n}"
             self.all_receipt_handles = [self.receipt_handle]
 
-    from ops.runtime import moto_sqs
+    from ops.runtime import message_index
 
-    bound = moto_sqs.DELETED_HANDLES_KEPT
-    moto_sqs.DELETED_HANDLES_KEPT = 3
+    bound = message_index.DELETED_HANDLES_KEPT
+    message_index.DELETED_HANDLES_KEPT = 3
     try:
         for n in range(5):
             message = Message(n)
             index.add(message, now_ms=10)
             index._handles[message.receipt_handle] = message.id
-            assert index.delete(message.receipt_handle)
+            assert index.delete(message.receipt_handle, now_ms=20)
         assert len(index._deleted) == 3
-        assert index.delete("h4")
-        assert not index.delete("h0")
+        assert index.delete("h4", now_ms=20)
+        assert not index.delete("h0", now_ms=20)
     finally:
-        moto_sqs.DELETED_HANDLES_KEPT = bound
+        message_index.DELETED_HANDLES_KEPT = bound

@@ -1,0 +1,83 @@
+"""The live view of `lanectl local` (ops/runtime/console.py) shows, per lane, how long quiet
+tenants wait and how many tenants are noisy, and names the noisy ones. The runtime it reads is a
+stand-in holding only what the view reads; the figures come through the real metrics store and
+queue sample types the runtime fills every second."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from ops.runtime.console import render
+from ops.runtime.fair_groups import NoisyGroup
+from ops.runtime.mappings import MappingState, MappingStats
+from ops.runtime.metrics import MetricsStore
+from ops.runtime.queue_metrics import QueueSample
+from stacks.config.environments import ENVIRONMENTS
+
+
+@dataclass
+class _Player:
+    stats: MappingStats = field(default_factory=MappingStats)
+
+    def state(self) -> MappingState:
+        return MappingState(enabled=True, batch_size=10, window_seconds=1.0, max_concurrency=3, report_failures=True)
+
+
+@dataclass
+class _Lane:
+    name: str
+    queue_name: str
+    dlq_name: str
+    player: _Player = field(default_factory=_Player)
+    alarms: list[Any] = field(default_factory=list)
+
+
+@dataclass
+class _Alarms:
+    alarms: list[Any] = field(default_factory=list)
+
+
+@dataclass
+class _Runtime:
+    lanes: dict[str, _Lane]
+    metrics: MetricsStore = field(default_factory=MetricsStore)
+    queue_samples: dict[str, QueueSample] = field(default_factory=dict)
+    env: Any = ENVIRONMENTS["local"]
+    started_at: float = field(default_factory=time.time)
+    api_url: str = "http://127.0.0.1:8787"
+    aws_endpoint: str | None = None
+    events: list[str] = field(default_factory=list)
+    alarms: _Alarms = field(default_factory=_Alarms)
+
+
+def test_the_live_view_names_noisy_tenants_and_shows_the_quiet_tenants_wait():
+    # Given the engagement lane with one noisy page and quiet pages waiting 3.5 s, the messages
+    # lane with no noisy tenant
+    runtime = _Runtime(
+        lanes={
+            "messages": _Lane("messages", "lanes-messages", "lanes-messages-dlq"),
+            "engagement": _Lane("engagement", "lanes-engagement", "lanes-engagement-dlq"),
+        }
+    )
+    flood = NoisyGroup("page-flood", visible=84, in_flight=18)
+    runtime.queue_samples["lanes-engagement"] = QueueSample(
+        "lanes-engagement", 86, 20, 0, 4.8, fair=True, noisy_groups=1, oldest_quiet_age_seconds=3.5, noisy=(flood,)
+    )
+    for metric, value in (
+        ("ApproximateNumberOfMessagesVisible", 86),
+        ("ApproximateAgeOfOldestMessage", 4.8),
+        ("ApproximateAgeOfOldestMessageInQuietGroups", 3.5),
+        ("ApproximateNumberOfNoisyGroups", 1),
+    ):
+        runtime.metrics.put("AWS/SQS", metric, {"QueueName": "lanes-engagement"}, value)
+    # When the view is drawn
+    lines = render(runtime).splitlines()  # type: ignore[arg-type]
+    # Then the engagement row shows the quiet tenants' age and one noisy tenant, and a line names it
+    header = lines[1].split()
+    engagement = dict(zip(header, next(line for line in lines if line.startswith("engagement")).split(), strict=False))
+    messages = dict(zip(header, next(line for line in lines if line.startswith("messages")).split(), strict=False))
+    assert (engagement["oldest"], engagement["quiet"], engagement["noisy"]) == ("4.8s", "3.5s", "1")
+    assert messages["noisy"] == "0"
+    assert "noisy tenants: engagement page-flood (84 queued, 18 in flight)" in lines
