@@ -1,7 +1,7 @@
 """Rebuilding a pending row's message from the row itself, for the sweeper to replay.
 
 The row is the record, so everything a consumer needs is on it. Webhook deliveries travel by
-reference (the body may be large or gzip-compressed; the consumer loads it from the row), jobs
+reference (the body may be large or compressed; the consumer loads it from the row), jobs
 inline when the payload is small. A replay carries the attempts the row has recorded, so a replayed
 job is not treated as fresh by the consumer's retry accounting.
 """

@@ -294,8 +294,9 @@ class Consumer:
             try:
                 grant = self._io.budgets.acquire(budget, len(indices), hold)
             except Exception as exc:
-                # Fail open: the quota is about fairness between tenants, and there is nothing to
-                # arbitrate while the arbiter is down. The task's own commit fails if DynamoDB is.
+                # Fail open: the counter is down, not the partner's limit it stands for; a burst
+                # over it costs that partner's throttling (retried), while failing closed would
+                # stop the lane. The task's own commit fails if DynamoDB is down.
                 self._io.observer.problem("tenant quota unavailable; proceeding without it", exc, tenant=tenant)
                 continue
             # The latest records are the ones over quota: earlier ones keep their place.

@@ -2,8 +2,8 @@
 
 Each new or edited comment is labelled (question, complaint, spam, other) by the model behind
 the `llm` dependency, holding one slot of that shared budget for the calls. What keeps one page's
-campaign from starving every other page is not in here: it is the lane's tenant quota, checked by
-the consumer before this runs, which defers the flood's surplus with one update per batch.
+campaign from starving every other page is not in here: the lane's queue is an SQS fair queue
+(the tenant is the message group), which hands out quiet pages' comments first.
 
 Accepts a Meta delivery (the webhook path) or a single comment object (a job of kind
 `comment.triage` with `comment_id`, `message`, `post_id`, `from`).
