@@ -86,7 +86,7 @@ class LineLog:
                     id=str(parsed.get("id", "")),
                     outcome=str(parsed["outcome"]),
                     attempt=int(parsed.get("attempt") or 0),
-                    receive_count=int(parsed.get("receive_count") or 0),
+                    receive_count=int(parsed.get("receive_count") or 1),
                     deferrals=int(parsed.get("deferrals") or 0),
                     queued_seconds=parsed.get("queued_seconds"),
                     reason=parsed.get("reason"),

@@ -49,22 +49,29 @@ class ConsumerObserver:
             self._counts[(name, tuple(sorted({metric_names.LANE: self._lane, **dimensions}.items())))] += 1
 
     def _fields(self, received: Received) -> dict[str, Any]:
+        """Every record's line: what a dashboard or an on-call search keys on. Values that only
+        restate the usual case (first receive, never deferred) are left out: this line is written
+        once per record, and at a million webhooks every byte of it is a megabyte of logs."""
         envelope = received.envelope
         waited = None if received.sent_at is None else round(max(0.0, time.time() - received.sent_at), 3)
-        return {
+        fields: dict[str, Any] = {
             "queued_seconds": waited,
             "lane": self._lane,
             "tenant": envelope.tenant if envelope else "",
             "kind": envelope.kind if envelope else "",
             "id": envelope.id if envelope else "",
             "source": envelope.source if envelope else "",
-            "message_id": received.message_id,
-            "receive_count": received.receive_count,
-            "deferrals": envelope.deferrals if envelope else 0,
         }
+        if received.receive_count != 1:
+            fields["receive_count"] = received.receive_count
+        if envelope is not None and envelope.deferrals:
+            fields["deferrals"] = envelope.deferrals
+        return fields
 
     def outcome(self, received: Received, outcome: RecordOutcome) -> None:
         fields = {**self._fields(received), "outcome": outcome.outcome, "attempt": outcome.attempt}
+        if outcome.outcome not in (Outcome.DONE, Outcome.DUPLICATE):
+            fields["message_id"] = received.message_id  # finds it in the lane or its DLQ
         if outcome.error is not None:
             fields.update(
                 error_class=outcome.error.error_class, reason=outcome.error.reason, error=outcome.error.message
@@ -73,8 +80,9 @@ class ConsumerObserver:
             fields["visibility_seconds"] = outcome.visibility_seconds
         if outcome.defer_seconds is not None:
             fields["defer_seconds"] = outcome.defer_seconds
-        if outcome.detail:
-            fields["detail"] = dict(outcome.detail)
+        detail = {name: value for name, value in outcome.detail.items() if value not in (0, None, "")}
+        if detail:
+            fields["detail"] = detail
         self._logger.log(_LEVELS.get(outcome.outcome, logging.INFO), f"record {outcome.outcome}", extra=fields)
         self._count(metric_names.RECORDS, **{metric_names.OUTCOME: outcome.outcome})
         if outcome.outcome == Outcome.RETRIED and outcome.error is not None:
