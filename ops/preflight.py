@@ -5,14 +5,17 @@ Each check prints PASS, FAIL or SKIP with what it saw; any FAIL exits 1 (so `mak
 - CDK bootstrap: the version parameter the synthesized template checks;
 - concurrency: the reservations the environment makes against the account's quota, keeping the
   100 Lambda holds unreserved (a new account's quota of 10 fails any reservation);
-- Meta secret: set, with the keys the webhook door reads (only once the stack exists).
+- Meta secret: set, with the keys the webhook door reads, and a previous secret (during a rotation)
+  dated as the door requires (only once the stack exists).
 """
 
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
 from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
 
@@ -21,6 +24,7 @@ from ops.context import Context
 from ops.errors import FAILED, OK
 from ops.plan import SWEEPER_RESERVATION, UNRESERVED_MINIMUM
 from ops.resolve import Deployment, find, output_prefix, stack_name
+from pipeline.domain.meta_secret import MetaSecrets, SecretsMisconfigured
 
 BOOTSTRAP_PARAMETER = "/cdk-bootstrap/hnb659fds/version"
 MINIMUM_BOOTSTRAP_VERSION = 6
@@ -125,8 +129,17 @@ def check_meta_secret(ctx: Context, deployment: Deployment | None) -> Result:
     missing = [key for key in META_SECRET_KEYS if not (isinstance(value, dict) and value.get(key))]
     if missing:
         return Result(FAIL, "meta secret", f"set {', '.join(missing)} in {arn}")
+    now = time.time()
+    try:
+        secrets = MetaSecrets.from_json(raw, now)
+    except SecretsMisconfigured as exc:
+        return Result(FAIL, "meta secret", f"{exc} ({arn})")
     # Never print the values: only that they are there.
-    return Result(PASS, "meta secret", f"{', '.join(META_SECRET_KEYS)} set")
+    detail = f"{', '.join(META_SECRET_KEYS)} set"
+    if secrets.previous_in_force(now) and secrets.previous_expires_at is not None:
+        until = datetime.fromtimestamp(secrets.previous_expires_at, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        detail += f"; the previous app secret is accepted until {until}"
+    return Result(PASS, "meta secret", detail)
 
 
 def run_preflight(ctx: Context) -> int:

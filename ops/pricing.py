@@ -197,9 +197,10 @@ def fixed_cost(
     polls = lane_count * usage.idle_pollers * prices.seconds_per_month / 20
     sweeps = prices.seconds_per_month / sweeper_period_seconds
     # Per lane: age, dead letters, consumer errors, throttles, out of time, jobs shed. Global:
-    # unprocessed webhook and job age, abandoned webhooks and jobs, and each 5xx reason of the doors.
+    # unprocessed webhook and job age, abandoned webhooks and jobs, refused signatures, and each
+    # 5xx reason of the doors.
     doors = len(metric_names.WebhookFailure.ALL) + len(metric_names.JobFailure.ALL)
-    alarm_count = 6 * lane_count + 4 + doors
+    alarm_count = 6 * lane_count + 5 + doors
     return FixedCost(
         idle_polling=polls / 1_000_000 * prices.sqs_per_million_requests,
         sweeper=sweeps * (1.0 * 0.5 * prices.lambda_per_gb_second + prices.lambda_per_million_requests / 1_000_000),

@@ -72,6 +72,9 @@ def acknowledge(stack: PipelineStack) -> None:
     _ack(
         stack.secret,
         "AwsSolutions-SMG4",
-        "Meta app secrets are issued and rotated in Meta's app dashboard, not by AWS; the ingress accepts the "
-        "previous secret alongside the current one so a rotation needs no downtime.",
+        "Meta issues and resets the app secret in its app dashboard; AWS cannot create one, so Secrets Manager "
+        "rotation has nothing to call. Rotation is the manual step in docs/RUNBOOK.md: the old secret is kept as "
+        "previous_app_secret until its previous_expires_at, warm doors read the new one within the cache time or "
+        "sooner on a mismatched signature, and a delivery Meta signs with the new secret before it is stored here "
+        "is refused 403 and retried by Meta.",
     )

@@ -100,7 +100,12 @@ def ingress(env: Environment, resources: Resources, dumps: Dumps) -> dict[str, s
         EnvVar.LANE_QUEUES: dumps(dict(resources.queue_urls)),
         EnvVar.META_SECRET_ARN: resources.secret_arn,
         EnvVar.WEBHOOK: dumps(
-            {"max_body_bytes": env.webhook.max_body_bytes, "max_json_depth": env.webhook.max_json_depth}
+            {
+                "max_body_bytes": env.webhook.max_body_bytes,
+                "max_json_depth": env.webhook.max_json_depth,
+                "secret_cache_seconds": env.webhook.secret_cache_seconds,
+                "secret_refresh_seconds": env.webhook.secret_refresh_seconds,
+            }
         ),
     }
 

@@ -13,6 +13,10 @@ WEBHOOK_RECEIVED = "WebhookReceived"
 WEBHOOK_DUPLICATE = "WebhookDuplicate"
 WEBHOOK_UNPARSEABLE = "WebhookUnparseable"
 WEBHOOK_REJECTED = "WebhookRejected"  # by Reason: signature_missing, signature_mismatch, too_large, ...
+REJECTED_BY = "RejectedBy"
+"""A second dimension set on WebhookRejected: every refused signature (missing, malformed or
+mismatched) is also counted as RejectedBy=signature, the one series its alarm watches."""
+SIGNATURE = "signature"
 WEBHOOK_ENQUEUED = "WebhookEnqueued"  # by Lane
 ENQUEUE_FAILED = "EnqueueFailed"  # by Lane: the row is kept for the sweeper
 

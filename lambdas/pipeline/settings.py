@@ -276,21 +276,39 @@ class ConsumerSettings:
         return parsed
 
 
+SECRET_CACHE_SECONDS = (60, 300)
+"""How long the door may keep the Meta secret: at least a minute (each read is a Secrets Manager
+call per warm instance), at most five (how long a rotation takes to reach every instance)."""
+
+
 @dataclass(frozen=True)
 class WebhookSettings:
     """WEBHOOK_SETTINGS, for the ingress function."""
 
     max_body_bytes: int
     max_json_depth: int
+    secret_cache_seconds: float
+    secret_refresh_seconds: float
+    """At most one early read of the secret per this many seconds, on a signature mismatch."""
 
     @classmethod
     def from_dict(cls, raw: Mapping[str, Any]) -> WebhookSettings:
         try:
-            parsed = cls(max_body_bytes=int(raw["max_body_bytes"]), max_json_depth=int(raw["max_json_depth"]))
+            parsed = cls(
+                max_body_bytes=int(raw["max_body_bytes"]),
+                max_json_depth=int(raw["max_json_depth"]),
+                secret_cache_seconds=float(raw["secret_cache_seconds"]),
+                secret_refresh_seconds=float(raw["secret_refresh_seconds"]),
+            )
         except (KeyError, TypeError, ValueError) as exc:
             raise SettingsError(f"webhook settings are incomplete or malformed: {exc!r}") from exc
         if parsed.max_body_bytes < 1 or parsed.max_json_depth < 1:
             raise SettingsError("webhook settings need max_body_bytes >= 1 and max_json_depth >= 1")
+        low, high = SECRET_CACHE_SECONDS
+        if not low <= parsed.secret_cache_seconds <= high:
+            raise SettingsError(f"webhook settings need {low} <= secret_cache_seconds <= {high}")
+        if not 1 <= parsed.secret_refresh_seconds <= parsed.secret_cache_seconds:
+            raise SettingsError("webhook settings need 1 <= secret_refresh_seconds <= secret_cache_seconds")
         return parsed
 
 

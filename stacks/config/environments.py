@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from pipeline.domain.webhook_body import MAX_LOGGABLE_BYTES
+from pipeline.settings import SECRET_CACHE_SECONDS
 from stacks.config.lanes import (
     AI,
     BULK,
@@ -54,6 +55,14 @@ class WebhookConfig:
     max_body_bytes: int = 3 * MIB
     """Meta's largest delivery."""
     max_json_depth: int = 64
+    secret_cache_seconds: int = 120
+    """How long a warm door keeps the Meta secret: the longest a rotation takes to reach it when
+    no delivery signed with the new secret has arrived there yet (one that has triggers an early
+    read, below). Each read is a Secrets Manager call per warm instance."""
+    secret_refresh_seconds: int = 30
+    """A delivery whose signature does not match may trigger one early read of the secret, at most
+    once per this many seconds per instance: how fast a new secret is seen, and all a flood of
+    forged signatures can cost in Secrets Manager calls."""
 
     def __post_init__(self) -> None:
         # Larger than one DynamoDB transaction can log: the door would accept a delivery it cannot keep.
@@ -61,6 +70,11 @@ class WebhookConfig:
             raise ValueError(f"webhook max_body_bytes must be 1..{MAX_LOGGABLE_BYTES}, got {self.max_body_bytes}")
         if self.max_json_depth < 1:
             raise ValueError("webhook max_json_depth must be >= 1")
+        low, high = SECRET_CACHE_SECONDS
+        if not low <= self.secret_cache_seconds <= high:
+            raise ValueError(f"webhook secret_cache_seconds must be {low}..{high}, got {self.secret_cache_seconds}")
+        if not 1 <= self.secret_refresh_seconds <= self.secret_cache_seconds:
+            raise ValueError("webhook secret_refresh_seconds must be 1..secret_cache_seconds")
 
 
 @dataclass(frozen=True)
@@ -94,6 +108,10 @@ class AlarmConfig:
     errors_threshold: int = 5
     jobs_shed_threshold: int = 100
     """Shedding is the design working; page only when a lane sheds this many jobs in a period."""
+    rejected_signatures: int = 20
+    """Refused signatures (missing, malformed or wrong) per period, for `evaluation_periods` in a
+    row. Meta signs everything it sends, so a steady stream is either someone else posting or a
+    secret that does not match Meta's (a rotation gone wrong)."""
 
 
 @dataclass(frozen=True)
@@ -275,6 +293,9 @@ def _build() -> dict[str, Environment]:
             retain_stateful=False,
             termination_protection=False,
             jobs=JobsConfig(tenant_queued_limit=200),
+            # The shortest cache allowed, and a quick early read: a rotation played locally shows
+            # within seconds.
+            webhook=WebhookConfig(secret_cache_seconds=60, secret_refresh_seconds=5),
             # Under load the emulator's lanes hold a thousand messages and more, minutes of wait:
             # the cap is what bounds a row there, not patience.
             sweeper=SweeperConfig(period_seconds=5, grace_seconds=8, patience_seconds=30, patience_cap_seconds=600),

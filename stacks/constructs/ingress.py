@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 import jsii
-from aws_cdk import RemovalPolicy
+from aws_cdk import Duration, RemovalPolicy
 from aws_cdk import aws_apigateway as apigw_v1
 from aws_cdk import aws_apigatewayv2 as apigw
 from aws_cdk import aws_apigatewayv2_authorizers as authorizers
@@ -57,6 +57,18 @@ class _AccessLogSettings:
     @property
     def format(self) -> apigw_v1.AccessLogFormat:
         return self._format
+
+
+def rejected_signatures(env: Environment, period: Duration) -> cloudwatch.Metric:
+    """Every signature the door refused, whatever the reason: the second dimension set the door
+    publishes WebhookRejected under (see pipeline.metric_names.REJECTED_BY)."""
+    return cloudwatch.Metric(
+        namespace=metrics_namespace(env),
+        metric_name=metric_names.WEBHOOK_REJECTED,
+        dimensions_map={metric_names.REJECTED_BY: metric_names.SIGNATURE, "service": "ingress"},
+        period=period,
+        statistic="Sum",
+    )
 
 
 class MetaSecret(Construct):
@@ -172,6 +184,16 @@ class Ingress(Construct):
         )
 
         self._failure_alarms(env, on_call)
+        self.signature_alarm = on_call.alarm(
+            self,
+            "WebhookSignaturesRejected",
+            metric=rejected_signatures(env, on_call.period()),
+            threshold=env.alarms.rejected_signatures,
+            comparison=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+            description=f"The webhook door refused at least {env.alarms.rejected_signatures} signatures a period "
+            "(missing, malformed or not matching the Meta secret): someone else is posting, or the stored secret "
+            "is not the one Meta signs with. See docs/RUNBOOK.md#rejected-signatures.",
+        )
 
     def _failure_alarms(self, env: Environment, on_call: OnCall) -> None:
         """A 5xx from the door means Meta retries and, if it keeps failing, disables the

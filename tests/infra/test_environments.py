@@ -87,3 +87,20 @@ def test_a_body_cap_the_webhook_log_cannot_hold_is_refused():
     assert WebhookConfig().max_body_bytes == 3 * 1024 * 1024
     with pytest.raises(ValueError, match="max_body_bytes"):
         WebhookConfig(max_body_bytes=MAX_LOGGABLE_BYTES + 1)
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"secret_cache_seconds": 59}, "secret_cache_seconds must be 60..300"),
+        ({"secret_cache_seconds": 301}, "secret_cache_seconds must be 60..300"),
+        ({"secret_refresh_seconds": 0}, "secret_refresh_seconds"),
+        ({"secret_cache_seconds": 60, "secret_refresh_seconds": 61}, "secret_refresh_seconds"),
+    ],
+    ids=["cache-too-short", "cache-too-long", "no-refresh-interval", "refresh-longer-than-cache"],
+)
+def test_a_secret_cache_outside_its_bounds_is_refused(change, message):
+    from stacks.config.environments import WebhookConfig
+
+    with pytest.raises(ValueError, match=message):
+        WebhookConfig(**change)

@@ -23,6 +23,8 @@ REGION = "us-east-1"
 META_APP_SECRET = "test-app-secret"
 META_PREVIOUS_APP_SECRET = "test-previous-app-secret"
 META_VERIFY_TOKEN = "test-verify-token"
+META_PREVIOUS_EXPIRES_AT = 1_800_000_000 + 24 * 3600
+"""A day after the clock the door's tests start at: the previous secret is in force there."""
 
 
 def _pending_table(client, name: str) -> None:
@@ -119,6 +121,7 @@ def deploy(env: Environment) -> Deployed:
             {
                 "app_secret": META_APP_SECRET,
                 "previous_app_secret": META_PREVIOUS_APP_SECRET,
+                "previous_expires_at": META_PREVIOUS_EXPIRES_AT,
                 "verify_token": META_VERIFY_TOKEN,
             }
         ),

@@ -70,7 +70,7 @@ def test_plan_cost_section(lanectl):
     )
     assert _row(result.out, "messages", "cost")[0:4] == ["messages", "webhook", "131.4M", "15/1"]
     assert _row(result.out, "scheduled", "cost")[1] == "tick"
-    assert "40 alarms $4.00" in result.out
+    assert "41 alarms $4.10" in result.out
     assert "total: about $" in result.out
 
 

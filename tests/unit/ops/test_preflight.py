@@ -119,6 +119,21 @@ def test_incomplete_secret_fails_naming_the_key_not_the_value(aws, lanectl):
     assert "hunter2" not in result.out
 
 
+def test_a_previous_secret_without_its_expiry_fails_naming_the_field_not_the_values(aws, lanectl):
+    # Given an operator mid-rotation who kept the old secret but gave it no date
+    _bootstrap()
+    secret = {"app_secret": "new-one", "previous_app_secret": "old-one", "verify_token": "t"}
+    deploy_stack(ENVIRONMENTS["dev"], secret=secret)
+
+    result = lanectl("preflight", "dev")
+
+    # Then the deploy is stopped before the door would refuse every delivery as misconfigured
+    assert result.code == 1
+    assert "FAIL  meta secret: the Meta secret has previous_app_secret but no previous_expires_at" in result.out
+    assert "new-one" not in result.out
+    assert "old-one" not in result.out
+
+
 def test_no_credentials_fails_and_skips_the_rest(monkeypatch, tmp_path, lanectl):
     for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE"):
         monkeypatch.delenv(name, raising=False)
