@@ -1,9 +1,10 @@
 """API Gateway's part: the template's HTTP API routes served on 127.0.0.1.
 
 Requests become payload-format-2.0 events, the integration's function runs, and its response is
-returned unchanged. The stage's throttle (rate and burst) applies, answering 429 as API Gateway
-does. IAM-authorised routes require a SigV4 Authorization header; the signature itself is not
-verified locally (there is no IAM here), which is the one door left open.
+returned unchanged. Each route has its own throttle (rate and burst): the stage's route settings
+for its key, else the stage's default, answering 429 as API Gateway does. IAM-authorised routes
+require a SigV4 Authorization header; the signature itself is not verified locally (there is no
+IAM here), which is the one door left open.
 """
 
 from __future__ import annotations
@@ -27,26 +28,6 @@ from ops.runtime.functions import FunctionHost
 _TEXT_TYPES = ("text/", "application/json", "application/x-www-form-urlencoded", "application/xml")
 
 
-@dataclass(frozen=True)
-class Route:
-    method: str
-    path: str
-    function: FunctionHost
-    iam: bool
-
-    @property
-    def key(self) -> str:
-        return f"{self.method} {self.path}"
-
-    def match(self, method: str, path: str) -> dict[str, str] | None:
-        if self.method not in (method, "ANY"):
-            return None
-        pattern = re.sub(r"\\\{([A-Za-z0-9_]+)\\\+\\\}", r"(?P<\1>.+)", re.escape(self.path))
-        pattern = re.sub(r"\\\{([A-Za-z0-9_]+)\\\}", r"(?P<\1>[^/]+)", pattern)
-        found = re.fullmatch(pattern, path)
-        return found.groupdict() if found else None
-
-
 class TokenBucket:
     def __init__(self, rate: float, burst: int) -> None:
         self._rate = rate
@@ -64,6 +45,43 @@ class TokenBucket:
                 self._tokens -= 1
                 return True
             return False
+
+
+def route_throttles(stage: dict[str, Any]) -> Callable[[str], TokenBucket]:
+    """A new bucket for a route key, from a template's stage: its RouteSettings entry for the key,
+    else DefaultRouteSettings (API Gateway applies the default to each route on its own)."""
+    default = stage.get("DefaultRouteSettings") or {}
+    by_key = stage.get("RouteSettings") or {}
+
+    def bucket(key: str) -> TokenBucket:
+        settings = {**default, **(by_key.get(key) or {})}
+        return TokenBucket(
+            rate=float(settings.get("ThrottlingRateLimit", 10_000)),
+            burst=int(settings.get("ThrottlingBurstLimit", 5_000)),
+        )
+
+    return bucket
+
+
+@dataclass(frozen=True)
+class Route:
+    method: str
+    path: str
+    function: FunctionHost
+    iam: bool
+    throttle: TokenBucket
+
+    @property
+    def key(self) -> str:
+        return f"{self.method} {self.path}"
+
+    def match(self, method: str, path: str) -> dict[str, str] | None:
+        if self.method not in (method, "ANY"):
+            return None
+        pattern = re.sub(r"\\\{([A-Za-z0-9_]+)\\\+\\\}", r"(?P<\1>.+)", re.escape(self.path))
+        pattern = re.sub(r"\\\{([A-Za-z0-9_]+)\\\}", r"(?P<\1>[^/]+)", pattern)
+        found = re.fullmatch(pattern, path)
+        return found.groupdict() if found else None
 
 
 def _is_text(content_type: str) -> bool:
@@ -153,11 +171,8 @@ class _Server(ThreadingHTTPServer):
 
 
 class ApiServer:
-    def __init__(
-        self, routes: list[Route], throttle: TokenBucket, *, port: int, on_request: Callable[[str, int, float], None]
-    ) -> None:
+    def __init__(self, routes: list[Route], *, port: int, on_request: Callable[[str, int, float], None]) -> None:
         self.routes = routes
-        self._throttle = throttle
         self._on_request = on_request
         self._server = _Server(("127.0.0.1", port), self._handler_class())
         self._server.daemon_threads = True
@@ -185,7 +200,7 @@ class ApiServer:
             parameters = route.match(method, path)
             if parameters is None:
                 continue
-            if not self._throttle.take():
+            if not route.throttle.take():
                 return _message(429, "Too Many Requests")
             if route.iam and not headers.get("authorization", "").startswith("AWS4-HMAC-SHA256 "):
                 return _message(403, "Forbidden")

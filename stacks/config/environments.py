@@ -42,12 +42,32 @@ class Dependency:
 
 
 @dataclass(frozen=True)
+class Throttle:
+    """One API Gateway token bucket: requests a second, and how many may come at once."""
+
+    rate_limit: float
+    burst_limit: int
+
+    def __post_init__(self) -> None:
+        if self.rate_limit <= 0 or self.burst_limit < 1:
+            raise ValueError(f"a throttle needs rate_limit > 0 and burst_limit >= 1, got {self}")
+
+
+@dataclass(frozen=True)
 class ApiConfig:
-    """Stage throttle. Set high: Meta disables subscriptions that keep failing, so the webhook is
+    """Throttles per route: each route is its own bucket, so a flood on one cannot spend another's.
+    Past a route's bucket API Gateway answers 429 before any function runs.
+
+    The webhook's is set high: Meta disables subscriptions that keep failing, so the webhook is
     never shed by the application; only this bound applies to it."""
 
-    rate_limit: int
-    burst_limit: int
+    webhook: Throttle
+    """POST /webhooks/meta: Meta's deliveries (and anyone posting forgeries)."""
+    jobs: Throttle
+    """POST /jobs and GET /jobs/{id}, each."""
+    other: Throttle = field(default_factory=lambda: Throttle(rate_limit=10, burst_limit=20))
+    """The stage's default: the subscription handshake (GET /webhooks/meta, a few calls when Meta
+    verifies the subscription) and any route added without a throttle of its own."""
 
 
 @dataclass(frozen=True)
@@ -247,7 +267,7 @@ def _build() -> dict[str, Environment]:
             name="dev",
             lanes=_scaled(lanes, 0.1),
             dependencies=(Dependency(LLM_DEPENDENCY, limit=5, vendor_quota=10),),
-            api=ApiConfig(rate_limit=100, burst_limit=200),
+            api=ApiConfig(webhook=Throttle(100, 200), jobs=Throttle(50, 100)),
             reserved_concurrency=False,
             # A new account starts at 10, which these lanes alone could exhaust; ask for the
             # standard increase first (`lanectl preflight` reads the real quota).
@@ -260,7 +280,7 @@ def _build() -> dict[str, Environment]:
             name="staging",
             lanes=_scaled(lanes, 0.25),
             dependencies=(Dependency(LLM_DEPENDENCY, limit=12, vendor_quota=20),),
-            api=ApiConfig(rate_limit=500, burst_limit=1000),
+            api=ApiConfig(webhook=Throttle(500, 1000), jobs=Throttle(100, 200)),
             reserved_concurrency=False,
             account_concurrency_quota=1000,
             log_retention_days=30,
@@ -271,7 +291,7 @@ def _build() -> dict[str, Environment]:
             name="prod",
             lanes=lanes,
             dependencies=(Dependency(LLM_DEPENDENCY, limit=45, vendor_quota=50),),
-            api=ApiConfig(rate_limit=2000, burst_limit=5000),
+            api=ApiConfig(webhook=Throttle(2000, 5000), jobs=Throttle(200, 400)),
             reserved_concurrency=True,
             account_concurrency_quota=1000,
             log_retention_days=90,
@@ -284,9 +304,10 @@ def _build() -> dict[str, Environment]:
             dependencies=(Dependency(LLM_DEPENDENCY, limit=2, vendor_quota=2),),
             # Measured: this machine's runtime keeps up with about 25 webhooks a second end to end
             # (door, consumer, sweeper and emulator share one interpreter; `make soak`). Past it
-            # the stage answers 429 as API Gateway would, instead of the door timing out. The
+            # the route answers 429 as API Gateway would, instead of the door timing out. The
             # burst lets a campaign of a couple of hundred deliveries in at once; the lanes absorb it.
-            api=ApiConfig(rate_limit=25, burst_limit=200),
+            # The jobs routes keep the same figures, which every scenario and the demo stay under.
+            api=ApiConfig(webhook=Throttle(25, 200), jobs=Throttle(25, 200)),
             reserved_concurrency=False,
             account_concurrency_quota=1000,
             log_retention_days=1,

@@ -112,15 +112,31 @@ def test_http_api_routes_and_their_authorisation(synthesized):
     assert api["Properties"]["ProtocolType"] == "HTTP"
 
 
-def test_the_stage_is_throttled_and_logs_access(synthesized):
-    (stage,) = synthesized.resources("AWS::ApiGatewayV2::Stage").values()
+def test_each_route_is_throttled_on_its_own_and_the_stage_logs_access(synthesized):
+    (stage_id,) = synthesized.resources("AWS::ApiGatewayV2::Stage")
+    stage = synthesized.resource(stage_id)
     props = stage["Properties"]
     assert props["StageName"] == "$default"
     assert props["AutoDeploy"] is True
-    assert props["DefaultRouteSettings"] == {
-        "ThrottlingBurstLimit": synthesized.env.api.burst_limit,
-        "ThrottlingRateLimit": synthesized.env.api.rate_limit,
+    api = synthesized.env.api
+
+    def bucket(throttle):
+        return {"ThrottlingBurstLimit": throttle.burst_limit, "ThrottlingRateLimit": throttle.rate_limit}
+
+    # The webhook and the jobs routes have their own buckets; the handshake has the stage default
+    assert props["RouteSettings"] == {
+        "POST /webhooks/meta": bucket(api.webhook),
+        "POST /jobs": bucket(api.jobs),
+        "GET /jobs/{id}": bucket(api.jobs),
     }
+    assert props["DefaultRouteSettings"] == bucket(api.other)
+    # And the stage is created after the routes it names (API Gateway refuses unknown route keys)
+    routes = {
+        logical_id
+        for logical_id, r in synthesized.resources("AWS::ApiGatewayV2::Route").items()
+        if r["Properties"]["RouteKey"] in props["RouteSettings"]
+    }
+    assert routes <= set(stage["DependsOn"])
     access = props["AccessLogSettings"]
     assert access["DestinationArn"]["Fn::GetAtt"][1] == "Arn"
     assert json.loads(access["Format"])["status"] == "$context.status"
