@@ -6,7 +6,9 @@ Each check prints PASS, FAIL or SKIP with what it saw; any FAIL exits 1 (so `mak
 - concurrency: the reservations the environment makes against the account's quota, keeping the
   100 Lambda holds unreserved (a new account's quota of 10 fails any reservation);
 - Meta secret: set, with the keys the webhook door reads, and a previous secret (during a rotation)
-  dated as the door requires (only once the stack exists).
+  dated as the door requires (only once the stack exists);
+- jobs callers: at least one IAM principal granted tenants in the environment's config (with none,
+  the jobs API refuses every request).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from ops.context import Context
 from ops.errors import FAILED, OK
 from ops.plan import SWEEPER_RESERVATION, UNRESERVED_MINIMUM
 from ops.resolve import Deployment, find, output_prefix, stack_name
+from pipeline.domain.callers import ALL_TENANTS
 from pipeline.domain.meta_secret import MetaSecrets, SecretsMisconfigured
 
 BOOTSTRAP_PARAMETER = "/cdk-bootstrap/hnb659fds/version"
@@ -142,6 +145,22 @@ def check_meta_secret(ctx: Context, deployment: Deployment | None) -> Result:
     return Result(PASS, "meta secret", detail)
 
 
+def check_jobs_callers(ctx: Context) -> Result:
+    grants = ctx.env.jobs.callers
+    if not grants:
+        return Result(
+            FAIL,
+            "jobs callers",
+            f"no IAM principal is granted a tenant in {ctx.env.name} (JobsConfig.callers in "
+            "stacks/config/environments.py): the jobs API would refuse every request with 403",
+        )
+    described = [
+        f"{g.principal} ({'all tenants' if ALL_TENANTS in g.tenants else f'{len(g.tenants)} tenant(s)'})"
+        for g in grants
+    ]
+    return Result(PASS, "jobs callers", "; ".join(described))
+
+
 def run_preflight(ctx: Context) -> int:
     ctx.console.line(f"preflight for {ctx.env.name} ({ctx.target.where})")
     results: list[Result] = []
@@ -152,6 +171,7 @@ def run_preflight(ctx: Context) -> int:
 
     credentials, account = check_credentials(ctx)
     record(credentials)
+    record(check_jobs_callers(ctx))
     if account is None:
         for name in ("cdk bootstrap", "concurrency", "meta secret"):
             record(Result(SKIP, name, "needs credentials"))

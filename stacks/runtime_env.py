@@ -121,6 +121,7 @@ def jobs(env: Environment, resources: Resources, dumps: Dumps) -> dict[str, str]
                 "tenant_queued_limit": env.jobs.tenant_queued_limit,
                 "max_payload_bytes": env.jobs.max_payload_bytes,
                 "lane_capacity_per_second": {lane.name: lane_capacity_per_second(lane) for lane in env.lanes},
+                "callers": {grant.principal: list(grant.tenants) for grant in env.jobs.callers},
             }
         ),
     }

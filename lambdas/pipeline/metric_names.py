@@ -25,6 +25,7 @@ JOB_ACCEPTED = "JobAccepted"  # by Lane
 JOB_DUPLICATE = "JobDuplicate"  # by Lane
 JOB_SHED = "JobShed"  # by Lane: 503 with Retry-After
 JOB_TENANT_LIMITED = "JobTenantLimited"  # by Lane: 429
+JOB_FORBIDDEN = "JobForbidden"  # 403: a caller acting for a tenant it is not granted
 
 # Consumers: one metric per record outcome, by Lane and Outcome
 RECORDS = "Records"

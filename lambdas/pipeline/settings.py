@@ -12,6 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from pipeline.domain.callers import Callers
+
 
 class EnvVar:
     ENV_NAME = "PIPELINE_ENV"
@@ -326,6 +328,8 @@ class JobsSettings:
     lane_capacity_per_second: Mapping[str, float]
     """Each lane's configured drain rate (max concurrency / service time): admission's estimate
     until consumers have measured one."""
+    callers: Callers
+    """Which tenants each IAM principal may submit and read jobs for (domain/callers.py)."""
 
     @classmethod
     def from_dict(cls, raw: Mapping[str, Any]) -> JobsSettings:
@@ -335,6 +339,7 @@ class JobsSettings:
                 tenant_queued_limit=int(raw["tenant_queued_limit"]),
                 max_payload_bytes=int(raw["max_payload_bytes"]),
                 lane_capacity_per_second={str(k): float(v) for k, v in dict(raw["lane_capacity_per_second"]).items()},
+                callers=Callers.from_mapping({str(k): [str(t) for t in v] for k, v in dict(raw["callers"]).items()}),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise SettingsError(f"jobs settings are incomplete or malformed: {exc!r}") from exc

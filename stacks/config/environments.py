@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+from pipeline.domain import callers
+from pipeline.domain.callers import ALL_TENANTS
 from pipeline.domain.webhook_body import MAX_LOGGABLE_BYTES
 from pipeline.settings import SECRET_CACHE_SECONDS
 from stacks.config.lanes import (
@@ -23,6 +25,10 @@ from stacks.config.lanes import (
 )
 
 MIB = 1024 * 1024
+LOCAL_ACCOUNT = "123456789012"
+"""The account the local runtime deploys into (moto's default)."""
+LOCAL_PRODUCER = "producer"
+"""The role the local runtime's jobs API client acts as unless told otherwise."""
 
 
 @dataclass(frozen=True)
@@ -98,10 +104,31 @@ class WebhookConfig:
 
 
 @dataclass(frozen=True)
+class CallerGrant:
+    """An IAM principal of the jobs API and the tenants it may submit and read jobs for. The
+    principal is a role (`arn:aws:iam::<account>:role/<name>`: any session of it), a user, or an
+    account's root (every principal of that account); tenants are ids or ALL_TENANTS."""
+
+    principal: str
+    tenants: tuple[str, ...]
+
+    def __post_init__(self) -> None:
+        callers.grant_key(self.principal)
+        callers.check_tenants(self.tenants)
+
+
+@dataclass(frozen=True)
 class JobsConfig:
     admission_cache_seconds: float = 1.0
     tenant_queued_limit: int = 1000
     max_payload_bytes: int = 64 * 1024
+    callers: tuple[CallerGrant, ...] = ()
+    """Who may call the jobs API for which tenants. A caller with no grant is refused 403 on
+    every route; empty means the API refuses everyone until the producers' roles are written
+    here (`lanectl preflight` fails on it)."""
+
+    def __post_init__(self) -> None:
+        callers.Callers.from_mapping({grant.principal: grant.tenants for grant in self.callers})
 
 
 @dataclass(frozen=True)
@@ -313,7 +340,16 @@ def _build() -> dict[str, Environment]:
             log_retention_days=1,
             retain_stateful=False,
             termination_protection=False,
-            jobs=JobsConfig(tenant_queued_limit=200),
+            # The local API takes a SigV4 access key id as the name of the role its caller acts as
+            # (ops/runtime/api.py): the client's default, `producer`, may act for every tenant; the
+            # `partner-acme` role shows a producer bound to one.
+            jobs=JobsConfig(
+                tenant_queued_limit=200,
+                callers=(
+                    CallerGrant(f"arn:aws:iam::{LOCAL_ACCOUNT}:role/{LOCAL_PRODUCER}", (ALL_TENANTS,)),
+                    CallerGrant(f"arn:aws:iam::{LOCAL_ACCOUNT}:role/partner-acme", ("acme",)),
+                ),
+            ),
             # The shortest cache allowed, and a quick early read: a rotation played locally shows
             # within seconds.
             webhook=WebhookConfig(secret_cache_seconds=60, secret_refresh_seconds=5),

@@ -148,8 +148,10 @@ def http_api_event(
     query: dict[str, str] | None = None,
     is_base64: bool = False,
     path_parameters: dict[str, str] | None = None,
+    caller: str | None = None,
 ) -> dict:
-    """An API Gateway HTTP API event (payload format 2.0), as a function behind a route gets it."""
+    """An API Gateway HTTP API event (payload format 2.0), as a function behind a route gets it;
+    `caller` is the IAM caller's ARN that an IAM-authorised route adds."""
     event: dict = {
         "version": "2.0",
         "routeKey": f"{method} {path}",
@@ -165,6 +167,8 @@ def http_api_event(
         event["body"] = body
     if path_parameters is not None:
         event["pathParameters"] = path_parameters
+    if caller is not None:
+        event["requestContext"]["authorizer"] = {"iam": {"userArn": caller, "accountId": caller.split(":")[4]}}
     return event
 
 

@@ -68,3 +68,27 @@ def test_a_route_without_settings_of_its_own_takes_the_stage_default():
         "GET /anything"
     )
     assert [bucket.take(), bucket.take()] == [True, False]
+
+
+def test_an_iam_route_passes_the_callers_identity_and_refuses_a_request_without_sigv4():
+    # Given the jobs route, IAM-authorised
+    function = Answers()
+    route = Route("POST", "/jobs", function, iam=True, throttle=route_throttles({})("POST /jobs"))  # type: ignore[arg-type]
+    server = ApiServer([route], port=0, on_request=lambda *_: None)
+    server.start()
+    try:
+        # When a SigV4-signed caller acting as partner-acme posts, and then one with no signature
+        signed = {
+            "authorization": "AWS4-HMAC-SHA256 Credential=partner-acme/20270115/us-east-1/execute-api/aws4_request, "
+            "SignedHeaders=host;x-amz-date, Signature=00"
+        }
+        assert server.handle("POST", "/jobs", signed, b"{}", "127.0.0.1")[0] == 200
+        assert server.handle("POST", "/jobs", {"authorization": "Bearer x"}, b"{}", "127.0.0.1")[0] == 403
+    finally:
+        server.stop()
+
+    # Then the function saw only the first, with the identity API Gateway's IAM authorizer gives
+    [event] = function.events
+    iam = event["requestContext"]["authorizer"]["iam"]
+    assert iam["userArn"] == "arn:aws:sts::123456789012:assumed-role/partner-acme/local"
+    assert iam["accountId"] == "123456789012"
