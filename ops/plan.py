@@ -129,12 +129,21 @@ def account_lines(env: Environment) -> tuple[list[str], list[str]]:
                 "at peak they throttle each other (and the API)"
             )
         return lines, warnings
-    reserved = env.reserved_total + SWEEPER_RESERVATION
+    reserved = env.reserved_total + env.jobs_reservation + SWEEPER_RESERVATION
     lines = [
-        f"reserved concurrency {reserved} (lanes {env.reserved_total} + sweeper {SWEEPER_RESERVATION}) of a "
-        f"{quota} quota; Lambda keeps {UNRESERVED_MINIMUM} unreserved, so {reservable} can be reserved"
+        f"reserved concurrency {reserved} (lanes {env.reserved_total} + jobs API {env.jobs_reservation} + sweeper "
+        f"{SWEEPER_RESERVATION}) of a {quota} quota; Lambda keeps {UNRESERVED_MINIMUM} unreserved, so {reservable} "
+        "can be reserved"
     ]
     warnings = []
+    # Both jobs routes at their throttle, each request a door invocation (Little's law again).
+    jobs_busy = 2 * env.api.jobs.rate_limit * pricing.ASSUMED.door_seconds
+    if env.jobs_reservation < jobs_busy:
+        warnings.append(
+            f"jobs API: a reservation of {env.jobs_reservation} is under the {jobs_busy:.1f} invocations busy with "
+            "both jobs routes at their throttle: a webhook flood can starve it, or past the reservation Lambda "
+            "throttles it and producers get 5xx"
+        )
     if reserved > reservable:
         warnings.append(
             f"account: {reserved} reserved is over the {reservable} reservable: the deploy fails "

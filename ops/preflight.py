@@ -80,8 +80,9 @@ def _current_reservations(ctx: Context, deployment: Deployment | None) -> int:
         return 0
     client = ctx.aws.client("lambda")
     total = 0
-    for lane in ctx.env.lanes:
-        name = deployment.outputs.get(output_prefix(lane.name) + "FunctionName")
+    outputs = [output_prefix(lane.name) + "FunctionName" for lane in ctx.env.lanes] + ["JobsFunctionName"]
+    for output in outputs:
+        name = deployment.outputs.get(output)
         if name:
             total += int(client.get_function_concurrency(FunctionName=name).get("ReservedConcurrentExecutions") or 0)
     return total
@@ -96,7 +97,7 @@ def check_concurrency(ctx: Context, deployment: Deployment | None) -> Result:
     unreserved = int(settings.get("UnreservedConcurrentExecutions", quota))
     if not ctx.env.reserved_concurrency:
         return Result(PASS, "concurrency", f"{ctx.env.name} reserves nothing; account quota {quota}")
-    wanted = ctx.env.reserved_total + SWEEPER_RESERVATION
+    wanted = ctx.env.reserved_total + ctx.env.jobs_reservation + SWEEPER_RESERVATION
     held = _current_reservations(ctx, deployment)
     available = unreserved + held - UNRESERVED_MINIMUM
     detail = (

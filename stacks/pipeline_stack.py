@@ -129,6 +129,7 @@ class PipelineStack(Stack):
             CfnOutput(self, f"{prefix}MappingId", value=consumer.mapping.event_source_mapping_id)
             CfnOutput(self, f"{prefix}FunctionName", value=consumer.consumer.function.function_name)
         CfnOutput(self, "ApiUrl", value=self.ingress.url)
+        CfnOutput(self, "JobsFunctionName", value=self.ingress.jobs.function.function_name)
         CfnOutput(self, "WebhookTableName", value=self.tables.webhook_log.table_name)
         CfnOutput(self, "JobsTableName", value=self.tables.jobs.table_name)
         CfnOutput(self, "StateTableName", value=self.tables.state.table_name)

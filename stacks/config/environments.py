@@ -126,9 +126,16 @@ class JobsConfig:
     """Who may call the jobs API for which tenants. A caller with no grant is refused 403 on
     every route; empty means the API refuses everyone until the producers' roles are written
     here (`lanectl preflight` fails on it)."""
+    reserved_concurrency: int = 0
+    """The jobs function's reservation, where the environment reserves: a webhook flood scales
+    the door's function, and without a reservation it could take the account's unreserved
+    concurrency the jobs API needs. It is also the jobs function's ceiling, so it must cover
+    both jobs routes at their throttle (`lanectl plan` warns when it does not)."""
 
     def __post_init__(self) -> None:
         callers.Callers.from_mapping({grant.principal: grant.tenants for grant in self.callers})
+        if self.reserved_concurrency < 0:
+            raise ValueError("jobs reserved_concurrency must be >= 0")
 
 
 @dataclass(frozen=True)
@@ -211,7 +218,12 @@ class Environment:
 
     @property
     def reserved_total(self) -> int:
+        """What the lanes' consumers reserve."""
         return sum(lane.reserved_concurrency for lane in self.lanes) if self.reserved_concurrency else 0
+
+    @property
+    def jobs_reservation(self) -> int:
+        return self.jobs.reserved_concurrency if self.reserved_concurrency else 0
 
 
 def _scaled(lanes: tuple[Lane, ...], scale: float) -> tuple[Lane, ...]:
@@ -319,6 +331,8 @@ def _build() -> dict[str, Environment]:
             lanes=lanes,
             dependencies=(Dependency(LLM_DEPENDENCY, limit=45, vendor_quota=50),),
             api=ApiConfig(webhook=Throttle(2000, 5000), jobs=Throttle(200, 400)),
+            # Both jobs routes at their throttle keep about 12 busy (400/s x 30 ms); twice that.
+            jobs=JobsConfig(reserved_concurrency=25),
             reserved_concurrency=True,
             account_concurrency_quota=1000,
             log_retention_days=90,

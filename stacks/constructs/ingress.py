@@ -143,6 +143,8 @@ class Ingress(Construct):
                 timeout_seconds=10,
                 memory_mb=512,
                 description="Jobs API: admission control, job rows, enqueue, status",
+                # Its own slots, so a webhook flood scaling the door cannot starve it.
+                reserved_concurrency=env.jobs_reservation or None,
             ),
         )
         jobs_fn = self.jobs.function

@@ -122,8 +122,14 @@ def test_alarm_topic_is_encrypted_with_a_key_cloudwatch_may_use(synthesized):
     key_id = topic["Properties"]["KmsMasterKeyId"]["Fn::GetAtt"][0]
     key = synthesized.resource(key_id)["Properties"]
     assert key["EnableKeyRotation"] is True
-    principals = [s["Principal"] for s in key["KeyPolicy"]["Statement"]]
-    assert {"Service": "cloudwatch.amazonaws.com"} in principals
+    (cloudwatch,) = [
+        s for s in key["KeyPolicy"]["Statement"] if s["Principal"] == {"Service": "cloudwatch.amazonaws.com"}
+    ]
+    # Only on behalf of this account's own alarms (no confused deputy)
+    assert cloudwatch["Condition"]["StringEquals"] == {"aws:SourceAccount": {"Ref": "AWS::AccountId"}}
+    source_arn = json.dumps(cloudwatch["Condition"]["ArnLike"]["aws:SourceArn"])
+    assert ":cloudwatch:" in source_arn
+    assert ":alarm:*" in source_arn
 
 
 def test_dashboard_shows_every_lane(synthesized):

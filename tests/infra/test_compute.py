@@ -76,6 +76,15 @@ def test_every_consumer_keeps_its_lane_budget(synthesized):
         assert mapping["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
 
 
+def test_the_jobs_api_has_slots_of_its_own_where_the_environment_reserves(synthesized):
+    (jobs,) = _functions_by_handler(synthesized, "pipeline.handlers.jobs.handler")
+    env = synthesized.env
+    if env.reserved_concurrency:
+        assert jobs["ReservedConcurrentExecutions"] == env.jobs.reserved_concurrency > 0
+    else:
+        assert "ReservedConcurrentExecutions" not in jobs
+
+
 def test_every_lane_the_router_can_return_is_consumed(synthesized):
     # A routed-but-unconsumed queue strands its work forever while the producer sees success.
     for lane_name in WEBHOOK_LANES | set(synthesized.env.lane_names):

@@ -44,8 +44,10 @@ def test_plan_prod_is_consistent_with_its_traffic(lanectl):
     assert "no warnings: the configuration is consistent with its traffic assumptions" in result.out
     env = ENVIRONMENTS["prod"]
     lanes_reserved = sum(lane.reserved_concurrency for lane in env.lanes)
-    assert f"reserved concurrency {lanes_reserved + 1} (lanes {lanes_reserved} + sweeper 1) of a 1000 quota" in (
-        " ".join(result.out.split())
+    jobs = env.jobs.reserved_concurrency
+    assert (
+        f"reserved concurrency {lanes_reserved + jobs + 1} (lanes {lanes_reserved} + jobs API {jobs} + sweeper 1) of "
+        "a 1000 quota" in " ".join(result.out.split())
     )
 
 
@@ -119,6 +121,8 @@ def test_contradictions_are_each_named(capsys):
     assert "llm: the shared limit 30 is over the vendor quota 20" in out
     reserved = sum(lane.reserved_concurrency for lane in broken.lanes) + 1  # and the sweeper
     assert f"account: {reserved} reserved is over the 0 reservable: the deploy fails" in out
+    # Reservations on, and none for the jobs API: 2 routes x 100/s x 30 ms are busy at the throttle
+    assert "jobs API: a reservation of 0 is under the 6.0 invocations busy with both jobs routes" in out
 
 
 def test_visibility_check():

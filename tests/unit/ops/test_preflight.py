@@ -21,7 +21,7 @@ def _bootstrap(version="21"):
     )
 
 
-def _lambda(quota, unreserved, held=0, functions=5):
+def _lambda(quota, unreserved, held=0, functions=6):
     client = boto3.client("lambda", region_name=REGION)
     stubber = Stubber(client)
     stubber.add_response(
@@ -35,7 +35,7 @@ def _lambda(quota, unreserved, held=0, functions=5):
 
 
 PROD = ENVIRONMENTS["prod"]
-RESERVES = PROD.reserved_total + 1  # the lanes and the sweeper's one
+RESERVES = PROD.reserved_total + PROD.jobs_reservation + 1  # the lanes, the jobs API and the sweeper's one
 PRODUCER_ROLE = "arn:aws:iam::123456789012:role/backend"
 
 
