@@ -218,13 +218,25 @@ def _cost_lines(env: Environment, average_fraction: float) -> list[str]:
         f"fixed: idle SQS polling {money(fixed.idle_polling)}, sweeper {money(fixed.sweeper)}, "
         f"{fixed.alarm_count} alarms {money(fixed.alarms)}, dashboard {money(fixed.dashboard)}"
     )
+    edge = pricing.edge_cost(env.lanes, average_fraction, prices)
+    edge_detail = (
+        f"{edge.requests / 1e6:,.1f}M webhook requests: CloudFront {money(edge.cloudfront)}, AWS WAF "
+        f"{money(edge.waf)}, web ACL and {pricing.EDGE_RULES} rules {money(edge.fixed)}"
+    )
+    if env.edge.enabled:
+        total += edge.total
+        lines += _wrapped(f"edge (CloudFront + AWS WAF, on): {money(edge.total)} ({edge_detail})")
+    else:
+        lines += _wrapped(
+            f"edge (CloudFront + AWS WAF): off; on, it would add about {money(edge.total)} ({edge_detail})"
+        )
     lines.append(f"total: about {money(total)} a month")
     usage = pricing.ASSUMED
     lines += _wrapped(
         "assumed: full consumer batches; every webhook or job through the API (one request, one door invocation of "
         f"{usage.door_seconds * 1000:.0f} ms) and a row; ticks come from a schedule with no row; "
         f"{usage.log_kib_per_message:g} KiB of logs per message. WRU/RRU = DynamoDB units per message. "
-        "Not included: custom metrics, data transfer, KMS, Secrets Manager, storage."
+        "Not included: custom metrics, data transfer (but the edge's), KMS, Secrets Manager, storage."
     )
     return lines
 

@@ -78,3 +78,29 @@ def acknowledge(stack: PipelineStack) -> None:
         "sooner on a mismatched signature, and a delivery Meta signs with the new secret before it is stored here "
         "is refused 403 and retried by Meta.",
     )
+    if stack.edge is not None:
+        _acknowledge_edge(stack.edge.distribution)
+
+
+def _acknowledge_edge(distribution: IConstruct) -> None:
+    _ack(
+        distribution,
+        "AwsSolutions-CFR1",
+        "Meta delivers webhooks from data centres in several countries and publishes no list of them to allow; a "
+        "geo restriction would refuse genuine deliveries. Abuse is limited per source address by the web ACL's "
+        "rate-based rule instead.",
+    )
+    _ack(
+        distribution,
+        "AwsSolutions-CFR3",
+        "Standard access logs would need an S3 bucket with ACLs enabled. Requests the edge blocks are logged by "
+        "AWS WAF (client address, rule, path; query string redacted) and every request it lets through by the API "
+        "stage's access log, which then shows the edge's address rather than the client's (README, The edge).",
+    )
+    _ack(
+        distribution,
+        "AwsSolutions-CFR4",
+        "The distribution uses CloudFront's default *.cloudfront.net certificate, with which CloudFront fixes the "
+        "minimum viewer protocol at TLSv1; raising it needs a custom domain with an ACM certificate in us-east-1, "
+        "which the environment config does not have.",
+    )

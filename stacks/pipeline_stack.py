@@ -10,6 +10,7 @@ from pipeline.domain.routing import WEBHOOK_LANES
 from stacks import runtime_env
 from stacks.config.environments import Environment
 from stacks.constructs.alarms import OnCall
+from stacks.constructs.edge import Edge
 from stacks.constructs.function import SharedCode
 from stacks.constructs.grants import CONDITIONAL_WRITE, READ, grant_rows
 from stacks.constructs.ingress import Ingress, MetaSecret
@@ -94,6 +95,7 @@ class PipelineStack(Stack):
             jobs_environment=runtime_env.jobs(env, resources, dumps),
             on_call=self.on_call,
         )
+        self.edge = Edge(self, "Edge", env=env, api=self.ingress.api) if env.edge.enabled else None
         self.sweeper = Sweeper(
             self,
             "Sweeper",

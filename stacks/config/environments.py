@@ -76,6 +76,32 @@ class ApiConfig:
     verifies the subscription) and any route added without a throttle of its own."""
 
 
+EDGE_REGION = "us-east-1"
+"""AWS WAF protects CloudFront only with a web ACL made in this region."""
+
+
+@dataclass(frozen=True)
+class EdgeConfig:
+    """An optional CloudFront distribution in front of the webhook route, with an AWS WAF web ACL
+    that blocks a source address past `requests_per_ip` in `window_seconds` and anything but the
+    webhook's path (see stacks/constructs/edge.py). Off unless asked for: it costs a fixed monthly
+    sum and a little per request (`lanectl plan`), and it only helps once Meta is pointed at it."""
+
+    enabled: bool = False
+    requests_per_ip: int = 30_000
+    """Per source address and window (30 000 in 5 minutes: 100 a second). Meta sends from a pool of
+    addresses it does not publish as a list, so this must stay above what any one of them sends
+    at peak; the rule's CloudWatch metric and WAF's sampled requests show it. A single source
+    past it is blocked at CloudFront, leaving the route's throttle to Meta."""
+    window_seconds: int = 300
+
+    def __post_init__(self) -> None:
+        if self.window_seconds not in (60, 120, 300, 600):
+            raise ValueError(f"edge window_seconds must be 60, 120, 300 or 600 (AWS WAF), got {self.window_seconds}")
+        if not 10 <= self.requests_per_ip <= 2_000_000_000:
+            raise ValueError(f"edge requests_per_ip must be 10..2e9 (AWS WAF), got {self.requests_per_ip}")
+
+
 @dataclass(frozen=True)
 class WebhookConfig:
     max_body_bytes: int = 3 * MIB
@@ -187,6 +213,7 @@ class Environment:
     jobs: JobsConfig = field(default_factory=JobsConfig)
     sweeper: SweeperConfig = field(default_factory=SweeperConfig)
     alarms: AlarmConfig = field(default_factory=AlarmConfig)
+    edge: EdgeConfig = field(default_factory=EdgeConfig)
     idempotency_ttl_seconds: int = 7 * 24 * 3600
     alarm_emails: tuple[str, ...] = ()
     powertools_version: str = "3.37.0"
@@ -195,6 +222,11 @@ class Environment:
         names = [lane.name for lane in self.lanes]
         if len(set(names)) != len(names):
             raise ValueError(f"{self.name}: duplicate lane names in {names}")
+        if self.edge.enabled and self.region not in (None, EDGE_REGION):
+            raise ValueError(
+                f"{self.name}: the edge needs the stack in {EDGE_REGION} (AWS WAF for CloudFront exists only "
+                f"there), and this environment is pinned to {self.region}"
+            )
         known = {d.name for d in self.dependencies}
         for lane in self.lanes:
             if lane.dependency and lane.dependency not in known:

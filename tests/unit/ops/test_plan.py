@@ -9,7 +9,7 @@ import pytest
 from ops import pricing
 from ops.output import Console
 from ops.plan import plan_lane, run_plan, visibility_problem
-from stacks.config.environments import ENVIRONMENTS, Dependency
+from stacks.config.environments import ENVIRONMENTS, Dependency, EdgeConfig
 from stacks.config.lanes import LLM_DEPENDENCY, Traffic
 
 
@@ -149,3 +149,28 @@ def test_plan_rejects_a_bad_utilisation(lanectl):
 
     assert result.code == 2
     assert "--utilisation must be above 0 and at most 1" in result.err
+
+
+def test_the_edge_is_priced_whether_on_or_off_and_counted_only_when_on(capsys):
+    # CloudFront and AWS WAF per webhook delivery (webhook lanes only), plus the web ACL and its rules
+    env = ENVIRONMENTS["prod"]
+    webhook = [lane for lane in env.lanes if pricing.entry(lane) == "webhook"]
+    requests = sum(lane.traffic.peak_per_second for lane in webhook) * 0.25 * 730 * 3600
+    edge = pricing.edge_cost(env.lanes, 0.25)
+    assert edge.requests == pytest.approx(requests)
+    assert edge.waf == pytest.approx(requests / 1e6 * 0.60)
+    assert edge.fixed == 5.00 + 2 * 1.00
+
+    def total(out: str) -> float:
+        (line,) = [line for line in out.splitlines() if line.startswith("total: about $")]
+        return float(line.split("$")[1].split()[0].replace(",", ""))
+
+    run_plan(env, Console(), utilisation=0.7, average_fraction=0.25, strict=False)
+    off = capsys.readouterr().out
+    on_env = replace(env, edge=EdgeConfig(enabled=True))
+    run_plan(on_env, Console(), utilisation=0.7, average_fraction=0.25, strict=False)
+    on = capsys.readouterr().out
+
+    assert "edge (CloudFront + AWS WAF): off; on, it would add about $" in off
+    assert "edge (CloudFront + AWS WAF, on): $" in on
+    assert total(on) - total(off) == pytest.approx(edge.total, abs=0.02)
