@@ -261,7 +261,7 @@ def create_handler(
     environ: Mapping[str, str], *, clients: Clients | None = None, clock: Callable[[], float] = time.time
 ) -> Handler:
     """The handler for one instance, from the variables the template gives the function. No AWS
-    call is made here: the secret is read on the first signed request."""
+    call is made here: the secret is read on the first request that needs it."""
     config = IngressConfig.from_environ(environ)
     tables = settings.Tables.from_environ(environ)
     clients = clients or Clients(region=settings.region(environ))
