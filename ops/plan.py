@@ -129,12 +129,21 @@ def account_lines(env: Environment) -> tuple[list[str], list[str]]:
                 "at peak they throttle each other (and the API)"
             )
         return lines, warnings
-    reserved = env.reserved_total + SWEEPER_RESERVATION
+    reserved = env.reserved_total + env.jobs_reservation + SWEEPER_RESERVATION
     lines = [
-        f"reserved concurrency {reserved} (lanes {env.reserved_total} + sweeper {SWEEPER_RESERVATION}) of a "
-        f"{quota} quota; Lambda keeps {UNRESERVED_MINIMUM} unreserved, so {reservable} can be reserved"
+        f"reserved concurrency {reserved} (lanes {env.reserved_total} + jobs API {env.jobs_reservation} + sweeper "
+        f"{SWEEPER_RESERVATION}) of a {quota} quota; Lambda keeps {UNRESERVED_MINIMUM} unreserved, so {reservable} "
+        "can be reserved"
     ]
     warnings = []
+    # Both jobs routes at their throttle, each request a door invocation (Little's law again).
+    jobs_busy = 2 * env.api.jobs.rate_limit * pricing.ASSUMED.door_seconds
+    if env.jobs_reservation < jobs_busy:
+        warnings.append(
+            f"jobs API: a reservation of {env.jobs_reservation} is under the {jobs_busy:.1f} invocations busy with "
+            "both jobs routes at their throttle: a webhook flood can starve it, or past the reservation Lambda "
+            "throttles it and producers get 5xx"
+        )
     if reserved > reservable:
         warnings.append(
             f"account: {reserved} reserved is over the {reservable} reservable: the deploy fails "
@@ -210,6 +219,18 @@ def _cost_lines(env: Environment, average_fraction: float) -> list[str]:
         f"fixed: idle SQS polling {money(fixed.idle_polling)}, sweeper {money(fixed.sweeper)}, "
         f"{fixed.alarm_count} alarms {money(fixed.alarms)}, dashboard {money(fixed.dashboard)}"
     )
+    edge = pricing.edge_cost(env.lanes, average_fraction, prices)
+    edge_detail = (
+        f"{edge.requests / 1e6:,.1f}M webhook requests: CloudFront {money(edge.cloudfront)}, AWS WAF "
+        f"{money(edge.waf)}, web ACL and {pricing.EDGE_RULES} rules {money(edge.fixed)}"
+    )
+    if env.edge.enabled:
+        total += edge.total
+        lines += _wrapped(f"edge (CloudFront + AWS WAF, on): {money(edge.total)} ({edge_detail})")
+    else:
+        lines += _wrapped(
+            f"edge (CloudFront + AWS WAF): off; on, it would add about {money(edge.total)} ({edge_detail})"
+        )
     lines.append(f"total: about {money(total)} a month")
     usage = pricing.ASSUMED
     lines += _wrapped(
@@ -218,7 +239,7 @@ def _cost_lines(env: Environment, average_fraction: float) -> list[str]:
         f"{usage.log_kib_per_message:g} KiB of logs per message; rows and effects kept {usage.retention_days:g} days "
         "(DYNAMODB includes their storage and backups); X-RAY at Lambda's fixed sampling where tracing is active "
         f"(here: {'active' if env.tracing_active else 'passed through, so none'}). WRU/RRU = DynamoDB units per "
-        "message. Not included: custom metrics, data transfer, KMS, Secrets Manager."
+        "message. Not included: custom metrics, data transfer (but the edge's), KMS, Secrets Manager."
     )
     return lines
 

@@ -5,14 +5,19 @@ Each check prints PASS, FAIL or SKIP with what it saw; any FAIL exits 1 (so `mak
 - CDK bootstrap: the version parameter the synthesized template checks;
 - concurrency: the reservations the environment makes against the account's quota, keeping the
   100 Lambda holds unreserved (a new account's quota of 10 fails any reservation);
-- Meta secret: set, with the keys the webhook door reads (only once the stack exists).
+- Meta secret: set, with the keys the webhook door reads, and a previous secret (during a rotation)
+  dated as the door requires (only once the stack exists);
+- jobs callers: at least one IAM principal granted tenants in the environment's config (with none,
+  the jobs API refuses every request).
 """
 
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
 from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
 
@@ -21,6 +26,8 @@ from ops.context import Context
 from ops.errors import FAILED, OK
 from ops.plan import SWEEPER_RESERVATION, UNRESERVED_MINIMUM
 from ops.resolve import Deployment, find, output_prefix, stack_name
+from pipeline.domain.callers import ALL_TENANTS
+from pipeline.domain.meta_secret import MetaSecrets, SecretsMisconfigured
 
 BOOTSTRAP_PARAMETER = "/cdk-bootstrap/hnb659fds/version"
 MINIMUM_BOOTSTRAP_VERSION = 6
@@ -73,8 +80,9 @@ def _current_reservations(ctx: Context, deployment: Deployment | None) -> int:
         return 0
     client = ctx.aws.client("lambda")
     total = 0
-    for lane in ctx.env.lanes:
-        name = deployment.outputs.get(output_prefix(lane.name) + "FunctionName")
+    outputs = [output_prefix(lane.name) + "FunctionName" for lane in ctx.env.lanes] + ["JobsFunctionName"]
+    for output in outputs:
+        name = deployment.outputs.get(output)
         if name:
             total += int(client.get_function_concurrency(FunctionName=name).get("ReservedConcurrentExecutions") or 0)
     return total
@@ -89,7 +97,7 @@ def check_concurrency(ctx: Context, deployment: Deployment | None) -> Result:
     unreserved = int(settings.get("UnreservedConcurrentExecutions", quota))
     if not ctx.env.reserved_concurrency:
         return Result(PASS, "concurrency", f"{ctx.env.name} reserves nothing; account quota {quota}")
-    wanted = ctx.env.reserved_total + SWEEPER_RESERVATION
+    wanted = ctx.env.reserved_total + ctx.env.jobs_reservation + SWEEPER_RESERVATION
     held = _current_reservations(ctx, deployment)
     available = unreserved + held - UNRESERVED_MINIMUM
     detail = (
@@ -125,8 +133,33 @@ def check_meta_secret(ctx: Context, deployment: Deployment | None) -> Result:
     missing = [key for key in META_SECRET_KEYS if not (isinstance(value, dict) and value.get(key))]
     if missing:
         return Result(FAIL, "meta secret", f"set {', '.join(missing)} in {arn}")
+    now = time.time()
+    try:
+        secrets = MetaSecrets.from_json(raw, now)
+    except SecretsMisconfigured as exc:
+        return Result(FAIL, "meta secret", f"{exc} ({arn})")
     # Never print the values: only that they are there.
-    return Result(PASS, "meta secret", f"{', '.join(META_SECRET_KEYS)} set")
+    detail = f"{', '.join(META_SECRET_KEYS)} set"
+    if secrets.previous_in_force(now) and secrets.previous_expires_at is not None:
+        until = datetime.fromtimestamp(secrets.previous_expires_at, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        detail += f"; the previous app secret is accepted until {until}"
+    return Result(PASS, "meta secret", detail)
+
+
+def check_jobs_callers(ctx: Context) -> Result:
+    grants = ctx.env.jobs.callers
+    if not grants:
+        return Result(
+            FAIL,
+            "jobs callers",
+            f"no IAM principal is granted a tenant in {ctx.env.name} (JobsConfig.callers in "
+            "stacks/config/environments.py): the jobs API would refuse every request with 403",
+        )
+    described = [
+        f"{g.principal} ({'all tenants' if ALL_TENANTS in g.tenants else f'{len(g.tenants)} tenant(s)'})"
+        for g in grants
+    ]
+    return Result(PASS, "jobs callers", "; ".join(described))
 
 
 def run_preflight(ctx: Context) -> int:
@@ -139,6 +172,7 @@ def run_preflight(ctx: Context) -> int:
 
     credentials, account = check_credentials(ctx)
     record(credentials)
+    record(check_jobs_callers(ctx))
     if account is None:
         for name in ("cdk bootstrap", "concurrency", "meta secret"):
             record(Result(SKIP, name, "needs credentials"))

@@ -4,9 +4,11 @@ Prices are us-east-1 on-demand list prices as published in 2025, without free ti
 services a message touches: SQS standard requests, Lambda on arm64 (GB-seconds and requests),
 DynamoDB on-demand request units and storage (with point-in-time recovery), API Gateway HTTP API
 requests, CloudWatch Logs ingestion, X-Ray traces where tracing is active; plus the fixed cost of
-alarms, the dashboard, the sweeper's schedule and Lambda's idle SQS pollers. Not included: custom
-metrics ($0.30 per metric-month), data transfer, KMS and Secrets Manager requests. The point is
-the order of magnitude and how it moves with traffic, not a bill.
+alarms, the dashboard, the sweeper's schedule and Lambda's idle SQS pollers. The optional edge
+(CloudFront and AWS WAF in front of the webhook) is priced on its own (`edge_cost`). Not included:
+custom metrics ($0.30 per metric-month), data transfer (but the edge's), KMS and Secrets Manager
+requests, AWS WAF's logs of blocked requests. The point is the order of magnitude and how it moves
+with traffic, not a bill.
 
 X-Ray: Lambda's active tracing samples the first request each second and 5% of the rest, and that
 rate cannot be configured for a function, so at a steady million webhooks a month nearly every
@@ -17,6 +19,7 @@ invocation is traced. Environments that take production traffic pass tracing thr
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from pipeline import metric_names
@@ -45,6 +48,13 @@ class Prices:
     alarm_per_month: float = 0.10
     dashboard_per_month: float = 3.00
     hours_per_month: float = 730.0
+    cloudfront_per_million_https_requests: float = 1.00
+    """$0.0100 per 10,000 HTTPS requests (United States, Europe)."""
+    cloudfront_to_origin_per_gb: float = 0.020
+    """Request bodies CloudFront carries to the API (United States, Europe)."""
+    waf_web_acl_per_month: float = 5.00
+    waf_rule_per_month: float = 1.00
+    waf_per_million_requests: float = 0.60
 
     @property
     def seconds_per_month(self) -> float:
@@ -270,14 +280,53 @@ def fixed_cost(
     polls = lane_count * usage.idle_pollers * prices.seconds_per_month / 20
     sweeps = prices.seconds_per_month / sweeper_period_seconds
     # Per lane: age, quiet tenants' age, dead letters, consumer errors, throttles, out of time, jobs
-    # shed. Global: unprocessed webhook and job age, abandoned webhooks and jobs, and each 5xx
-    # reason of the doors.
+    # shed. Global: unprocessed webhook and job age, abandoned webhooks and jobs, refused
+    # signatures, and each 5xx reason of the doors.
     doors = len(metric_names.WebhookFailure.ALL) + len(metric_names.JobFailure.ALL)
-    alarm_count = 7 * lane_count + 4 + doors
+    alarm_count = 7 * lane_count + 5 + doors
     return FixedCost(
         idle_polling=polls / 1_000_000 * prices.sqs_per_million_requests,
         sweeper=sweeps * (1.0 * 0.5 * prices.lambda_per_gb_second + prices.lambda_per_million_requests / 1_000_000),
         alarms=alarm_count * prices.alarm_per_month,
         dashboard=prices.dashboard_per_month,
         alarm_count=alarm_count,
+    )
+
+
+EDGE_RULES = 2
+"""The edge's web ACL: the webhook path only, and the rate per source address."""
+
+
+@dataclass(frozen=True)
+class EdgeCost:
+    requests: float
+    cloudfront: float
+    waf: float
+    fixed: float
+
+    @property
+    def total(self) -> float:
+        return self.cloudfront + self.waf + self.fixed
+
+
+def edge_cost(lanes: Sequence[Lane], average_fraction: float, prices: Prices = LIST_PRICES) -> EdgeCost:
+    """What CloudFront and AWS WAF in front of the webhook would cost a month: one request per
+    delivery on the webhook lanes (the handshake is a handful), its body carried to the API."""
+    webhook = [lane for lane in lanes if entry(lane) == "webhook"]
+    requests = sum(lane.traffic.peak_per_second * average_fraction * prices.seconds_per_month for lane in webhook)
+    to_origin_gb = (
+        sum(
+            lane.traffic.peak_per_second * average_fraction * prices.seconds_per_month * lane.traffic.payload_kib
+            for lane in webhook
+        )
+        / 1024
+        / 1024
+    )
+    million = 1_000_000
+    return EdgeCost(
+        requests=requests,
+        cloudfront=requests / million * prices.cloudfront_per_million_https_requests
+        + to_origin_gb * prices.cloudfront_to_origin_per_gb,
+        waf=requests / million * prices.waf_per_million_requests,
+        fixed=prices.waf_web_acl_per_month + EDGE_RULES * prices.waf_rule_per_month,
     )

@@ -81,6 +81,35 @@ def acknowledge(stack: PipelineStack) -> None:
     _ack(
         stack.secret,
         "AwsSolutions-SMG4",
-        "Meta app secrets are issued and rotated in Meta's app dashboard, not by AWS; the ingress accepts the "
-        "previous secret alongside the current one so a rotation needs no downtime.",
+        "Meta issues and resets the app secret in its app dashboard; AWS cannot create one, so Secrets Manager "
+        "rotation has nothing to call. Rotation is the manual step in docs/RUNBOOK.md: the old secret is kept as "
+        "previous_app_secret until its previous_expires_at, warm doors read the new one within the cache time or "
+        "sooner on a mismatched signature, and a delivery Meta signs with the new secret before it is stored here "
+        "is refused 403 and retried by Meta.",
+    )
+    if stack.edge is not None:
+        _acknowledge_edge(stack.edge.distribution)
+
+
+def _acknowledge_edge(distribution: IConstruct) -> None:
+    _ack(
+        distribution,
+        "AwsSolutions-CFR1",
+        "Meta delivers webhooks from data centres in several countries and publishes no list of them to allow; a "
+        "geo restriction would refuse genuine deliveries. Abuse is limited per source address by the web ACL's "
+        "rate-based rule instead.",
+    )
+    _ack(
+        distribution,
+        "AwsSolutions-CFR3",
+        "Standard access logs would need an S3 bucket with ACLs enabled. Requests the edge blocks are logged by "
+        "AWS WAF (client address, rule, path; query string redacted) and every request it lets through by the API "
+        "stage's access log, which then shows the edge's address rather than the client's (README, The edge).",
+    )
+    _ack(
+        distribution,
+        "AwsSolutions-CFR4",
+        "The distribution uses CloudFront's default *.cloudfront.net certificate, with which CloudFront fixes the "
+        "minimum viewer protocol at TLSv1; raising it needs a custom domain with an ACM certificate in us-east-1, "
+        "which the environment config does not have.",
     )

@@ -10,6 +10,7 @@ from pipeline.domain.routing import WEBHOOK_LANES
 from stacks import runtime_env
 from stacks.config.environments import Environment
 from stacks.constructs.alarms import OnCall
+from stacks.constructs.edge import Edge
 from stacks.constructs.function import SharedCode
 from stacks.constructs.grants import CONDITIONAL_WRITE, READ, grant_rows
 from stacks.constructs.ingress import Ingress, MetaSecret
@@ -94,6 +95,7 @@ class PipelineStack(Stack):
             jobs_environment=runtime_env.jobs(env, resources, dumps),
             on_call=self.on_call,
         )
+        self.edge = Edge(self, "Edge", env=env, api=self.ingress.api) if env.edge.enabled else None
         self.sweeper = Sweeper(
             self,
             "Sweeper",
@@ -129,6 +131,7 @@ class PipelineStack(Stack):
             CfnOutput(self, f"{prefix}MappingId", value=consumer.mapping.event_source_mapping_id)
             CfnOutput(self, f"{prefix}FunctionName", value=consumer.consumer.function.function_name)
         CfnOutput(self, "ApiUrl", value=self.ingress.url)
+        CfnOutput(self, "JobsFunctionName", value=self.ingress.jobs.function.function_name)
         CfnOutput(self, "WebhookTableName", value=self.tables.webhook_log.table_name)
         CfnOutput(self, "JobsTableName", value=self.tables.jobs.table_name)
         CfnOutput(self, "StateTableName", value=self.tables.state.table_name)

@@ -101,7 +101,12 @@ def ingress(env: Environment, resources: Resources, dumps: Dumps) -> dict[str, s
         EnvVar.LANE_QUEUES: dumps(dict(resources.queue_urls)),
         EnvVar.META_SECRET_ARN: resources.secret_arn,
         EnvVar.WEBHOOK: dumps(
-            {"max_body_bytes": env.webhook.max_body_bytes, "max_json_depth": env.webhook.max_json_depth}
+            {
+                "max_body_bytes": env.webhook.max_body_bytes,
+                "max_json_depth": env.webhook.max_json_depth,
+                "secret_cache_seconds": env.webhook.secret_cache_seconds,
+                "secret_refresh_seconds": env.webhook.secret_refresh_seconds,
+            }
         ),
     }
 
@@ -117,6 +122,7 @@ def jobs(env: Environment, resources: Resources, dumps: Dumps) -> dict[str, str]
                 "tenant_queued_limit": env.jobs.tenant_queued_limit,
                 "max_payload_bytes": env.jobs.max_payload_bytes,
                 "lane_capacity_per_second": {lane.name: lane_capacity_per_second(lane) for lane in env.lanes},
+                "callers": {grant.principal: list(grant.tenants) for grant in env.jobs.callers},
             }
         ),
     }

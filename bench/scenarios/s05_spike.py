@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from bench.scenarios.harness import Harness, Session
 from bench.scenarios.measure import fmt, per_second, vendor_probe
 from bench.scenarios.result import Result
+from pipeline.tasks import ai
 
 LANE = "ai"
 
@@ -65,6 +66,7 @@ class Attempt:
     conversation: str
     sent: float
     gives_up: float
+    tenant: str = ""
     job: str | None = None
     status: int = 0
 
@@ -107,7 +109,7 @@ def _arrivals(p: Params) -> list[float]:
 
 
 def _turn_id(attempt: Attempt) -> str:
-    return f"turn-{attempt.conversation}-m0"
+    return ai.turn_id(attempt.tenant, attempt.conversation, "m0")
 
 
 class Callers:
@@ -131,11 +133,12 @@ class Callers:
     def _post(self, request: int, number: int) -> None:
         now = time.time()
         conversation = f"conv-{self._tag}-{request}-{number}"
-        attempt = Attempt(request, number, conversation, now, now + self._p.timeout)
+        tenant = f"shop-{request % 20}-{self._tag}"
+        attempt = Attempt(request, number, conversation, now, now + self._p.timeout, tenant=tenant)
         response = self._s.client.submit_job(
             lane=LANE,
             kind="ai.inbound",
-            tenant=f"shop-{request % 20}-{self._tag}",
+            tenant=tenant,
             payload={"conversation": conversation, "message_id": "m0", "text": f"where is order {request}?"},
             deadline=attempt.gives_up if self._deadlines else None,
         )

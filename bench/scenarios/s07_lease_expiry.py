@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from bench.scenarios.harness import Harness, poll
 from bench.scenarios.measure import vendor_probe
 from bench.scenarios.result import Result
+from pipeline.tasks import ai
 
 LANE = "ai"
 
@@ -89,7 +90,7 @@ def run(h: Harness, p: Params = FULL) -> Result:
         for n, _conversation in enumerate(conversations):
             calls = sorted(probe.for_prompt(f"question {tag}-{n}:"), key=lambda call: call.start)
             overlaps += [b.start - a.start for a, b in itertools.pairwise(calls) if b.start < a.end]
-        turn_ids = {f"turn-{c}-m0" for c in conversations}
+        turn_ids = {ai.turn_id(tenant, c, "m0") for c in conversations}
         lines = s.log.outcomes(lane=LANE, ids=turn_ids)
         outcomes: dict[str, int] = {}
         for line in lines:

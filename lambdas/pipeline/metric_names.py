@@ -13,6 +13,10 @@ WEBHOOK_RECEIVED = "WebhookReceived"
 WEBHOOK_DUPLICATE = "WebhookDuplicate"
 WEBHOOK_UNPARSEABLE = "WebhookUnparseable"
 WEBHOOK_REJECTED = "WebhookRejected"  # by Reason: signature_missing, signature_mismatch, too_large, ...
+REJECTED_BY = "RejectedBy"
+"""A second dimension set on WebhookRejected: every refused signature (missing, malformed or
+mismatched) is also counted as RejectedBy=signature, the one series its alarm watches."""
+SIGNATURE = "signature"
 WEBHOOK_ENQUEUED = "WebhookEnqueued"  # by Lane
 ENQUEUE_FAILED = "EnqueueFailed"  # by Lane: the row is kept for the sweeper
 
@@ -21,6 +25,7 @@ JOB_ACCEPTED = "JobAccepted"  # by Lane
 JOB_DUPLICATE = "JobDuplicate"  # by Lane
 JOB_SHED = "JobShed"  # by Lane: 503 with Retry-After
 JOB_TENANT_LIMITED = "JobTenantLimited"  # by Lane: 429
+JOB_FORBIDDEN = "JobForbidden"  # 403: a caller acting for a tenant it is not granted
 
 # Consumers: one metric per record outcome, by Lane and Outcome
 RECORDS = "Records"

@@ -12,6 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from pipeline.domain.callers import Callers
+
 
 class EnvVar:
     ENV_NAME = "PIPELINE_ENV"
@@ -281,21 +283,39 @@ class ConsumerSettings:
         return parsed
 
 
+SECRET_CACHE_SECONDS = (60, 300)
+"""How long the door may keep the Meta secret: at least a minute (each read is a Secrets Manager
+call per warm instance), at most five (how long a rotation takes to reach every instance)."""
+
+
 @dataclass(frozen=True)
 class WebhookSettings:
     """WEBHOOK_SETTINGS, for the ingress function."""
 
     max_body_bytes: int
     max_json_depth: int
+    secret_cache_seconds: float
+    secret_refresh_seconds: float
+    """At most one early read of the secret per this many seconds, on a signature mismatch."""
 
     @classmethod
     def from_dict(cls, raw: Mapping[str, Any]) -> WebhookSettings:
         try:
-            parsed = cls(max_body_bytes=int(raw["max_body_bytes"]), max_json_depth=int(raw["max_json_depth"]))
+            parsed = cls(
+                max_body_bytes=int(raw["max_body_bytes"]),
+                max_json_depth=int(raw["max_json_depth"]),
+                secret_cache_seconds=float(raw["secret_cache_seconds"]),
+                secret_refresh_seconds=float(raw["secret_refresh_seconds"]),
+            )
         except (KeyError, TypeError, ValueError) as exc:
             raise SettingsError(f"webhook settings are incomplete or malformed: {exc!r}") from exc
         if parsed.max_body_bytes < 1 or parsed.max_json_depth < 1:
             raise SettingsError("webhook settings need max_body_bytes >= 1 and max_json_depth >= 1")
+        low, high = SECRET_CACHE_SECONDS
+        if not low <= parsed.secret_cache_seconds <= high:
+            raise SettingsError(f"webhook settings need {low} <= secret_cache_seconds <= {high}")
+        if not 1 <= parsed.secret_refresh_seconds <= parsed.secret_cache_seconds:
+            raise SettingsError("webhook settings need 1 <= secret_refresh_seconds <= secret_cache_seconds")
         return parsed
 
 
@@ -313,6 +333,8 @@ class JobsSettings:
     lane_capacity_per_second: Mapping[str, float]
     """Each lane's configured drain rate (max concurrency / service time): admission's estimate
     until consumers have measured one."""
+    callers: Callers
+    """Which tenants each IAM principal may submit and read jobs for (domain/callers.py)."""
 
     @classmethod
     def from_dict(cls, raw: Mapping[str, Any]) -> JobsSettings:
@@ -322,6 +344,7 @@ class JobsSettings:
                 tenant_queued_limit=int(raw["tenant_queued_limit"]),
                 max_payload_bytes=int(raw["max_payload_bytes"]),
                 lane_capacity_per_second={str(k): float(v) for k, v in dict(raw["lane_capacity_per_second"]).items()},
+                callers=Callers.from_mapping({str(k): [str(t) for t in v] for k, v in dict(raw["callers"]).items()}),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise SettingsError(f"jobs settings are incomplete or malformed: {exc!r}") from exc

@@ -1,9 +1,15 @@
 """API Gateway's part: the template's HTTP API routes served on 127.0.0.1.
 
 Requests become payload-format-2.0 events, the integration's function runs, and its response is
-returned unchanged. The stage's throttle (rate and burst) applies, answering 429 as API Gateway
-does. IAM-authorised routes require a SigV4 Authorization header; the signature itself is not
-verified locally (there is no IAM here), which is the one door left open.
+returned unchanged. Each route has its own throttle (rate and burst): the stage's route settings
+for its key, else the stage's default, answering 429 as API Gateway does.
+
+IAM-authorised routes require a SigV4 Authorization header, and the event carries the caller's
+identity as API Gateway's IAM authorizer gives it (`requestContext.authorizer.iam`). There is no IAM
+here, so the signature is not verified (the one door left open) and the identity is read from the
+header: its access key id names the role the caller acts as, a session of
+`arn:aws:iam::<account>:role/<access key id>`. The local environment grants its tenants to those
+roles like any other (`JobsConfig.callers`).
 """
 
 from __future__ import annotations
@@ -27,26 +33,6 @@ from ops.runtime.functions import FunctionHost
 _TEXT_TYPES = ("text/", "application/json", "application/x-www-form-urlencoded", "application/xml")
 
 
-@dataclass(frozen=True)
-class Route:
-    method: str
-    path: str
-    function: FunctionHost
-    iam: bool
-
-    @property
-    def key(self) -> str:
-        return f"{self.method} {self.path}"
-
-    def match(self, method: str, path: str) -> dict[str, str] | None:
-        if self.method not in (method, "ANY"):
-            return None
-        pattern = re.sub(r"\\\{([A-Za-z0-9_]+)\\\+\\\}", r"(?P<\1>.+)", re.escape(self.path))
-        pattern = re.sub(r"\\\{([A-Za-z0-9_]+)\\\}", r"(?P<\1>[^/]+)", pattern)
-        found = re.fullmatch(pattern, path)
-        return found.groupdict() if found else None
-
-
 class TokenBucket:
     def __init__(self, rate: float, burst: int) -> None:
         self._rate = rate
@@ -66,6 +52,65 @@ class TokenBucket:
             return False
 
 
+def route_throttles(stage: dict[str, Any]) -> Callable[[str], TokenBucket]:
+    """A new bucket for a route key, from a template's stage: its RouteSettings entry for the key,
+    else DefaultRouteSettings (API Gateway applies the default to each route on its own)."""
+    default = stage.get("DefaultRouteSettings") or {}
+    by_key = stage.get("RouteSettings") or {}
+
+    def bucket(key: str) -> TokenBucket:
+        settings = {**default, **(by_key.get(key) or {})}
+        return TokenBucket(
+            rate=float(settings.get("ThrottlingRateLimit", 10_000)),
+            burst=int(settings.get("ThrottlingBurstLimit", 5_000)),
+        )
+
+    return bucket
+
+
+@dataclass(frozen=True)
+class Route:
+    method: str
+    path: str
+    function: FunctionHost
+    iam: bool
+    throttle: TokenBucket
+
+    @property
+    def key(self) -> str:
+        return f"{self.method} {self.path}"
+
+    def match(self, method: str, path: str) -> dict[str, str] | None:
+        if self.method not in (method, "ANY"):
+            return None
+        pattern = re.sub(r"\\\{([A-Za-z0-9_]+)\\\+\\\}", r"(?P<\1>.+)", re.escape(self.path))
+        pattern = re.sub(r"\\\{([A-Za-z0-9_]+)\\\}", r"(?P<\1>[^/]+)", pattern)
+        found = re.fullmatch(pattern, path)
+        return found.groupdict() if found else None
+
+
+_SIGV4_CREDENTIAL = re.compile(r"AWS4-HMAC-SHA256 Credential=([\w+=,.@-]{1,64})/")
+LOCAL_SESSION = "local"
+
+
+def iam_identity(authorization: str) -> dict[str, Any] | None:
+    """What API Gateway's IAM authorizer would put in the event for this header, or None when the
+    header is not a SigV4 one (API Gateway answers 403 before any function runs)."""
+    found = _SIGV4_CREDENTIAL.match(authorization)
+    if found is None:
+        return None
+    role = found.group(1)
+    return {
+        "accessKey": role,
+        "accountId": ACCOUNT,
+        "callerId": f"AROALOCAL{role.upper()}:{LOCAL_SESSION}",
+        "cognitoIdentity": None,
+        "principalOrgId": None,
+        "userArn": f"arn:aws:sts::{ACCOUNT}:assumed-role/{role}/{LOCAL_SESSION}",
+        "userId": f"AROALOCAL{role.upper()}:{LOCAL_SESSION}",
+    }
+
+
 def _is_text(content_type: str) -> bool:
     return any(content_type.lower().startswith(t) for t in _TEXT_TYPES)
 
@@ -78,6 +123,7 @@ def build_event(
     body: bytes,
     source_ip: str,
     path_parameters: dict[str, str],
+    identity: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     parts = urlsplit(target)
     query = parse_qsl(parts.query, keep_blank_values=True)
@@ -116,6 +162,8 @@ def build_event(
         event["queryStringParameters"] = merged
     if path_parameters:
         event["pathParameters"] = path_parameters
+    if identity is not None:
+        event["requestContext"]["authorizer"] = {"iam": identity}
     if "cookie" in headers:
         event["cookies"] = [c.strip() for c in headers["cookie"].split(";")]
     if body:
@@ -153,11 +201,8 @@ class _Server(ThreadingHTTPServer):
 
 
 class ApiServer:
-    def __init__(
-        self, routes: list[Route], throttle: TokenBucket, *, port: int, on_request: Callable[[str, int, float], None]
-    ) -> None:
+    def __init__(self, routes: list[Route], *, port: int, on_request: Callable[[str, int, float], None]) -> None:
         self.routes = routes
-        self._throttle = throttle
         self._on_request = on_request
         self._server = _Server(("127.0.0.1", port), self._handler_class())
         self._server.daemon_threads = True
@@ -185,11 +230,12 @@ class ApiServer:
             parameters = route.match(method, path)
             if parameters is None:
                 continue
-            if not self._throttle.take():
+            if not route.throttle.take():
                 return _message(429, "Too Many Requests")
-            if route.iam and not headers.get("authorization", "").startswith("AWS4-HMAC-SHA256 "):
+            identity = iam_identity(headers.get("authorization", "")) if route.iam else None
+            if route.iam and identity is None:
                 return _message(403, "Forbidden")
-            event = build_event(route, method, target, headers, body, source_ip, parameters)
+            event = build_event(route, method, target, headers, body, source_ip, parameters, identity)
             outcome = route.function.invoke(event)
             if not outcome.ok:
                 if outcome.error and outcome.error.startswith("Task timed out"):

@@ -19,6 +19,8 @@ from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
 
+from stacks.config.environments import LOCAL_PRODUCER
+
 TIMEOUT_SECONDS = 30
 
 
@@ -41,10 +43,14 @@ def sign(app_secret: str, body: bytes) -> str:
 
 
 class PipelineClient:
-    def __init__(self, api_url: str, *, app_secret: str = "", region: str = "us-east-1") -> None:
+    def __init__(
+        self, api_url: str, *, app_secret: str = "", region: str = "us-east-1", role: str = LOCAL_PRODUCER
+    ) -> None:
+        """`role` is the role a jobs API caller acts as: the local API reads it from the SigV4
+        access key id (ops/runtime/api.py) and the local environment grants it its tenants."""
         self.api_url = api_url.rstrip("/")
         self.app_secret = app_secret
-        self._credentials = Credentials("local", "local", "local")
+        self._credentials = Credentials(role, "local", "local")
         self._region = region
 
     def request(self, method: str, path: str, body: bytes = b"", headers: dict[str, str] | None = None) -> Response:

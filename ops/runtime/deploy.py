@@ -23,8 +23,9 @@ import boto3
 
 from ops.runtime.intrinsics import Resolver, references, substitute
 from ops.runtime.synth import SynthesizedApp
+from stacks.config.environments import LOCAL_ACCOUNT
 
-ACCOUNT = "123456789012"
+ACCOUNT = LOCAL_ACCOUNT
 REGION = "us-east-1"
 BOOTSTRAP_VERSION_PARAMETER = "/cdk-bootstrap/hnb659fds/version"
 

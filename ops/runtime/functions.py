@@ -14,7 +14,7 @@ warm invocations past their timeouts, whose environments were then retired, so m
 followed. A function therefore runs at most `MAX_INSTANCES` invocations at once and the rest wait
 for an instance, their wait counted in their duration as the caller sees it but not in their
 timeout (Lambda's clock starts when the handler does). The event source mappings never ask for
-more than MaximumConcurrency anyway; the API's stage throttle is what bounds the rest.
+more than MaximumConcurrency anyway; the API's route throttles are what bound the rest.
 """
 
 from __future__ import annotations

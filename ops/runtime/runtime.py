@@ -26,7 +26,7 @@ import boto3
 
 from ops.runtime import fair_groups, moto_patches, moto_sqs, sdk_models
 from ops.runtime.alarms import INSUFFICIENT, OK, AlarmDefinition, AlarmEvaluator
-from ops.runtime.api import ApiServer, Route, TokenBucket
+from ops.runtime.api import ApiServer, Route, route_throttles
 from ops.runtime.capture import OutputCapture
 from ops.runtime.deploy import REGION, Deployment, deploy
 from ops.runtime.functions import FunctionConfig, FunctionHost
@@ -307,6 +307,8 @@ class LocalRuntime:
     def _serve_api(self) -> None:
         assert self.deployment is not None
         integrations = self.deployment.resources("AWS::ApiGatewayV2::Integration")
+        (stage,) = self.deployment.resources("AWS::ApiGatewayV2::Stage").values()
+        throttle_for = route_throttles(stage["Properties"])
         routes = []
         for resource in self.deployment.resources("AWS::ApiGatewayV2::Route").values():
             properties = resource["Properties"]
@@ -319,15 +321,10 @@ class LocalRuntime:
                     path=path,
                     function=self._function_by_arn(uri),
                     iam=properties.get("AuthorizationType") == "AWS_IAM",
+                    throttle=throttle_for(properties["RouteKey"]),
                 )
             )
-        (stage,) = self.deployment.resources("AWS::ApiGatewayV2::Stage").values()
-        settings = stage["Properties"].get("DefaultRouteSettings", {})
-        throttle = TokenBucket(
-            rate=float(settings.get("ThrottlingRateLimit", 10_000)),
-            burst=int(settings.get("ThrottlingBurstLimit", 5_000)),
-        )
-        self.api = ApiServer(routes, throttle, port=self._api_port, on_request=self._on_request)
+        self.api = ApiServer(routes, port=self._api_port, on_request=self._on_request)
         self.api.start()
 
     def _on_request(self, route: str, status: int, seconds: float) -> None:

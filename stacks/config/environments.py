@@ -5,7 +5,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from pipeline.domain.webhook_body import MAX_LOGGABLE_BYTES
+from pipeline.domain.callers import ALL_TENANTS
+from stacks.config.doors import (
+    EDGE_REGION,
+    MIB,
+    ApiConfig,
+    CallerGrant,
+    EdgeConfig,
+    JobsConfig,
+    Throttle,
+    WebhookConfig,
+)
 from stacks.config.lanes import (
     AI,
     BULK,
@@ -21,7 +31,10 @@ from stacks.config.lanes import (
     catalogue,
 )
 
-MIB = 1024 * 1024
+LOCAL_ACCOUNT = "123456789012"
+"""The account the local runtime deploys into (moto's default)."""
+LOCAL_PRODUCER = "producer"
+"""The role the local runtime's jobs API client acts as unless told otherwise."""
 
 
 @dataclass(frozen=True)
@@ -38,36 +51,6 @@ class Dependency:
     def __post_init__(self) -> None:
         if self.limit < 1:
             raise ValueError(f"dependency {self.name!r}: limit must be >= 1")
-
-
-@dataclass(frozen=True)
-class ApiConfig:
-    """Stage throttle. Set high: Meta disables subscriptions that keep failing, so the webhook is
-    never shed by the application; only this bound applies to it."""
-
-    rate_limit: int
-    burst_limit: int
-
-
-@dataclass(frozen=True)
-class WebhookConfig:
-    max_body_bytes: int = 3 * MIB
-    """Meta's largest delivery."""
-    max_json_depth: int = 64
-
-    def __post_init__(self) -> None:
-        # Larger than one DynamoDB transaction can log: the door would accept a delivery it cannot keep.
-        if not 1 <= self.max_body_bytes <= MAX_LOGGABLE_BYTES:
-            raise ValueError(f"webhook max_body_bytes must be 1..{MAX_LOGGABLE_BYTES}, got {self.max_body_bytes}")
-        if self.max_json_depth < 1:
-            raise ValueError("webhook max_json_depth must be >= 1")
-
-
-@dataclass(frozen=True)
-class JobsConfig:
-    admission_cache_seconds: float = 1.0
-    tenant_queued_limit: int = 1000
-    max_payload_bytes: int = 64 * 1024
 
 
 @dataclass(frozen=True)
@@ -94,6 +77,10 @@ class AlarmConfig:
     errors_threshold: int = 5
     jobs_shed_threshold: int = 100
     """Shedding is the design working; page only when a lane sheds this many jobs in a period."""
+    rejected_signatures: int = 20
+    """Refused signatures (missing, malformed or wrong) per period, for `evaluation_periods` in a
+    row. Meta signs everything it sends, so a steady stream is either someone else posting or a
+    secret that does not match Meta's (a rotation gone wrong)."""
 
 
 @dataclass(frozen=True)
@@ -115,6 +102,7 @@ class Environment:
     jobs: JobsConfig = field(default_factory=JobsConfig)
     sweeper: SweeperConfig = field(default_factory=SweeperConfig)
     alarms: AlarmConfig = field(default_factory=AlarmConfig)
+    edge: EdgeConfig = field(default_factory=EdgeConfig)
     idempotency_ttl_seconds: int = 7 * 24 * 3600
     alarm_emails: tuple[str, ...] = ()
     powertools_version: str = "3.37.0"
@@ -128,6 +116,11 @@ class Environment:
         names = [lane.name for lane in self.lanes]
         if len(set(names)) != len(names):
             raise ValueError(f"{self.name}: duplicate lane names in {names}")
+        if self.edge.enabled and self.region not in (None, EDGE_REGION):
+            raise ValueError(
+                f"{self.name}: the edge needs the stack in {EDGE_REGION} (AWS WAF for CloudFront exists only "
+                f"there), and this environment is pinned to {self.region}"
+            )
         known = {d.name for d in self.dependencies}
         for lane in self.lanes:
             if lane.dependency and lane.dependency not in known:
@@ -151,7 +144,12 @@ class Environment:
 
     @property
     def reserved_total(self) -> int:
+        """What the lanes' consumers reserve."""
         return sum(lane.reserved_concurrency for lane in self.lanes) if self.reserved_concurrency else 0
+
+    @property
+    def jobs_reservation(self) -> int:
+        return self.jobs.reserved_concurrency if self.reserved_concurrency else 0
 
 
 def _scaled(lanes: tuple[Lane, ...], scale: float) -> tuple[Lane, ...]:
@@ -234,7 +232,7 @@ def _build() -> dict[str, Environment]:
             name="dev",
             lanes=_scaled(lanes, 0.1),
             dependencies=(Dependency(LLM_DEPENDENCY, limit=5, vendor_quota=10),),
-            api=ApiConfig(rate_limit=100, burst_limit=200),
+            api=ApiConfig(webhook=Throttle(100, 200), jobs=Throttle(50, 100)),
             reserved_concurrency=False,
             # A new account starts at 10, which these lanes alone could exhaust; ask for the
             # standard increase first (`lanectl preflight` reads the real quota).
@@ -248,7 +246,7 @@ def _build() -> dict[str, Environment]:
             name="staging",
             lanes=_scaled(lanes, 0.25),
             dependencies=(Dependency(LLM_DEPENDENCY, limit=12, vendor_quota=20),),
-            api=ApiConfig(rate_limit=500, burst_limit=1000),
+            api=ApiConfig(webhook=Throttle(500, 1000), jobs=Throttle(100, 200)),
             reserved_concurrency=False,
             account_concurrency_quota=1000,
             log_retention_days=30,
@@ -260,7 +258,9 @@ def _build() -> dict[str, Environment]:
             name="prod",
             lanes=lanes,
             dependencies=(Dependency(LLM_DEPENDENCY, limit=45, vendor_quota=50),),
-            api=ApiConfig(rate_limit=2000, burst_limit=5000),
+            api=ApiConfig(webhook=Throttle(2000, 5000), jobs=Throttle(200, 400)),
+            # Both jobs routes at their throttle keep about 12 busy (400/s x 30 ms); twice that.
+            jobs=JobsConfig(reserved_concurrency=25),
             reserved_concurrency=True,
             account_concurrency_quota=1000,
             log_retention_days=90,
@@ -273,15 +273,28 @@ def _build() -> dict[str, Environment]:
             dependencies=(Dependency(LLM_DEPENDENCY, limit=2, vendor_quota=2),),
             # Measured: this machine's runtime keeps up with about 25 webhooks a second end to end
             # (door, consumer, sweeper and emulator share one interpreter; `make soak`). Past it
-            # the stage answers 429 as API Gateway would, instead of the door timing out. The
+            # the route answers 429 as API Gateway would, instead of the door timing out. The
             # burst lets a campaign of a couple of hundred deliveries in at once; the lanes absorb it.
-            api=ApiConfig(rate_limit=25, burst_limit=200),
+            # The jobs routes keep the same figures, which every scenario and the demo stay under.
+            api=ApiConfig(webhook=Throttle(25, 200), jobs=Throttle(25, 200)),
             reserved_concurrency=False,
             account_concurrency_quota=1000,
             log_retention_days=1,
             retain_stateful=False,
             termination_protection=False,
-            jobs=JobsConfig(tenant_queued_limit=200),
+            # The local API takes a SigV4 access key id as the name of the role its caller acts as
+            # (ops/runtime/api.py): the client's default, `producer`, may act for every tenant; the
+            # `partner-acme` role shows a producer bound to one.
+            jobs=JobsConfig(
+                tenant_queued_limit=200,
+                callers=(
+                    CallerGrant(f"arn:aws:iam::{LOCAL_ACCOUNT}:role/{LOCAL_PRODUCER}", (ALL_TENANTS,)),
+                    CallerGrant(f"arn:aws:iam::{LOCAL_ACCOUNT}:role/partner-acme", ("acme",)),
+                ),
+            ),
+            # The shortest cache allowed, and a quick early read: a rotation played locally shows
+            # within seconds.
+            webhook=WebhookConfig(secret_cache_seconds=60, secret_refresh_seconds=5),
             # Under load the emulator's lanes hold a thousand messages and more, minutes of wait:
             # the cap is what bounds a row there, not patience.
             sweeper=SweeperConfig(period_seconds=5, grace_seconds=8, patience_seconds=30, patience_cap_seconds=600),
@@ -307,3 +320,25 @@ def get_environment(name: str | None) -> Environment:
         return ENVIRONMENTS[name]
     except KeyError:
         raise UnknownEnvironment(f"unknown environment {name!r}; valid environments: {valid}") from None
+
+
+__all__ = [
+    "ALL_TENANTS",
+    "EDGE_REGION",
+    "ENVIRONMENTS",
+    "LOCAL_ACCOUNT",
+    "LOCAL_PRODUCER",
+    "MIB",
+    "AlarmConfig",
+    "ApiConfig",
+    "CallerGrant",
+    "Dependency",
+    "EdgeConfig",
+    "Environment",
+    "JobsConfig",
+    "SweeperConfig",
+    "Throttle",
+    "UnknownEnvironment",
+    "WebhookConfig",
+    "get_environment",
+]

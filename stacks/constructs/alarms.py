@@ -3,7 +3,7 @@ on OK, so a page also says when it is over."""
 
 from __future__ import annotations
 
-from aws_cdk import Duration
+from aws_cdk import ArnFormat, Duration, Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as actions
 from aws_cdk import aws_iam as iam
@@ -23,11 +23,25 @@ class OnCall(Construct):
         super().__init__(scope, construct_id)
         self.env = env
         key = kms.Key(self, "TopicKey", enable_key_rotation=True, description=f"lanes-{env.name} on-call topic")
+        stack = Stack.of(self)
         key.add_to_resource_policy(
             iam.PolicyStatement(
                 principals=[iam.ServicePrincipal("cloudwatch.amazonaws.com")],
                 actions=["kms:Decrypt", "kms:GenerateDataKey*"],
                 resources=["*"],
+                # CloudWatch on behalf of this account's alarms only: without these, an alarm in
+                # any account could have CloudWatch use this key (the confused deputy).
+                conditions={
+                    "StringEquals": {"aws:SourceAccount": stack.account},
+                    "ArnLike": {
+                        "aws:SourceArn": stack.format_arn(
+                            service="cloudwatch",
+                            resource="alarm",
+                            resource_name="*",
+                            arn_format=ArnFormat.COLON_RESOURCE_NAME,
+                        )
+                    },
+                },
             )
         )
         self.topic = sns.Topic(

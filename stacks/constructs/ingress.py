@@ -1,4 +1,4 @@
-"""The doors: an HTTP API with a throttled stage and access logs, the Meta webhook route (ingress
+"""The doors: an HTTP API with a throttle per route and access logs, the Meta webhook route (ingress
 function, authenticated by the HMAC signature it verifies) and the jobs API (IAM-authorised)."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 import jsii
-from aws_cdk import RemovalPolicy
+from aws_cdk import Duration, RemovalPolicy
 from aws_cdk import aws_apigateway as apigw_v1
 from aws_cdk import aws_apigatewayv2 as apigw
 from aws_cdk import aws_apigatewayv2_authorizers as authorizers
@@ -57,6 +57,18 @@ class _AccessLogSettings:
     @property
     def format(self) -> apigw_v1.AccessLogFormat:
         return self._format
+
+
+def rejected_signatures(env: Environment, period: Duration) -> cloudwatch.Metric:
+    """Every signature the door refused, whatever the reason: the second dimension set the door
+    publishes WebhookRejected under (see pipeline.metric_names.REJECTED_BY)."""
+    return cloudwatch.Metric(
+        namespace=metrics_namespace(env),
+        metric_name=metric_names.WEBHOOK_REJECTED,
+        dimensions_map={metric_names.REJECTED_BY: metric_names.SIGNATURE, "service": "ingress"},
+        period=period,
+        statistic="Sum",
+    )
 
 
 class MetaSecret(Construct):
@@ -131,6 +143,8 @@ class Ingress(Construct):
                 timeout_seconds=10,
                 memory_mb=512,
                 description="Jobs API: admission control, job rows, enqueue, status",
+                # Its own slots, so a webhook flood scaling the door cannot starve it.
+                reserved_concurrency=env.jobs_reservation or None,
             ),
         )
         jobs_fn = self.jobs.function
@@ -155,7 +169,7 @@ class Ingress(Construct):
             http_api=self.api,
             stage_name="$default",
             auto_deploy=True,
-            throttle=apigw.ThrottleSettings(rate_limit=env.api.rate_limit, burst_limit=env.api.burst_limit),
+            throttle=apigw.ThrottleSettings(rate_limit=env.api.other.rate_limit, burst_limit=env.api.other.burst_limit),
             access_log_settings=_AccessLogSettings(self.access_logs),
         )
         webhook_integration = integrations.HttpLambdaIntegration("WebhookIntegration", webhook_fn)
@@ -166,12 +180,44 @@ class Ingress(Construct):
             methods=[apigw.HttpMethod.GET, apigw.HttpMethod.POST],
             integration=webhook_integration,
         )
-        self.api.add_routes(path="/jobs", methods=[apigw.HttpMethod.POST], integration=jobs_integration, authorizer=iam)
-        self.api.add_routes(
-            path="/jobs/{id}", methods=[apigw.HttpMethod.GET], integration=jobs_integration, authorizer=iam
-        )
+        self.jobs_routes = [
+            *self.api.add_routes(
+                path="/jobs", methods=[apigw.HttpMethod.POST], integration=jobs_integration, authorizer=iam
+            ),
+            *self.api.add_routes(
+                path="/jobs/{id}", methods=[apigw.HttpMethod.GET], integration=jobs_integration, authorizer=iam
+            ),
+        ]
+        self._route_throttles(env)
 
         self._failure_alarms(env, on_call)
+        self.signature_alarm = on_call.alarm(
+            self,
+            "WebhookSignaturesRejected",
+            metric=rejected_signatures(env, on_call.period()),
+            threshold=env.alarms.rejected_signatures,
+            comparison=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+            description=f"The webhook door refused at least {env.alarms.rejected_signatures} signatures a period "
+            "(missing, malformed or not matching the Meta secret): someone else is posting, or the stored secret "
+            "is not the one Meta signs with. See docs/RUNBOOK.md#rejected-signatures.",
+        )
+
+    def _route_throttles(self, env: Environment) -> None:
+        """Each route its own bucket (the L2 stage sets only the default). API Gateway refuses
+        settings for a route key it does not have yet, so the stage waits for its routes."""
+        throttled = {"POST /webhooks/meta": env.api.webhook, "POST /jobs": env.api.jobs, "GET /jobs/{id}": env.api.jobs}
+        routes = {}
+        for route in (*self.webhook_routes, *self.jobs_routes):
+            resource = route.node.default_child
+            assert isinstance(resource, apigw.CfnRoute)
+            routes[resource.route_key] = route
+        settings = {}
+        for key, throttle in throttled.items():
+            self.stage.node.add_dependency(routes[key])
+            settings[key] = {"ThrottlingRateLimit": throttle.rate_limit, "ThrottlingBurstLimit": throttle.burst_limit}
+        stage = self.stage.node.default_child
+        assert isinstance(stage, apigw.CfnStage)
+        stage.add_property_override("RouteSettings", settings)
 
     def _failure_alarms(self, env: Environment, on_call: OnCall) -> None:
         """A 5xx from the door means Meta retries and, if it keeps failing, disables the

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import Duration, RemovalPolicy, Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_sqs as sqs
@@ -13,7 +13,7 @@ from stacks.config.environments import Environment
 from stacks.config.lanes import Lane
 from stacks.constructs.alarms import OnCall
 from stacks.constructs.function import FunctionSpec, PipelineFunction, SharedCode
-from stacks.runtime_env import lane_id, metrics_namespace
+from stacks.runtime_env import lane_id, metrics_namespace, stack_name
 
 DLQ_RETENTION = Duration.days(14)
 """SQS's maximum: the longest a person has to look at a dead letter before it is gone."""
@@ -21,6 +21,11 @@ QUEUE_RETENTION = Duration.days(4)
 QUIET_GROUPS_AGE = "ApproximateAgeOfOldestMessageInQuietGroups"
 NOISY_GROUPS = "ApproximateNumberOfNoisyGroups"
 """Fair-queue metrics SQS publishes (namespace AWS/SQS, dimension QueueName)."""
+
+
+def lane_queue_name(env: Environment, lane_name: str) -> str:
+    """The lane queue's physical name, fixed so its dead-letter queue can name it (see below)."""
+    return f"{stack_name(env)}-{lane_name}"
 
 
 def queue_logical_id(lane_name: str) -> str:
@@ -38,21 +43,31 @@ class LaneQueues(Construct):
     def __init__(self, scope: Construct, construct_id: str, *, env: Environment, lane: Lane) -> None:
         super().__init__(scope, construct_id)
         removal = RemovalPolicy.RETAIN if env.retain_stateful else RemovalPolicy.DESTROY
+        queue_name = lane_queue_name(env, lane.name)
+        own_queue = sqs.Queue.from_queue_arn(
+            self, "OwnQueue", Stack.of(self).format_arn(service="sqs", resource=queue_name)
+        )
         self.dead_letters = sqs.Queue(
             self,
             "DeadLetters",
             retention_period=DLQ_RETENTION,
             encryption=sqs.QueueEncryption.SQS_MANAGED,
             enforce_ssl=True,
-            # Explicitly open to redrive sources, so the console's "Start DLQ redrive" and
-            # StartMessageMoveTask can move messages back (a narrower byQueue policy would need
-            # the source queue's ARN here and make the two queues depend on each other).
-            redrive_allow_policy=sqs.RedriveAllowPolicy(redrive_permission=sqs.RedrivePermission.ALLOW_ALL),
+            # Only this lane's queue may dead-letter here. Everything in this DLQ is sent back to
+            # that queue when it is redriven (`lanectl dlq redrive`, SQS's move task), so a message
+            # another queue dead-lettered here, by a redrive policy set wrongly anywhere in the
+            # account, would be replayed into this lane's consumer. The queue's ARN is built from
+            # its name, not referenced: the queue's redrive policy already references this DLQ, and
+            # CloudFormation refuses a cycle. That is why the lane queue has a fixed name.
+            redrive_allow_policy=sqs.RedriveAllowPolicy(
+                redrive_permission=sqs.RedrivePermission.BY_QUEUE, source_queues=[own_queue]
+            ),
             removal_policy=removal,
         )
         self.queue = sqs.Queue(
             self,
             "Queue",
+            queue_name=queue_name,
             visibility_timeout=Duration.seconds(lane.visibility_timeout_seconds),
             retention_period=QUEUE_RETENTION,
             encryption=sqs.QueueEncryption.SQS_MANAGED,

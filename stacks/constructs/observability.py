@@ -15,6 +15,7 @@ from pipeline import metric_names
 from pipeline.metric_names import Outcome
 from stacks.config.environments import Environment
 from stacks.constructs.alarms import OnCall
+from stacks.constructs.ingress import rejected_signatures
 from stacks.constructs.lane import NOISY_GROUPS, QUIET_GROUPS_AGE, LaneConsumer, LaneQueues
 from stacks.runtime_env import metrics_namespace
 
@@ -122,6 +123,7 @@ class Observability(Construct):
                     self._custom(metric_names.WEBHOOK_RECEIVED, "ingress", {}, "Sum"),
                     self._custom(metric_names.WEBHOOK_DUPLICATE, "ingress", {}, "Sum"),
                     self._custom(metric_names.WEBHOOK_UNPARSEABLE, "ingress", {}, "Sum"),
+                    rejected_signatures(self._env, self._period).with_(label="Signatures refused"),
                 ],
                 right=[webhook.metric_duration(statistic="p99", period=self._period)],
                 width=8,

@@ -1,5 +1,5 @@
-"""The local runtime under load, from outside as a user drives it: past its capacity the stage
-answers 429 (never a 5xx from starvation) and every accepted delivery is stored; a live queue's age
+"""The local runtime under load, from outside as a user drives it: past its capacity the webhook
+route answers 429 (never a 5xx from starvation) and every accepted delivery is stored; a live queue's age
 alarm always has data; Ctrl-C under load stops it within 5 s with its summary and leaves no
 temporary files. Each test has a runtime of its own (the load would slow the shared one)."""
 
@@ -19,6 +19,7 @@ from tests.e2e.conftest import start_pipeline
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("e2e-load")]
 LOCAL = ENVIRONMENTS["local"]
+WEBHOOK = LOCAL.api.webhook
 
 
 @pytest.fixture
@@ -35,14 +36,14 @@ def _age_alarm_states(running) -> dict[str, str]:
     return {a["AlarmName"]: a["StateValue"] for a in alarms if "OldestMessageAge" in a["AlarmName"]}
 
 
-def test_past_its_capacity_the_stage_answers_429_never_a_5xx_and_keeps_every_accepted_delivery(own_pipeline):
+def test_past_its_capacity_the_webhook_route_answers_429_never_a_5xx_and_keeps_every_accepted_delivery(own_pipeline):
     running = own_pipeline
     secret = running.client.app_secret
-    # Given a sender at three times the stage's rate for longer than its burst lasts
-    rate = LOCAL.api.rate_limit * 3
-    seconds = (LOCAL.api.burst_limit / (rate - LOCAL.api.rate_limit)) + 6
+    # Given a sender at three times the webhook route's rate for longer than its burst lasts
+    rate = WEBHOOK.rate_limit * 3
+    seconds = (WEBHOOK.burst_limit / (rate - WEBHOOK.rate_limit)) + 6
     # Enough connections that the sender keeps its rate even when answers are slow (a machine
-    # running other tests): the open loop must really offer three times the stage's rate.
+    # running other tests): the open loop must really offer three times the route's rate.
     run = load.LoadRun(url=running.api_url, app_secret=secret, rate=rate, seconds=seconds, connections=400)
     stack = load.StackView(running.aws, running.outputs, LOCAL.lane_names)
     states: list[dict[str, str]] = []
@@ -62,10 +63,10 @@ def test_past_its_capacity_the_stage_answers_429_never_a_5xx_and_keeps_every_acc
     # Then every delivery was answered, each 200 or 429, and 429s came once the burst was spent
     assert set(statuses) <= {"200", "429"}, statuses
     assert statuses.get("429", 0) > 0, statuses
-    assert statuses["200"] >= LOCAL.api.burst_limit, statuses
+    assert statuses["200"] >= WEBHOOK.burst_limit, statuses
     # (the bucket refills while the deliveries are being answered, however long that takes)
     answering = max(s.started + s.latency for s in run.sent) - min(s.started for s in run.sent)
-    assert statuses["200"] <= LOCAL.api.burst_limit + LOCAL.api.rate_limit * (answering + 1), statuses
+    assert statuses["200"] <= WEBHOOK.burst_limit + WEBHOOK.rate_limit * (answering + 1), statuses
     # And every accepted one is stored (a backlog of several hundred drains at the lane's pace,
     # slower on a machine running other tests: look for longer than the load tool's own grace)
     deadline = time.monotonic() + 120

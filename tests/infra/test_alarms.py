@@ -154,8 +154,14 @@ def test_alarm_topic_is_encrypted_with_a_key_cloudwatch_may_use(synthesized):
     key_id = topic["Properties"]["KmsMasterKeyId"]["Fn::GetAtt"][0]
     key = synthesized.resource(key_id)["Properties"]
     assert key["EnableKeyRotation"] is True
-    principals = [s["Principal"] for s in key["KeyPolicy"]["Statement"]]
-    assert {"Service": "cloudwatch.amazonaws.com"} in principals
+    (cloudwatch,) = [
+        s for s in key["KeyPolicy"]["Statement"] if s["Principal"] == {"Service": "cloudwatch.amazonaws.com"}
+    ]
+    # Only on behalf of this account's own alarms (no confused deputy)
+    assert cloudwatch["Condition"]["StringEquals"] == {"aws:SourceAccount": {"Ref": "AWS::AccountId"}}
+    source_arn = json.dumps(cloudwatch["Condition"]["ArnLike"]["aws:SourceArn"])
+    assert ":cloudwatch:" in source_arn
+    assert ":alarm:*" in source_arn
 
 
 def test_dashboard_shows_every_lane(synthesized):
@@ -193,3 +199,22 @@ def test_every_5xx_reason_of_the_doors_is_alarmed(synthesized):
     assert alarmed == {(metric_names.WEBHOOK_FAILED, r) for r in metric_names.WebhookFailure.ALL} | {
         (metric_names.JOB_FAILED, r) for r in metric_names.JobFailure.ALL
     }
+
+
+def test_refused_signatures_are_alarmed_as_one_series(synthesized):
+    # Every refusal (missing, malformed, mismatched) is counted under RejectedBy=signature too
+    (alarm,) = [
+        a
+        for a in _alarms(synthesized)
+        if a.get("MetricName") == metric_names.WEBHOOK_REJECTED
+        and {"Name": metric_names.REJECTED_BY, "Value": metric_names.SIGNATURE} in a["Dimensions"]
+    ]
+    assert {"Name": "service", "Value": "ingress"} in alarm["Dimensions"]
+    assert (alarm["Namespace"], alarm["Statistic"], alarm["Period"]) == (
+        f"Lanes/{synthesized.env.name}",
+        "Sum",
+        synthesized.env.alarms.period_seconds,
+    )
+    assert alarm["Threshold"] == synthesized.env.alarms.rejected_signatures
+    assert alarm["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
+    assert "RUNBOOK.md#rejected-signatures" in alarm["AlarmDescription"]

@@ -78,6 +78,15 @@ def test_every_consumer_keeps_its_lane_budget(synthesized):
         assert mapping["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
 
 
+def test_the_jobs_api_has_slots_of_its_own_where_the_environment_reserves(synthesized):
+    (jobs,) = _functions_by_handler(synthesized, "pipeline.handlers.jobs.handler")
+    env = synthesized.env
+    if env.reserved_concurrency:
+        assert jobs["ReservedConcurrentExecutions"] == env.jobs.reserved_concurrency > 0
+    else:
+        assert "ReservedConcurrentExecutions" not in jobs
+
+
 def test_every_lane_the_router_can_return_is_consumed(synthesized):
     # A routed-but-unconsumed queue strands its work forever while the producer sees success.
     for lane_name in WEBHOOK_LANES | set(synthesized.env.lane_names):
@@ -114,15 +123,31 @@ def test_http_api_routes_and_their_authorisation(synthesized):
     assert api["Properties"]["ProtocolType"] == "HTTP"
 
 
-def test_the_stage_is_throttled_and_logs_access(synthesized):
-    (stage,) = synthesized.resources("AWS::ApiGatewayV2::Stage").values()
+def test_each_route_is_throttled_on_its_own_and_the_stage_logs_access(synthesized):
+    (stage_id,) = synthesized.resources("AWS::ApiGatewayV2::Stage")
+    stage = synthesized.resource(stage_id)
     props = stage["Properties"]
     assert props["StageName"] == "$default"
     assert props["AutoDeploy"] is True
-    assert props["DefaultRouteSettings"] == {
-        "ThrottlingBurstLimit": synthesized.env.api.burst_limit,
-        "ThrottlingRateLimit": synthesized.env.api.rate_limit,
+    api = synthesized.env.api
+
+    def bucket(throttle):
+        return {"ThrottlingBurstLimit": throttle.burst_limit, "ThrottlingRateLimit": throttle.rate_limit}
+
+    # The webhook and the jobs routes have their own buckets; the handshake has the stage default
+    assert props["RouteSettings"] == {
+        "POST /webhooks/meta": bucket(api.webhook),
+        "POST /jobs": bucket(api.jobs),
+        "GET /jobs/{id}": bucket(api.jobs),
     }
+    assert props["DefaultRouteSettings"] == bucket(api.other)
+    # And the stage is created after the routes it names (API Gateway refuses unknown route keys)
+    routes = {
+        logical_id
+        for logical_id, r in synthesized.resources("AWS::ApiGatewayV2::Route").items()
+        if r["Properties"]["RouteKey"] in props["RouteSettings"]
+    }
+    assert routes <= set(stage["DependsOn"])
     access = props["AccessLogSettings"]
     assert access["DestinationArn"]["Fn::GetAtt"][1] == "Arn"
     assert json.loads(access["Format"])["status"] == "$context.status"

@@ -46,7 +46,7 @@ def test_reservations_only_where_the_account_quota_allows_them():
     for env in ENVIRONMENTS.values():
         if env.reserved_concurrency:
             # Lambda keeps 100 of the account's concurrency unreserved.
-            assert env.reserved_total <= env.account_concurrency_quota - 100
+            assert env.reserved_total + env.jobs_reservation + 1 <= env.account_concurrency_quota - 100
     assert not get_environment("dev").reserved_concurrency  # new accounts start at a quota of 10
 
 
@@ -89,3 +89,20 @@ def test_a_body_cap_the_webhook_log_cannot_hold_is_refused():
     assert WebhookConfig().max_body_bytes == 3 * 1024 * 1024
     with pytest.raises(ValueError, match="max_body_bytes"):
         WebhookConfig(max_body_bytes=MAX_LOGGABLE_BYTES + 1)
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"secret_cache_seconds": 59}, "secret_cache_seconds must be 60..300"),
+        ({"secret_cache_seconds": 301}, "secret_cache_seconds must be 60..300"),
+        ({"secret_refresh_seconds": 0}, "secret_refresh_seconds"),
+        ({"secret_cache_seconds": 60, "secret_refresh_seconds": 61}, "secret_refresh_seconds"),
+    ],
+    ids=["cache-too-short", "cache-too-long", "no-refresh-interval", "refresh-longer-than-cache"],
+)
+def test_a_secret_cache_outside_its_bounds_is_refused(change, message):
+    from stacks.config.environments import WebhookConfig
+
+    with pytest.raises(ValueError, match=message):
+        WebhookConfig(**change)

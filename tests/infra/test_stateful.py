@@ -87,7 +87,23 @@ def test_every_lane_queue_has_a_redrive_dlq_and_a_long_enough_visibility(synthes
         assert queue["RedriveAllowPolicy"] == {"redrivePermission": "denyAll"}
         assert dlq["SqsManagedSseEnabled"] is True
         assert dlq["MessageRetentionPeriod"] == 14 * 24 * 3600
-        assert dlq["RedriveAllowPolicy"] == {"redrivePermission": "allowAll"}
+
+
+def test_each_dead_letter_queue_takes_dead_letters_from_its_own_lane_queue_only(synthesized):
+    env = synthesized.env
+    for lane in env.lanes:
+        queue = synthesized.resource(queue_logical_id(lane.name))["Properties"]
+        dlq = synthesized.resource(dlq_logical_id(lane.name))
+        # The lane queue's fixed name, and the DLQ naming exactly that queue's ARN
+        assert queue["QueueName"] == f"lanes-{env.name}-{lane.name}"
+        policy = dlq["Properties"]["RedriveAllowPolicy"]
+        assert policy["redrivePermission"] == "byQueue"
+        (arn,) = policy["sourceQueueArns"]
+        joined = json.dumps(arn)
+        assert f":lanes-{env.name}-{lane.name}" in joined
+        assert '"Ref": "AWS::AccountId"' in joined
+        # Built from the name, not a reference: the queue already refers to its DLQ
+        assert queue_logical_id(lane.name) not in json.dumps(dlq)
 
 
 def test_every_queue_refuses_unencrypted_transport(synthesized):

@@ -23,6 +23,8 @@ REGION = "us-east-1"
 META_APP_SECRET = "test-app-secret"
 META_PREVIOUS_APP_SECRET = "test-previous-app-secret"
 META_VERIFY_TOKEN = "test-verify-token"
+META_PREVIOUS_EXPIRES_AT = 1_800_000_000 + 24 * 3600
+"""A day after the clock the door's tests start at: the previous secret is in force there."""
 
 
 def _pending_table(client, name: str) -> None:
@@ -119,6 +121,7 @@ def deploy(env: Environment) -> Deployed:
             {
                 "app_secret": META_APP_SECRET,
                 "previous_app_secret": META_PREVIOUS_APP_SECRET,
+                "previous_expires_at": META_PREVIOUS_EXPIRES_AT,
                 "verify_token": META_VERIFY_TOKEN,
             }
         ),
@@ -145,8 +148,10 @@ def http_api_event(
     query: dict[str, str] | None = None,
     is_base64: bool = False,
     path_parameters: dict[str, str] | None = None,
+    caller: str | None = None,
 ) -> dict:
-    """An API Gateway HTTP API event (payload format 2.0), as a function behind a route gets it."""
+    """An API Gateway HTTP API event (payload format 2.0), as a function behind a route gets it;
+    `caller` is the IAM caller's ARN that an IAM-authorised route adds."""
     event: dict = {
         "version": "2.0",
         "routeKey": f"{method} {path}",
@@ -162,6 +167,8 @@ def http_api_event(
         event["body"] = body
     if path_parameters is not None:
         event["pathParameters"] = path_parameters
+    if caller is not None:
+        event["requestContext"]["authorizer"] = {"iam": {"userArn": caller, "accountId": caller.split(":")[4]}}
     return event
 
 

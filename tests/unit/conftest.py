@@ -66,8 +66,9 @@ def consumer_environ(deployed, env_local):
 
 @pytest.fixture
 def metrics(capsys):
-    """The metrics emitted so far, as (name, dimensions) pairs read from the EMF lines on stdout
-    (the `service` dimension Powertools adds to everything is left out)."""
+    """The metrics emitted so far, as (name, dimensions) pairs read from the EMF lines on stdout,
+    one pair per dimension set as CloudWatch publishes them (the `service` dimension Powertools
+    adds to everything is left out)."""
 
     def read() -> list[tuple[str, dict[str, str]]]:
         emitted = []
@@ -76,8 +77,9 @@ def metrics(capsys):
                 continue
             blob = json.loads(line)
             for directive in blob["_aws"]["CloudWatchMetrics"]:
-                dimensions = {d: blob[d] for group in directive["Dimensions"] for d in group if d != "service"}
-                emitted.extend((metric["Name"], dimensions) for metric in directive["Metrics"])
+                for group in directive["Dimensions"]:
+                    dimensions = {d: blob[d] for d in group if d != "service"}
+                    emitted.extend((metric["Name"], dimensions) for metric in directive["Metrics"])
         return emitted
 
     return read

@@ -1,85 +1,105 @@
-"""Meta's app secrets and verify token, from Secrets Manager, read once per handler instance.
+"""Meta's app secrets and verify token, from Secrets Manager, cached per handler instance.
 
-A successful read is kept for the life of the instance (a rotation reaches new instances; the
-previous secret keeps old-signed deliveries verifying meanwhile). A failed or unusable read is
-not kept: it is retried, but at most once per `retry_seconds`, so a broken secret turns every
-webhook into a fast 500 (Meta retries those) without a Secrets Manager call per delivery.
+A successful read is kept for `cache_seconds` (60 to 300, from the environment's config), so a
+rotation reaches every warm instance within that time. A delivery whose signature does not match
+may ask for one early read (`refresh`), at most once per `refresh_seconds` counting every read, so
+a delivery signed with a secret stored moments ago is accepted at once while a flood of forged
+signatures costs at most one Secrets Manager call per instance per `refresh_seconds`.
+
+A read that fails is not kept. If Secrets Manager is unreachable and a good secret is cached, the
+cached one keeps serving (a blip must not turn deliveries into 500s) and the read is tried again
+after `retry_seconds`; with nothing cached, or when the secret read is unusable (an operator's
+mistake), each request fails fast until `retry_seconds` have passed, without a call per delivery.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from pipeline.domain.meta_secret import MetaSecrets, SecretsMisconfigured
+
 RETRY_SECONDS = 5.0
+DEFAULT_CACHE_SECONDS = 120.0
+DEFAULT_REFRESH_SECONDS = 30.0
 
 
 class SecretsUnavailable(RuntimeError):
     """Secrets Manager could not be read (throttled, unreachable, access denied)."""
 
 
-class SecretsMisconfigured(RuntimeError):
-    """The secret was read but cannot be used: not JSON, or no app secret."""
-
-
-@dataclass(frozen=True)
-class MetaSecrets:
-    app_secret: str
-    previous_app_secret: str
-    verify_token: str
-
-    def signing_keys(self) -> tuple[bytes, ...]:
-        return tuple(s.encode() for s in (self.app_secret, self.previous_app_secret) if s)
-
-    @classmethod
-    def from_json(cls, text: str) -> MetaSecrets:
-        try:
-            raw = json.loads(text)
-        except (TypeError, ValueError) as exc:
-            raise SecretsMisconfigured("the Meta secret is not JSON") from exc
-        if not isinstance(raw, dict):
-            raise SecretsMisconfigured("the Meta secret is not a JSON object")
-        values = {name: raw.get(name) or "" for name in ("app_secret", "previous_app_secret", "verify_token")}
-        if not all(isinstance(v, str) for v in values.values()):
-            raise SecretsMisconfigured("the Meta secret's fields must be strings")
-        if not values["app_secret"]:
-            raise SecretsMisconfigured("the Meta secret has no app_secret: no delivery can be verified")
-        return cls(**values)
-
-
 class MetaSecretSource:
     def __init__(
-        self, client: Any, secret_arn: str, clock: Callable[[], float], retry_seconds: float = RETRY_SECONDS
+        self,
+        client: Any,
+        secret_arn: str,
+        clock: Callable[[], float],
+        *,
+        cache_seconds: float = DEFAULT_CACHE_SECONDS,
+        refresh_seconds: float = DEFAULT_REFRESH_SECONDS,
+        retry_seconds: float = RETRY_SECONDS,
     ) -> None:
         self._client = client
         self._arn = secret_arn
         self._clock = clock
+        self._cache_seconds = cache_seconds
+        self._refresh_seconds = refresh_seconds
         self._retry_seconds = retry_seconds
         self._secrets: MetaSecrets | None = None
-        self._failure: tuple[float, type[Exception], str] | None = None
+        self._fresh_until = 0.0
+        self._last_read: float | None = None
+        self._retry_at = 0.0
+        self._failure: tuple[type[Exception], str] | None = None
 
     def get(self) -> MetaSecrets:
         """The secrets, or SecretsUnavailable / SecretsMisconfigured."""
-        if self._secrets is not None:
-            return self._secrets
         now = self._clock()
-        if self._failure is not None and now - self._failure[0] < self._retry_seconds:
+        if self._secrets is not None and now < self._fresh_until:
+            return self._secrets
+        if now < self._retry_at:
+            if self._secrets is not None:
+                return self._secrets
+            assert self._failure is not None
             # A fresh exception each time: re-raising one instance would grow its traceback forever.
-            _, kind, message = self._failure
+            kind, message = self._failure
             raise kind(message)
-        try:
-            self._secrets = MetaSecrets.from_json(self._read())
-        except (SecretsUnavailable, SecretsMisconfigured) as exc:
-            self._failure = (now, type(exc), str(exc))
-            raise
-        self._failure = None
-        return self._secrets
+        return self._read(now)
 
-    def _read(self) -> str:
+    def refresh(self) -> MetaSecrets | None:
+        """Read again now, unless a read happened in the last `refresh_seconds`; None when no read
+        was made or it failed (the caller keeps what it has)."""
+        now = self._clock()
+        if self._last_read is not None and now - self._last_read < self._refresh_seconds:
+            return None
+        try:
+            return self._read(now)
+        except (SecretsUnavailable, SecretsMisconfigured):
+            return None
+
+    def _read(self, now: float) -> MetaSecrets:
+        self._last_read = now
+        try:
+            secrets = MetaSecrets.from_json(self._fetch(), now)
+        except SecretsUnavailable as exc:
+            self._retry_at = now + self._retry_seconds
+            if self._secrets is not None:
+                return self._secrets
+            self._failure = (type(exc), str(exc))
+            raise
+        except SecretsMisconfigured as exc:
+            self._retry_at = now + self._retry_seconds
+            self._secrets = None
+            self._failure = (type(exc), str(exc))
+            raise
+        self._secrets = secrets
+        self._fresh_until = now + self._cache_seconds
+        self._retry_at = 0.0
+        self._failure = None
+        return secrets
+
+    def _fetch(self) -> str:
         try:
             response = self._client.get_secret_value(SecretId=self._arn)
         except (ClientError, BotoCoreError) as exc:
@@ -88,3 +108,6 @@ class MetaSecretSource:
         if text is None:
             raise SecretsMisconfigured("the Meta secret has no SecretString")
         return str(text)
+
+
+__all__ = ["MetaSecretSource", "MetaSecrets", "SecretsMisconfigured", "SecretsUnavailable"]

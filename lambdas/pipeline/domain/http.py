@@ -41,6 +41,8 @@ class HttpRequest:
     is_base64: bool
     path_parameters: Mapping[str, str] = field(default_factory=dict)
     request_id: str | None = None
+    caller: str | None = None
+    """The IAM caller's ARN, on IAM-authorised routes (API Gateway checked the signature)."""
 
     @classmethod
     def from_event(cls, event: Mapping[str, Any]) -> HttpRequest:
@@ -48,6 +50,8 @@ class HttpRequest:
         http = context.get("http") or {}
         headers = {str(k).lower(): str(v) for k, v in (event.get("headers") or {}).items()}
         body = event.get("body")
+        iam = (context.get("authorizer") or {}).get("iam") or {}
+        caller = iam.get("userArn")
         return cls(
             method=str(http.get("method") or "").upper(),
             path=str(event.get("rawPath") or http.get("path") or ""),
@@ -58,6 +62,7 @@ class HttpRequest:
             is_base64=bool(event.get("isBase64Encoded")),
             path_parameters={str(k): str(v) for k, v in (event.get("pathParameters") or {}).items()},
             request_id=context.get("requestId"),
+            caller=str(caller) if caller else None,
         )
 
     def query_values(self) -> dict[str, list[str]]:

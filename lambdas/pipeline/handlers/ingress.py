@@ -1,11 +1,16 @@
 """The Meta webhook door (`GET/POST /webhooks/meta`): verify, cap, log, route, enqueue, answer.
 
-A new delivery costs exactly two AWS calls (the conditional log write, the send); the secrets
-are read once per instance. The log row is the obligation: once it is written and its message
-sent, or its failed send noted on the row (which puts it where the sweeper looks), the answer is
-200. If the row cannot be written, or a failed send cannot be noted, the answer is 500 so Meta
-retries, and a retry of a queued row is sent again. Never 503: Meta disables subscriptions that
-keep failing, so only the stage throttle bounds this door.
+A new delivery costs exactly two AWS calls (the conditional log write, the send); the secret is
+cached per instance (adapters/secrets.py). The signature header's form is checked before anything
+else, so a request without a well-formed one costs neither a secret read nor a pass over its body.
+A well-formed signature that does not match may trigger one early read of the secret, rate-limited
+per instance: that is how a rotation is seen before the cache expires.
+
+The log row is the obligation: once it is written and its message sent, or its failed send noted
+on the row (which puts it where the sweeper looks), the answer is 200. If the row cannot be
+written, or a failed send cannot be noted, the answer is 500 so Meta retries, and a retry of a
+queued row is sent again. Never 503: Meta disables subscriptions that keep failing, so only the
+route throttle bounds this door.
 """
 
 from __future__ import annotations
@@ -47,6 +52,8 @@ def _failed() -> dict[str, Any]:
 
 class SecretSource(Protocol):
     def get(self) -> MetaSecrets: ...
+
+    def refresh(self) -> MetaSecrets | None: ...
 
 
 class DeliveryLog(Protocol):
@@ -118,10 +125,15 @@ class _Door:
             )
         return None
 
-    def _reject(self, status: int, reason: str, message: str) -> dict[str, Any]:
+    def _reject(self, status: int, reason: str, message: str, *, signature_refused: bool = False) -> dict[str, Any]:
         self._telemetry.warning("webhook rejected", status=status, reason=reason)
-        self._telemetry.count(metric_names.WEBHOOK_REJECTED, **{metric_names.REASON: reason})
+        also_by = {metric_names.REJECTED_BY: metric_names.SIGNATURE} if signature_refused else {}
+        self._telemetry.count_also_by(metric_names.WEBHOOK_REJECTED, also_by, **{metric_names.REASON: reason})
         return http.error(status, message)
+
+    def _refuse_signature(self, check: SignatureCheck) -> dict[str, Any]:
+        status = 403 if check is SignatureCheck.MISMATCH else 401
+        return self._reject(status, check.value, check.value.replace("_", " "), signature_refused=True)
 
     def _handshake(self, request: HttpRequest) -> dict[str, Any]:
         secrets = self._secrets()
@@ -137,6 +149,9 @@ class _Door:
         return http.response(200, challenge)
 
     def _deliver(self, request: HttpRequest) -> dict[str, Any]:
+        claimed = signature.claimed_digest(request.headers.get(signature.HEADER))
+        if isinstance(claimed, SignatureCheck):
+            return self._refuse_signature(claimed)
         try:
             raw = request.body_bytes(self._config.webhook.max_body_bytes)
         except http.BodyTooLarge as exc:
@@ -146,11 +161,22 @@ class _Door:
         secrets = self._secrets()
         if secrets is None:
             return _failed()
-        check = signature.verify(raw, request.headers.get(signature.HEADER), secrets.signing_keys())
+        now = self._clock()
+        check = signature.matches(raw, claimed, secrets.signing_keys(now))
+        if check is SignatureCheck.MISMATCH:
+            check = self._check_a_newer_secret(raw, claimed, secrets, now)
         if check is not SignatureCheck.VALID:
-            status = 403 if check is SignatureCheck.MISMATCH else 401
-            return self._reject(status, check.value, check.value.replace("_", " "))
+            return self._refuse_signature(check)
         return self._log_and_enqueue(raw)
+
+    def _check_a_newer_secret(self, raw: bytes, claimed: bytes, cached: MetaSecrets, now: float) -> SignatureCheck:
+        """After a rotation Meta signs with a secret this instance may not have read yet: look
+        once (the source allows one early read per interval), and verify again only if it changed."""
+        fresher = self._ports.secrets.refresh()
+        if fresher is None or fresher.signing_keys(now) == cached.signing_keys(now):
+            return SignatureCheck.MISMATCH
+        self._telemetry.info("the Meta secret changed since this instance read it; using the new one")
+        return signature.matches(raw, claimed, fresher.signing_keys(now))
 
     def _log_and_enqueue(self, raw: bytes) -> dict[str, Any]:
         now = self._clock()
@@ -248,13 +274,17 @@ def create_handler(
     environ: Mapping[str, str], *, clients: Clients | None = None, clock: Callable[[], float] = time.time
 ) -> Handler:
     """The handler for one instance, from the variables the template gives the function. No AWS
-    call is made here: the secret is read on the first request."""
+    call is made here: the secret is read on the first request that needs it."""
     config = IngressConfig.from_environ(environ)
     tables = settings.Tables.from_environ(environ)
     clients = clients or Clients(region=settings.region(environ))
     ports = IngressPorts(
         secrets=MetaSecretSource(
-            clients.secretsmanager, settings.require(environ, settings.EnvVar.META_SECRET_ARN), clock
+            clients.secretsmanager,
+            settings.require(environ, settings.EnvVar.META_SECRET_ARN),
+            clock,
+            cache_seconds=config.webhook.secret_cache_seconds,
+            refresh_seconds=config.webhook.secret_refresh_seconds,
         ),
         log=WebhookLog(clients.dynamodb, tables.webhook_log),
         queue=QueueSender(clients.sqs),

@@ -1,5 +1,10 @@
 """The jobs API (`POST /jobs`, `GET /jobs/{id}`), IAM-authorised at API Gateway.
 
+Every request is bound to its caller's IAM identity: the environment's config grants each
+principal the tenants it may act for (domain/callers.py). A caller with no grant is refused 403
+on both routes; `POST` for a tenant it is not granted is refused 403 before admission is asked or
+anything is written, and `GET` of another tenant's job is refused 403 without its status.
+
 `POST` validates, asks admission (cached lane state: no AWS call at steady state) whether the lane
 can start the job within its objective (503 + Retry-After if not), then writes the job and counts
 it against its tenant in one transaction (429 at the tenant's limit; an `Idempotency-Key` seen
@@ -35,6 +40,7 @@ from pipeline.adapters.observability import logger_for, metrics_for
 from pipeline.adapters.queues import Outgoing, QueueSender
 from pipeline.domain import admission, http, jobs
 from pipeline.domain.admission import LaneProfile, LaneSnapshot
+from pipeline.domain.callers import principal_of
 from pipeline.domain.envelope import Envelope
 from pipeline.domain.http import HttpRequest
 from pipeline.domain.jobs import Job, JobRequest
@@ -118,11 +124,18 @@ class _Api:
         self._clock = clock
 
     def answer(self, request: HttpRequest) -> dict[str, Any]:
+        if request.method not in ("GET", "POST"):
+            return http.error(405, "method not allowed", headers={"allow": "GET, POST"})
+        if not self._config.settings.callers.tenants_of(request.caller):
+            return self._forbidden(request, f"{principal_of(request.caller)} is not granted any tenant on this API")
         if request.method == "POST":
             return self._create(request)
-        if request.method == "GET":
-            return self._status(request)
-        return http.error(405, "method not allowed", headers={"allow": "GET, POST"})
+        return self._status(request)
+
+    def _forbidden(self, request: HttpRequest, message: str, **fields: Any) -> dict[str, Any]:
+        self._telemetry.warning("caller refused", outcome="forbidden", caller=principal_of(request.caller), **fields)
+        self._telemetry.count(metric_names.JOB_FORBIDDEN)
+        return http.error(403, message)
 
     def _status(self, request: HttpRequest) -> dict[str, Any]:
         job_id = _job_id_from(request)
@@ -130,6 +143,13 @@ class _Api:
         job = self._ports.store.get(job_id) if jobs.is_job_id(job_id) else None
         if job is None:
             return http.error(404, "unknown job")
+        if not self._config.settings.callers.may_act_for(request.caller, job.tenant):
+            # The job's tenant is not named: the caller may not know it.
+            return self._forbidden(
+                request,
+                f"{principal_of(request.caller)} may not read this job: it belongs to a tenant not granted to it",
+                id=job_id,
+            )
         return http.json_response(200, job.to_public())
 
     def _create(self, request: HttpRequest) -> dict[str, Any]:
@@ -147,6 +167,12 @@ class _Api:
             return http.error(413, str(exc))
         except (http.BodyUndecodable, jobs.InvalidJob) as exc:
             return http.error(getattr(exc, "status", 400), str(exc))
+        if not self._config.settings.callers.may_act_for(request.caller, job_request.tenant):
+            return self._forbidden(
+                request,
+                f"{principal_of(request.caller)} may not submit jobs for tenant {job_request.tenant}",
+                tenant=job_request.tenant,
+            )
         lane = job_request.lane
         profile = self._config.profiles[lane]
         decision = admission.decide(self._ports.lanes.get(lane), profile)

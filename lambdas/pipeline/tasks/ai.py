@@ -16,12 +16,18 @@ three model calls and three replies. Two kinds of work on this lane do it:
   commit the reply together with a check that the marker is still ours. A message that arrived
   during the call fails that check, and the reply is dropped in favour of the newer turn.
 
-The turn's id derives from the message (`turn-<conversation>-<message id>`), so a repeated
+The turn's id derives from the message (`turn-<conversation ref>-<message id>`), so a repeated
 follow-up is a duplicate the consumer's done-marker absorbs.
+
+A conversation id names a person's thread (often their phone number or account id), so it never
+reaches a log: the turn's id, the outcome's detail and error messages (all logged by the consumer)
+carry `conversation_ref`, a digest of tenant and conversation. Someone who knows the conversation
+can compute its ref and find its log lines; the logs alone do not give the id back.
 """
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections.abc import Mapping
 from typing import Any
@@ -51,8 +57,13 @@ def conversation_pk(tenant: str, conversation: str) -> str:
     return f"conversation#{tenant}#{conversation}"
 
 
-def turn_id(conversation: str, message_id: str) -> str:
-    return f"turn-{conversation}-{message_id}"
+def conversation_ref(tenant: str, conversation: str) -> str:
+    """What logs call a conversation: 16 hex digits of a SHA-256 over tenant and id."""
+    return hashlib.sha256(f"{tenant}\x00{conversation}".encode()).hexdigest()[:16]
+
+
+def turn_id(tenant: str, conversation: str, message_id: str) -> str:
+    return f"turn-{conversation_ref(tenant, conversation)}-{message_id}"
 
 
 def _field(payload: Mapping[str, Any], name: str) -> str:
@@ -103,7 +114,7 @@ def stamp(ctx: TaskContext) -> TaskResult:
     )
     debounce = float(ctx.option("debounce_seconds", "4"))
     turn = Envelope(
-        id=turn_id(conversation, message_id),
+        id=turn_id(tenant, conversation, message_id),
         lane=ctx.lane,
         tenant=tenant,
         kind=TURN,
@@ -115,7 +126,7 @@ def stamp(ctx: TaskContext) -> TaskResult:
     return TaskResult(
         writes=(marker, stored),
         follow_ups=(FollowUp(turn, delay_seconds=math.ceil(debounce)),),
-        detail={"conversation": conversation},
+        detail={"conversation": conversation_ref(tenant, conversation)},
     )
 
 
@@ -124,14 +135,15 @@ def turn(ctx: TaskContext) -> TaskResult:
     conversation, token = _field(payload, "conversation"), _field(payload, "token")
     seq = float(payload.get("seq") or 0)
     tenant = ctx.envelope.tenant
+    ref = conversation_ref(tenant, conversation)
     marker = ctx.read(Table.STATE, marker_key(tenant, conversation))
     if marker is None:
-        raise TurnBeforeStamp(f"no marker yet for conversation {conversation}")
+        raise TurnBeforeStamp(f"no marker yet for conversation {ref}")
     theirs = (float(marker.get("seq", 0)), str(marker.get("token", "")))
     if theirs > (seq, token):
-        return TaskResult(superseded=True, detail={"conversation": conversation, "superseded_by": theirs[1]})
+        return TaskResult(superseded=True, detail={"conversation": ref, "superseded_by": theirs[1]})
     if theirs < (seq, token):
-        raise TurnBeforeStamp(f"marker for conversation {conversation} predates message {token}")
+        raise TurnBeforeStamp(f"marker for conversation {ref} predates message {token}")
     with ctx.dependency():
         reply = ctx.vendor.complete(str(marker.get("text", "")), timeout=ctx.remaining())
     answer = Put(
@@ -155,7 +167,7 @@ def turn(ctx: TaskContext) -> TaskResult:
         values={":token": token},
         on_conflict=OnConflict.SUPERSEDE,
     )
-    return TaskResult(writes=(answer, still_newest), detail={"conversation": conversation})
+    return TaskResult(writes=(answer, still_newest), detail={"conversation": ref})
 
 
 def run(ctx: TaskContext) -> TaskResult:

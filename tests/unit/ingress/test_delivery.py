@@ -203,7 +203,9 @@ def test_oversize_bodies_are_refused_with_413_before_anything_is_stored(door, in
 
     assert response["statusCode"] == 413
     assert inspect.rows() == []
-    assert ("WebhookRejected", {"Reason": "too_large"}) in metrics()
+    emitted = metrics()
+    assert ("WebhookRejected", {"Reason": "too_large"}) in emitted
+    assert ("WebhookRejected", {"RejectedBy": "signature"}) not in emitted
 
 
 def test_oversize_base64_bodies_are_refused_without_decoding(door, inspect):

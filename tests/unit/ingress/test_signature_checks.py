@@ -40,9 +40,12 @@ def test_bad_signatures_are_refused_and_nothing_is_stored(door, inspect, metrics
     for case, (header, status, reason) in BAD_SIGNATURES.items():
         response = door(post(RAW, signature=header), None)
 
-        # Then each is refused with the status for its fault, and counted by reason
+        # Then each is refused with the status for its fault, counted by reason and as a refused
+        # signature (the series the rejected-signatures alarm watches)
         assert response["statusCode"] == status, case
-        assert ("WebhookRejected", {"Reason": reason}) in metrics(), case
+        emitted = metrics()
+        assert ("WebhookRejected", {"Reason": reason}) in emitted, case
+        assert ("WebhookRejected", {"RejectedBy": "signature"}) in emitted, case
 
     # And none was logged or queued
     assert inspect.rows() == []

@@ -11,6 +11,7 @@ import pytest
 from pipeline import schema
 from pipeline.domain import jobs
 from pipeline.handlers import jobs as jobs_handler
+from stacks.config.environments import LOCAL_ACCOUNT, LOCAL_PRODUCER
 from tests.support.aws import REGION, AwsCalls, handler_clients, http_api_event
 
 NOW = 1_800_000_000.0
@@ -27,16 +28,22 @@ class Clock:
         self.now += seconds
 
 
-def submit(body: dict | str, *, key: str | None = None) -> dict:
+PRODUCER = f"arn:aws:sts::{LOCAL_ACCOUNT}:assumed-role/{LOCAL_PRODUCER}/backend-7"
+"""A session of the local environment's producer role, granted every tenant."""
+PARTNER_ACME = f"arn:aws:sts::{LOCAL_ACCOUNT}:assumed-role/partner-acme/sync"
+"""A session of the local environment's partner-acme role, granted tenant acme only."""
+
+
+def submit(body: dict | str, *, key: str | None = None, caller: str | None = PRODUCER) -> dict:
     headers = {"content-type": "application/json"}
     if key is not None:
         headers["Idempotency-Key"] = key
     text = body if isinstance(body, str) else json.dumps(body)
-    return http_api_event("POST", "/jobs", body=text, headers=headers)
+    return http_api_event("POST", "/jobs", body=text, headers=headers, caller=caller)
 
 
-def status(job_id: str) -> dict:
-    return http_api_event("GET", f"/jobs/{job_id}", path_parameters={"id": job_id})
+def status(job_id: str, *, caller: str | None = PRODUCER) -> dict:
+    return http_api_event("GET", f"/jobs/{job_id}", path_parameters={"id": job_id}, caller=caller)
 
 
 def job(**changes) -> dict:

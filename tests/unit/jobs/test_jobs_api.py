@@ -9,7 +9,7 @@ from pipeline import schema
 from pipeline.domain import jobs
 from pipeline.domain.envelope import Envelope
 from tests.support.aws import http_api_event
-from tests.unit.jobs.conftest import NOW, body_of, job, status, submit
+from tests.unit.jobs.conftest import NOW, PRODUCER, body_of, job, status, submit
 
 
 def test_an_accepted_job_is_written_pending_counted_and_enqueued(api, inspect, metrics):
@@ -74,7 +74,7 @@ def test_unknown_jobs_are_404(api, aws_calls):
 def test_the_job_id_is_also_read_from_the_path(api):
     job_id = body_of(api(submit(job()), None))["id"]
 
-    response = api(http_api_event("GET", f"/jobs/{job_id}"), None)
+    response = api(http_api_event("GET", f"/jobs/{job_id}", caller=PRODUCER), None)
 
     assert body_of(response)["id"] == job_id
 

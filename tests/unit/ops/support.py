@@ -80,6 +80,16 @@ def template(env: Environment, *, drop_outputs: tuple[str, ...] = ()) -> dict[st
         outputs[f"{prefix}DlqArn"] = {"Value": {"Fn::GetAtt": [f"{prefix}Dlq", "Arn"]}}
         outputs[f"{prefix}MappingId"] = {"Value": {"Ref": f"{prefix}Mapping"}}
         outputs[f"{prefix}FunctionName"] = {"Value": {"Ref": f"{prefix}Function"}}
+    resources["JobsFunction"] = {
+        "Type": "AWS::Lambda::Function",
+        "Properties": {
+            "Runtime": "python3.12",
+            "Handler": "index.handler",
+            "Role": {"Fn::GetAtt": ["Role", "Arn"]},
+            "Code": {"ZipFile": "def handler(event, context):\n    return {}\n"},
+        },
+    }
+    outputs["JobsFunctionName"] = {"Value": {"Ref": "JobsFunction"}}
     for key in drop_outputs:
         outputs.pop(key)
     return {

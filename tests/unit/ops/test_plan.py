@@ -9,7 +9,7 @@ import pytest
 from ops import pricing
 from ops.output import Console
 from ops.plan import plan_lane, run_plan, visibility_problem
-from stacks.config.environments import ENVIRONMENTS, Dependency
+from stacks.config.environments import ENVIRONMENTS, Dependency, EdgeConfig
 from stacks.config.lanes import LLM_DEPENDENCY, Traffic
 
 
@@ -44,8 +44,10 @@ def test_plan_prod_is_consistent_with_its_traffic(lanectl):
     assert "no warnings: the configuration is consistent with its traffic assumptions" in result.out
     env = ENVIRONMENTS["prod"]
     lanes_reserved = sum(lane.reserved_concurrency for lane in env.lanes)
-    assert f"reserved concurrency {lanes_reserved + 1} (lanes {lanes_reserved} + sweeper 1) of a 1000 quota" in (
-        " ".join(result.out.split())
+    jobs = env.jobs.reserved_concurrency
+    assert (
+        f"reserved concurrency {lanes_reserved + jobs + 1} (lanes {lanes_reserved} + jobs API {jobs} + sweeper 1) of "
+        "a 1000 quota" in " ".join(result.out.split())
     )
 
 
@@ -74,7 +76,7 @@ def test_plan_cost_section(lanectl):
     # Production passes tracing through: no traces are priced.
     assert _row(result.out, "messages", "cost")[9] == "$0.00"
     assert _row(result.out, "scheduled", "cost")[1] == "tick"
-    assert "46 alarms $4.60" in result.out
+    assert "47 alarms $4.70" in result.out
     assert "total: about $" in result.out
 
 
@@ -129,6 +131,8 @@ def test_contradictions_are_each_named(capsys):
     assert "llm: the shared limit 30 is over the vendor quota 20" in out
     reserved = sum(lane.reserved_concurrency for lane in broken.lanes) + 1  # and the sweeper
     assert f"account: {reserved} reserved is over the 0 reservable: the deploy fails" in out
+    # Reservations on, and none for the jobs API: 2 routes x 100/s x 30 ms are busy at the throttle
+    assert "jobs API: a reservation of 0 is under the 6.0 invocations busy with both jobs routes" in out
 
 
 def test_visibility_check():
@@ -155,3 +159,28 @@ def test_plan_rejects_a_bad_utilisation(lanectl):
 
     assert result.code == 2
     assert "--utilisation must be above 0 and at most 1" in result.err
+
+
+def test_the_edge_is_priced_whether_on_or_off_and_counted_only_when_on(capsys):
+    # CloudFront and AWS WAF per webhook delivery (webhook lanes only), plus the web ACL and its rules
+    env = ENVIRONMENTS["prod"]
+    webhook = [lane for lane in env.lanes if pricing.entry(lane) == "webhook"]
+    requests = sum(lane.traffic.peak_per_second for lane in webhook) * 0.25 * 730 * 3600
+    edge = pricing.edge_cost(env.lanes, 0.25)
+    assert edge.requests == pytest.approx(requests)
+    assert edge.waf == pytest.approx(requests / 1e6 * 0.60)
+    assert edge.fixed == 5.00 + 2 * 1.00
+
+    def total(out: str) -> float:
+        (line,) = [line for line in out.splitlines() if line.startswith("total: about $")]
+        return float(line.split("$")[1].split()[0].replace(",", ""))
+
+    run_plan(env, Console(), utilisation=0.7, average_fraction=0.25, strict=False)
+    off = capsys.readouterr().out
+    on_env = replace(env, edge=EdgeConfig(enabled=True))
+    run_plan(on_env, Console(), utilisation=0.7, average_fraction=0.25, strict=False)
+    on = capsys.readouterr().out
+
+    assert "edge (CloudFront + AWS WAF): off; on, it would add about $" in off
+    assert "edge (CloudFront + AWS WAF, on): $" in on
+    assert total(on) - total(off) == pytest.approx(edge.total, abs=0.02)

@@ -5,9 +5,11 @@ from __future__ import annotations
 from dataclasses import replace
 
 import boto3
+import pytest
 from botocore.stub import Stubber
 
-from stacks.config.environments import ENVIRONMENTS
+from pipeline.domain.callers import ALL_TENANTS
+from stacks.config.environments import ENVIRONMENTS, CallerGrant
 from tests.support.aws import REGION
 
 from .support import StubbedAws, deploy_stack
@@ -19,7 +21,7 @@ def _bootstrap(version="21"):
     )
 
 
-def _lambda(quota, unreserved, held=0, functions=5):
+def _lambda(quota, unreserved, held=0, functions=6):
     client = boto3.client("lambda", region_name=REGION)
     stubber = Stubber(client)
     stubber.add_response(
@@ -33,7 +35,18 @@ def _lambda(quota, unreserved, held=0, functions=5):
 
 
 PROD = ENVIRONMENTS["prod"]
-RESERVES = PROD.reserved_total + 1  # the lanes and the sweeper's one
+RESERVES = PROD.reserved_total + PROD.jobs_reservation + 1  # the lanes, the jobs API and the sweeper's one
+PRODUCER_ROLE = "arn:aws:iam::123456789012:role/backend"
+
+
+@pytest.fixture(autouse=True)
+def granted(monkeypatch):
+    """dev and prod as their operators would have them: the producer's role granted its tenants
+    (the repository's config grants none, so that nothing is open until someone says who)."""
+    for name in ("dev", "prod"):
+        env = ENVIRONMENTS[name]
+        grants = (CallerGrant(PRODUCER_ROLE, (ALL_TENANTS,)),)
+        monkeypatch.setitem(ENVIRONMENTS, name, replace(env, jobs=replace(env.jobs, callers=grants)))
 
 
 def test_everything_ready(prod_stack, lanectl):
@@ -45,13 +58,14 @@ def test_everything_ready(prod_stack, lanectl):
     lines = result.out.splitlines()
     assert lines[0] == "preflight for prod (us-east-1)"
     assert lines[1].startswith("PASS  credentials: account 123456789012 as arn:aws:sts::123456789012:user/moto")
-    assert lines[2] == "PASS  cdk bootstrap: version 21"
-    assert lines[3] == (
+    assert lines[2] == f"PASS  jobs callers: {PRODUCER_ROLE} (all tenants)"
+    assert lines[3] == "PASS  cdk bootstrap: version 21"
+    assert lines[4] == (
         f"PASS  concurrency: prod reserves {RESERVES} (already holding 0); the account has 1000 unreserved "
         "of 1000 and Lambda keeps 100"
     )
-    assert lines[4] == "PASS  meta secret: app_secret, verify_token set"
-    assert lines[5] == "ready to deploy"
+    assert lines[5] == "PASS  meta secret: app_secret, verify_token set"
+    assert lines[6] == "ready to deploy"
     assert "s3cr3t" not in result.out
 
 
@@ -119,6 +133,21 @@ def test_incomplete_secret_fails_naming_the_key_not_the_value(aws, lanectl):
     assert "hunter2" not in result.out
 
 
+def test_a_previous_secret_without_its_expiry_fails_naming_the_field_not_the_values(aws, lanectl):
+    # Given an operator mid-rotation who kept the old secret but gave it no date
+    _bootstrap()
+    secret = {"app_secret": "new-one", "previous_app_secret": "old-one", "verify_token": "t"}
+    deploy_stack(ENVIRONMENTS["dev"], secret=secret)
+
+    result = lanectl("preflight", "dev")
+
+    # Then the deploy is stopped before the door would refuse every delivery as misconfigured
+    assert result.code == 1
+    assert "FAIL  meta secret: the Meta secret has previous_app_secret but no previous_expires_at" in result.out
+    assert "new-one" not in result.out
+    assert "old-one" not in result.out
+
+
 def test_no_credentials_fails_and_skips_the_rest(monkeypatch, tmp_path, lanectl):
     for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE"):
         monkeypatch.delenv(name, raising=False)
@@ -132,6 +161,7 @@ def test_no_credentials_fails_and_skips_the_rest(monkeypatch, tmp_path, lanectl)
     assert result.code == 1
     assert result.out.splitlines()[1:] == [
         "FAIL  credentials: no AWS credentials found (set AWS_PROFILE or pass --profile)",
+        f"PASS  jobs callers: {PRODUCER_ROLE} (all tenants)",
         "SKIP  cdk bootstrap: needs credentials",
         "SKIP  concurrency: needs credentials",
         "SKIP  meta secret: needs credentials",
@@ -146,3 +176,17 @@ def test_an_environment_pinned_to_another_account(aws, lanectl, monkeypatch):
 
     assert result.code == 1
     assert "FAIL  credentials: signed in to account 123456789012, but staging is pinned to 210987654321" in result.out
+
+
+def test_an_environment_granting_no_caller_fails_before_the_jobs_api_refuses_everyone(aws, lanectl, monkeypatch):
+    _bootstrap()
+    env = ENVIRONMENTS["dev"]
+    monkeypatch.setitem(ENVIRONMENTS, "dev", replace(env, jobs=replace(env.jobs, callers=())))
+
+    result = lanectl("preflight", "dev")
+
+    assert result.code == 1
+    assert (
+        "FAIL  jobs callers: no IAM principal is granted a tenant in dev (JobsConfig.callers in "
+        "stacks/config/environments.py): the jobs API would refuse every request with 403" in result.out
+    )

@@ -62,7 +62,7 @@ def test_the_turn_is_scheduled_the_debounce_out(lane):
     [entry] = params["Entries"]
     assert entry["DelaySeconds"] == 1  # the local lane's debounce_seconds
     turn = Envelope.from_json(entry["MessageBody"])
-    assert (turn.kind, turn.source, turn.id) == (ai.TURN, "internal", ai.turn_id("conv-1", "m1"))
+    assert (turn.kind, turn.source, turn.id) == (ai.TURN, "internal", ai.turn_id(SHOP, "conv-1", "m1"))
 
 
 def test_an_older_message_processed_late_does_not_take_the_marker_back(lane, caplog):
@@ -90,7 +90,7 @@ def test_a_turn_that_arrives_before_its_stamp_is_retried_not_dropped(lane, caplo
     h.send(
         internal(
             "ai",
-            ai.turn_id("conv-1", "m1"),
+            ai.turn_id(SHOP, "conv-1", "m1"),
             ai.TURN,
             {"conversation": "conv-1", "token": "m1", "seq": 1000.0},
             tenant=SHOP,
@@ -192,3 +192,28 @@ def test_the_simulated_vendor_rejects_every_prompt_carrying_its_poison_and_only_
         with pytest.raises(VendorRejected):
             vendor.complete("my order POISON is late", timeout=1.0)
     assert vendor.complete("my order is late", timeout=1.0).startswith("Thanks")
+
+
+def test_a_conversation_id_never_reaches_the_logs(lane, caplog):
+    # Given a conversation named after the customer's phone number: a turn that arrives before
+    # its stamp (an error message), then the message and its turn (ids and outcome details)
+    conversation = "wa-15551234567"
+    h = lane("ai")
+    environ = with_lane(h.environ, options={"debounce_seconds": "0"})
+    handler = h.handler(environ, vendor=FakeVendor())
+    early = {"conversation": conversation, "token": "m0", "seq": 1.0}
+    h.send(internal("ai", ai.turn_id(SHOP, conversation, "m0"), ai.TURN, early, tenant=SHOP))
+    h.poll(handler)
+    payload = {"conversation": conversation, "message_id": "m1", "text": "hi", "sent_at": 1000.0}
+    h.send(h.job_row("job-m1", payload, tenant=SHOP, kind=ai.INBOUND))
+    _drain(h, handler)
+
+    # When every log line is read with all its fields
+    lines = log_lines(caplog)
+    assert {"done", "retried"} <= set(_outcomes(caplog, ai.TURN))
+    text = json.dumps(lines, default=str)
+
+    # Then the conversation appears only as its ref, which its lines share
+    assert conversation not in text
+    assert "15551234567" not in text
+    assert ai.conversation_ref(SHOP, conversation) in text

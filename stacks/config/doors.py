@@ -1,0 +1,130 @@
+"""The doors' part of an environment, as typed Python: the API's throttles per route, the optional
+edge in front of the webhook, the webhook door's limits and secret cache, and the jobs API's
+callers and reservation. `stacks/config/environments.py` puts them together per environment."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from pipeline.domain import callers
+from pipeline.domain.webhook_body import MAX_LOGGABLE_BYTES
+from pipeline.settings import SECRET_CACHE_SECONDS
+
+MIB = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Throttle:
+    """One API Gateway token bucket: requests a second, and how many may come at once."""
+
+    rate_limit: float
+    burst_limit: int
+
+    def __post_init__(self) -> None:
+        if self.rate_limit <= 0 or self.burst_limit < 1:
+            raise ValueError(f"a throttle needs rate_limit > 0 and burst_limit >= 1, got {self}")
+
+
+@dataclass(frozen=True)
+class ApiConfig:
+    """Throttles per route: each route is its own bucket, so a flood on one cannot spend another's.
+    Past a route's bucket API Gateway answers 429 before any function runs.
+
+    The webhook's is set high: Meta disables subscriptions that keep failing, so the webhook is
+    never shed by the application; only this bound applies to it."""
+
+    webhook: Throttle
+    """POST /webhooks/meta: Meta's deliveries (and anyone posting forgeries)."""
+    jobs: Throttle
+    """POST /jobs and GET /jobs/{id}, each."""
+    other: Throttle = field(default_factory=lambda: Throttle(rate_limit=10, burst_limit=20))
+    """The stage's default: the subscription handshake (GET /webhooks/meta, a few calls when Meta
+    verifies the subscription) and any route added without a throttle of its own."""
+
+
+EDGE_REGION = "us-east-1"
+"""AWS WAF protects CloudFront only with a web ACL made in this region."""
+
+
+@dataclass(frozen=True)
+class EdgeConfig:
+    """An optional CloudFront distribution in front of the webhook route, with an AWS WAF web ACL
+    that blocks a source address past `requests_per_ip` in `window_seconds` and anything but the
+    webhook's path (see stacks/constructs/edge.py). Off unless asked for: it costs a fixed monthly
+    sum and a little per request (`lanectl plan`), and it only helps once Meta is pointed at it."""
+
+    enabled: bool = False
+    requests_per_ip: int = 30_000
+    """Per source address and window (30 000 in 5 minutes: 100 a second). Meta sends from a pool of
+    addresses it does not publish as a list, so this must stay above what any one of them sends
+    at peak; the rule's CloudWatch metric and WAF's sampled requests show it. A single source
+    past it is blocked at CloudFront, leaving the route's throttle to Meta."""
+    window_seconds: int = 300
+
+    def __post_init__(self) -> None:
+        if self.window_seconds not in (60, 120, 300, 600):
+            raise ValueError(f"edge window_seconds must be 60, 120, 300 or 600 (AWS WAF), got {self.window_seconds}")
+        if not 10 <= self.requests_per_ip <= 2_000_000_000:
+            raise ValueError(f"edge requests_per_ip must be 10..2e9 (AWS WAF), got {self.requests_per_ip}")
+
+
+@dataclass(frozen=True)
+class WebhookConfig:
+    max_body_bytes: int = 3 * MIB
+    """Meta's largest delivery."""
+    max_json_depth: int = 64
+    secret_cache_seconds: int = 120
+    """How long a warm door keeps the Meta secret: the longest a rotation takes to reach it when
+    no delivery signed with the new secret has arrived there yet (one that has triggers an early
+    read, below). Each read is a Secrets Manager call per warm instance."""
+    secret_refresh_seconds: int = 30
+    """A delivery whose signature does not match may trigger one early read of the secret, at most
+    once per this many seconds per instance: how fast a new secret is seen, and all a flood of
+    forged signatures can cost in Secrets Manager calls."""
+
+    def __post_init__(self) -> None:
+        # Larger than one DynamoDB transaction can log: the door would accept a delivery it cannot keep.
+        if not 1 <= self.max_body_bytes <= MAX_LOGGABLE_BYTES:
+            raise ValueError(f"webhook max_body_bytes must be 1..{MAX_LOGGABLE_BYTES}, got {self.max_body_bytes}")
+        if self.max_json_depth < 1:
+            raise ValueError("webhook max_json_depth must be >= 1")
+        low, high = SECRET_CACHE_SECONDS
+        if not low <= self.secret_cache_seconds <= high:
+            raise ValueError(f"webhook secret_cache_seconds must be {low}..{high}, got {self.secret_cache_seconds}")
+        if not 1 <= self.secret_refresh_seconds <= self.secret_cache_seconds:
+            raise ValueError("webhook secret_refresh_seconds must be 1..secret_cache_seconds")
+
+
+@dataclass(frozen=True)
+class CallerGrant:
+    """An IAM principal of the jobs API and the tenants it may submit and read jobs for. The
+    principal is a role (`arn:aws:iam::<account>:role/<name>`: any session of it), a user, or an
+    account's root (every principal of that account); tenants are ids or ALL_TENANTS."""
+
+    principal: str
+    tenants: tuple[str, ...]
+
+    def __post_init__(self) -> None:
+        callers.grant_key(self.principal)
+        callers.check_tenants(self.tenants)
+
+
+@dataclass(frozen=True)
+class JobsConfig:
+    admission_cache_seconds: float = 1.0
+    tenant_queued_limit: int = 1000
+    max_payload_bytes: int = 64 * 1024
+    callers: tuple[CallerGrant, ...] = ()
+    """Who may call the jobs API for which tenants. A caller with no grant is refused 403 on
+    every route; empty means the API refuses everyone until the producers' roles are written
+    here (`lanectl preflight` fails on it)."""
+    reserved_concurrency: int = 0
+    """The jobs function's reservation, where the environment reserves: a webhook flood scales
+    the door's function, and without a reservation it could take the account's unreserved
+    concurrency the jobs API needs. It is also the jobs function's ceiling, so it must cover
+    both jobs routes at their throttle (`lanectl plan` warns when it does not)."""
+
+    def __post_init__(self) -> None:
+        callers.Callers.from_mapping({grant.principal: grant.tenants for grant in self.callers})
+        if self.reserved_concurrency < 0:
+            raise ValueError("jobs reserved_concurrency must be >= 0")
