@@ -9,7 +9,6 @@ REASON = "Reason"
 SOURCE = "Source"
 
 # Ingress (webhook door)
-WEBHOOK_RECEIVED = "WebhookReceived"
 WEBHOOK_DUPLICATE = "WebhookDuplicate"
 WEBHOOK_UNPARSEABLE = "WebhookUnparseable"
 WEBHOOK_REJECTED = "WebhookRejected"  # by Reason: signature_missing, signature_mismatch, too_large, ...

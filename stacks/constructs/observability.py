@@ -120,7 +120,9 @@ class Observability(Construct):
             cloudwatch.GraphWidget(
                 title="Webhook door",
                 left=[
-                    self._custom(metric_names.WEBHOOK_RECEIVED, "ingress", {}, "Sum"),
+                    # The function's own invocation count: an EMF line per delivery to say the
+                    # same thing cost more log bytes than the rest of the door's output.
+                    webhook.metric_invocations(period=self._period, label="Door invocations"),
                     self._custom(metric_names.WEBHOOK_DUPLICATE, "ingress", {}, "Sum"),
                     self._custom(metric_names.WEBHOOK_UNPARSEABLE, "ingress", {}, "Sum"),
                     rejected_signatures(self._env, self._period).with_(label="Signatures refused"),

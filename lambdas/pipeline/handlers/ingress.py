@@ -182,7 +182,6 @@ class _Door:
         now = self._clock()
         log_id = webhook.log_id(raw)
         telemetry = self._telemetry.bind(**{CORRELATION_ID: log_id})
-        telemetry.count(metric_names.WEBHOOK_RECEIVED)
         parsed = webhook.parse(raw, self._config.webhook.max_json_depth)
         route = None if parsed.payload is None else routing.route(parsed.payload)
         entry = LogEntry(
@@ -220,7 +219,8 @@ class _Door:
         return self._enqueue(telemetry, webhook.envelope(log_id, route, parsed, created_at), recorded.created)
 
     def _enqueue(self, telemetry: RequestTelemetry, envelope: Envelope, new: bool) -> dict[str, Any]:
-        fields = {"lane": envelope.lane, "tenant": envelope.tenant, "kind": envelope.kind, "id": envelope.id}
+        # The delivery id is already on the line as its correlation id.
+        fields = {"lane": envelope.lane, "tenant": envelope.tenant, "kind": envelope.kind}
         try:
             self._ports.queue.send(self._config.queue_urls[envelope.lane], Outgoing(envelope))
         except Exception:
