@@ -7,8 +7,9 @@ Per batch:
    body travelling by reference comes back in the same read.
    - Row missing → permanent (the row is written before the message, so this is not a race).
    - Already finished → ack as duplicate.
-   - Past its deadline, or closer to it than the lane's expected service time → the row is
-     marked expired (with its job bookkeeping), no task call.
+   - Past its deadline, or closer to it than its kind's expected service time (measured by this
+     instance, the catalogue's figure until then) → the row is marked expired (with its job
+     bookkeeping), no task call.
 3. Tenant quota: one conditional UpdateItem per tenant takes as many slots as the tenant has
    records (or as many as are free); the rest are deferred. One update gives them back.
 4. Each admitted record, unless the invocation could not finish it, runs its task under the hard
@@ -66,6 +67,7 @@ from pipeline.domain.ports import (
     location_id,
 )
 from pipeline.domain.records import Received, receive
+from pipeline.domain.service_times import ServiceTimes
 from pipeline.domain.task_context import TaskRun
 from pipeline.domain.time_limit import run_with_limit
 from pipeline.domain.work import TaskFn, TaskResult, Vendor
@@ -131,6 +133,7 @@ class Consumer:
         self._clock = clock
         self._rng = rng
         self._slowest_before = 0.0
+        self._service = ServiceTimes(config.lane.service_seconds)
         """The slowest call of the previous invocation: the first calls of this one may be as slow,
         and the settle's SQS calls are often the first SQS calls of an invocation. An instance
         runs one invocation at a time, as a Lambda execution environment does."""
@@ -260,7 +263,7 @@ class Consumer:
         expires_at = envelope.expires_at(self._lane.default_expiry_seconds)
         # Work that cannot finish before its deadline is dropped now: started, it would spend a
         # slot and its dependency's budget on a result nobody can use.
-        if expires_at is not None and expires_at - now < self._lane.service_seconds:
+        if expires_at is not None and expires_at - now < self._service.expected(envelope.kind):
             if short:
                 return out.not_started(attempt, remaining())
             return self._expire(received, obligation, attempt, now, time_left=expires_at - now)
@@ -337,7 +340,9 @@ class Consumer:
                 limit_seconds=limit,
                 on_over_budget=lambda grant: self._io.observer.over_budget(received, grant),
             )
+            started = self._clock()
             result = run_with_limit(self._task, context, limit, name=f"{self._lane.name}:{envelope.kind}")
+            self._service.observe(envelope.kind, self._clock() - started)
         except DependencyBusy:
             return self._defer(received, budget_rules.DEPENDENCY)
         except TaskTimeout as exc:

@@ -90,3 +90,23 @@ def test_a_job_with_more_time_left_than_its_service_takes_is_run(lane):
     task = Recorder()
     h.poll(h.handler(environ, tasks={"messages": task}))
     assert task.calls == ["job-just"]
+
+
+def test_the_expected_service_time_is_what_this_instance_measured(lane):
+    # Given a lane planned at 10 s a record whose tasks really take about 0.2 s
+    h = lane("messages")
+    environ = with_lane(h.environ, service_seconds=10.0)
+    clock = {"now": time.time()}
+
+    def quick(ctx):
+        clock["now"] += 0.2
+        return Recorder()(ctx)
+
+    handler = h.handler(environ, tasks={"messages": quick}, clock=lambda: clock["now"])
+    h.send(h.job_row("job-first", {}, tenant="acme", kind="test", deadline=clock["now"] + 60))
+    h.poll(handler)
+    # When a job with 4 s left arrives at the same instance
+    h.send(h.job_row("job-4s", {}, tenant="acme", kind="test", deadline=clock["now"] + 4))
+    h.poll(handler)
+    # Then it runs: the measured 0.2 s, not the planned 10 s, is what it must have left
+    assert h.row("jobs", "job-4s")["status"] == schema.RowStatus.DONE
