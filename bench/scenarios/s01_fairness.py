@@ -3,14 +3,16 @@
 One page (tenant) sends `big` comments as separate webhooks; once all are accepted, two other
 pages send one comment each. Comment triage calls the simulated model (the `llm` dependency),
 whose latency is set to `service_ms`: that is the lane's service time. The lane's mapping runs
-at MaximumConcurrency 2, the llm budget, so the dependency never defers and the tenant quota is
-the only difference between the two runs:
+at MaximumConcurrency 2, the llm budget, so the dependency never defers, and the queue's
+ordering is the only difference between the two runs:
 
-- this pipeline: the lane's tenant in-flight quota (4 records) enforced: the campaign's surplus
-  is deferred cheaply (re-sent with a delay), so the consumers reach the quiet pages' comments
-  without first doing the campaign's work;
-- baseline, a plain shared FIFO lane: the same quota in observe mode (it counts, never defers),
-  and the queue's fair-queue ordering switched off (the emulated lanes are SQS fair queues).
+- this pipeline: the lane as configured, an SQS fair queue (the page is the message group) with
+  no tenant cap: quiet groups' messages are handed out first, and nothing is re-sent or written
+  for fairness, so the campaign still gets every slot nobody else wants;
+- baseline, a plain shared FIFO lane: the same lane with the fair-queue ordering switched off.
+
+A refused delivery (429 past the local webhook route's burst) is retried as Meta retries it, and
+its wait counts from the first attempt.
 
 Measured: each comment's wait = its `triaged_at` (written by the task as it starts) minus the
 moment its webhook was sent, in seconds and in service times; the campaign's last triage.
@@ -29,6 +31,9 @@ from bench.scenarios.result import Result
 from ops.runtime import fair_groups
 
 LANE = "engagement"
+THROTTLED_RETRIES = 8
+"""A 300-comment campaign arrives faster than the local webhook route's burst; its 429s are
+retried the way Meta retries a refused delivery."""
 
 
 @dataclass(frozen=True)
@@ -43,8 +48,7 @@ class Params:
     """Queue everything before the consumers start (mapping disabled while the webhooks arrive): the
     fast test's small campaign would otherwise be half done before the quiet pages arrive."""
     wait_for_big: bool = True
-    """The fast test stops the quota run once the quiet pages are done (the campaign's tail under the
-    quota takes long) and purges what is left."""
+    """The fast test stops the fair run once the quiet pages are done, and purges what is left."""
 
 
 FULL = Params()
@@ -90,8 +94,14 @@ def _phase(s: Session, p: Params, label: str, mode: str) -> Phase:
     sent: dict[tuple[str, str], float] = {}
 
     def deliver(page: str, comment: str, text: str) -> Any:
+        # As Meta does with a delivery it was refused: tried again, here a moment later. The
+        # wait counts from the first attempt, which is when the page's comment was made.
         at = time.time()
-        response = s.client.deliver(meta.page_comment(page, comment, text))
+        for attempt in range(THROTTLED_RETRIES):
+            response = s.client.deliver(meta.page_comment(page, comment, text))
+            if response.status != 429:
+                break
+            time.sleep(min(2.0, 0.1 * 2**attempt))
         sent[(page, comment)] = at
         return response.status
 
@@ -137,8 +147,8 @@ def run(h: Harness, p: Params = FULL) -> Result:
         title="Tenant fairness",
         question=f"One page posts {p.big} comments, then {p.small_tenants} quiet pages post one each: how long do "
         "the quiet pages wait, and what does it cost the big one?",
-        baseline="a plain shared FIFO lane (the same lane with its tenant quota in observe mode)",
-        project_label="tenant quota (enforce)",
+        baseline="a plain shared FIFO lane (the same lane with fair-queue ordering off)",
+        project_label="fair queue",
         baseline_label="shared FIFO",
     )
     started = time.monotonic()
@@ -174,7 +184,19 @@ def run(h: Harness, p: Params = FULL) -> Result:
         f"{fmt(percentile(fair_big, 50))} / {fmt(percentile(fair_big, 99))} s",
         f"{fmt(percentile(fifo_big, 50))} / {fmt(percentile(fifo_big, 99))} s",
     )
-    result.figure("deferrals (quota)", str(fair.deferred), f"0 ({fifo.would_defer} would-defer, observe mode)")
+    result.figure(
+        "re-sends for fairness per comment",
+        f"{fair.deferred / max(1, len(fair.sent)):.2f}",
+        f"{fifo.deferred / max(1, len(fifo.sent)):.2f}",
+        "target: at most 0.05",
+    )
+    result.figure(
+        "targets: quiet wait <= 3 service times; big page's last <= 1.05x FIFO",
+        f"{worst_fair / service:.1f} service times; {fair.big_last / fifo.big_last:.2f}x"
+        if p.wait_for_big and fifo.big_last > 0
+        else f"{worst_fair / service:.1f} service times",
+        "",
+    )
     result.figure(
         "all comments triaged",
         f"{len(fair.triaged)}/{len(fair.sent)}",
@@ -190,7 +212,7 @@ def run(h: Harness, p: Params = FULL) -> Result:
         )
     else:
         result.check(
-            "the quiet pages' comments are triaged in both runs (the quota run stopped there)",
+            "the quiet pages' comments are triaged in both runs (the fair run stopped there)",
             fair.small_complete and fifo.small_complete,
             "",
         )
@@ -209,17 +231,16 @@ def run(h: Harness, p: Params = FULL) -> Result:
     result.method = [
         f"engagement lane, simulated model latency {p.service_ms} ms (one comment = one service time), "
         f"MaximumConcurrency {p.max_concurrency} (= the llm budget, so the dependency never defers), "
-        f"batch size 10, tenant quota 4 in flight.",
+        f"batch size 10, no tenant cap.",
         f"{p.big} comment webhooks from one page sent by {p.producers} concurrent producers, then one comment from "
-        f"each of {p.small_tenants} other pages; the FIFO run first, then the quota run, in one runtime.",
+        f"each of {p.small_tenants} other pages; the FIFO run first, then the fair run, in one runtime.",
         "Wait = `triaged_at` written by the task when it starts minus the time the webhook was sent.",
     ]
     result.caveats = [
-        "moto hands out messages oldest first, so the baseline is a true FIFO; SQS standard queues only "
-        "approximate that, and SQS fair queues (MessageGroupId = tenant, which this pipeline sets) would "
-        "reorder on AWS before the quota is even consulted, which the emulator cannot show.",
-        "The quota is not work-conserving: the big page's last comment finishes later, the price of the "
-        "quiet pages' short wait. The consumer skips the surplus by re-sending it with a delay.",
+        "The fair queue is the emulator's (ops/runtime/fair_groups.py), following SQS's documented rules on "
+        "scaled clocks; the baseline is a true FIFO, which SQS standard queues only approximate.",
+        "What is left of the quiet pages' wait is one batch: a consumer works through the ten records it took "
+        "one at a time, so a quiet comment arriving just after waits for a batch of the campaign to finish.",
     ]
     if h.plot_dir is not None:
         from bench.scenarios import plots
@@ -229,12 +250,12 @@ def run(h: Harness, p: Params = FULL) -> Result:
                 h.plot_dir / "s01_fairness_waits.png",
                 f"Wait before triage, {p.big}-comment campaign + {p.small_tenants} quiet pages",
                 {
-                    "big page, quota": fair_big,
+                    "big page, fair queue": fair_big,
                     "big page, FIFO": fifo_big,
                 },
                 xlabel="seconds from webhook sent to triage start",
                 markers={
-                    **{f"quiet, quota {i + 1}": w for i, w in enumerate(fair_small)},
+                    **{f"quiet, fair queue {i + 1}": w for i, w in enumerate(fair_small)},
                     **{f"quiet, FIFO {i + 1}": w for i, w in enumerate(fifo_small)},
                 },
             )
