@@ -28,7 +28,7 @@ def _explain(result) -> str:
 
 def test_quiet_tenants_wait_fewer_service_times_than_under_a_shared_fifo(harness):
     # Given one page's comment campaign, then one comment from each of two quiet pages
-    # When the lane runs with its tenant quota, and again as a plain shared FIFO
+    # When the lane runs as the fair queue it is, and again as a plain shared FIFO
     result = s01_fairness.run(harness, s01_fairness.QUICK)
     # Then every comment is triaged, and the quiet pages' worst wait is shorter with the quota
     assert result.passed, _explain(result)
