@@ -17,7 +17,7 @@ export PYTHONDONTWRITEBYTECODE := 1
 
 CDK := npx --no-install cdk --no-notices
 
-.PHONY: help setup demo test lint synth diff deploy scenarios bench soak clean
+.PHONY: help setup demo test lint synth diff deploy scenarios bench soak mutation clean
 
 help:
 	@echo "make demo          run the whole pipeline locally (offline) through a narrated scenario"
@@ -27,6 +27,7 @@ help:
 	@echo "make scenarios     run the queueing scenarios and write bench/REPORT.md"
 	@echo "make bench         run the micro-benchmarks"
 	@echo "make soak          the local runtime under load for 10 minutes; writes its section of bench/REPORT.md"
+	@echo "make mutation      mutation score of the domain rules (FILES='retry budgets' for some of them)"
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -40,6 +41,10 @@ node_modules/.installed: package.json package-lock.json
 	touch $@
 
 setup: $(VENV)/.installed node_modules/.installed
+
+$(VENV)/.mutation-installed: $(VENV)/.installed pyproject.toml
+	$(PY) -m pip install --quiet --group mutation
+	touch $@
 
 test: setup
 	$(VENV)/bin/ruff check .
@@ -75,5 +80,14 @@ bench: setup
 soak: setup
 	$(PY) -m bench.soak
 
+# Not part of `make test`. Every run starts from a clean mutants/ (mutmut's copy of the project),
+# so each mutant is judged by the tests as they are now; one worker leaves a core for the rest.
+# FILES names modules of lambdas/pipeline/domain to run alone; the report covers those.
+FILES ?=
+mutation: setup $(VENV)/.mutation-installed
+	rm -rf mutants
+	$(PY) tests/mutation/mutate.py run --max-children 1 $(foreach f,$(FILES),"pipeline.domain.$(f).*")
+	$(PY) tests/mutation/report.py $(FILES)
+
 clean:
-	rm -rf cdk.out .pytest_cache
+	rm -rf cdk.out .pytest_cache mutants
