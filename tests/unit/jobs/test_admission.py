@@ -158,14 +158,12 @@ def test_a_single_waiting_message_is_predicted_and_can_be_shed():
     stalled = LaneSnapshot(backlog=1, in_flight=1, drained=0, window_seconds=60)
     draining = LaneSnapshot(backlog=1, in_flight=1, drained=30, window_seconds=60)
 
+    # When each is asked to admit one more job
+    shed, admitted = admission.decide(stalled, one_slot), admission.decide(draining, one_slot)
+
     # Then the stalled lane sheds it, and the draining one predicts 1 / 0.5 s = 2 s
-    assert (admission.decide(stalled, one_slot).admitted, admission.decide(stalled, one_slot).retry_after_seconds) == (
-        False,
-        admission.MAX_RETRY_AFTER_SECONDS,
-    )
-    assert admission.decide(draining, one_slot) == admission.Decision(
-        admitted=True, predicted_wait_seconds=2.0, drain_rate=0.5
-    )
+    assert (shed.admitted, shed.retry_after_seconds) == (False, admission.MAX_RETRY_AFTER_SECONDS)
+    assert admitted == admission.Decision(admitted=True, predicted_wait_seconds=2.0, drain_rate=0.5)
 
 
 def test_work_that_exactly_fills_the_slots_is_estimated_at_capacity():
