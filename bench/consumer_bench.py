@@ -131,7 +131,7 @@ class World:
                                                 "id": f"wamid.{n:06d}",
                                                 "timestamp": "1700000000",
                                                 "type": "text",
-                                                "text": {"body": f"Hello, is the shop open today? ({n})"},
+                                                "text": {"body": _text(n, _chosen["text_bytes"])},
                                             }
                                         ],
                                     },
@@ -258,8 +258,10 @@ def _cheap_paths(messages: int) -> tuple[Figures, Figures]:
         from pipeline.adapters.leases import LeaseBudgets
         from pipeline.domain import budgets
 
-        world = _world({"defer_seconds": 30})
-        quota = json.loads(world.environ["LANE"])["tenant_quota"]
+        # The messages lane has no cap (nothing it calls has a per-tenant limit): give it one here,
+        # to price the path a capped lane's flood takes.
+        quota = 4
+        world = _world({"defer_seconds": 30, "tenant_quota": quota, "tenant_quota_mode": "enforce"})
         held = budgets.tenant_quota(LANE, "waba-flood", quota, "enforce")
         LeaseBudgets(world.dynamodb, "state", time.time).acquire(held, quota, hold_seconds=600)
         world.deliver(messages, lambda n: "waba-flood")
@@ -281,7 +283,7 @@ def _print(rows: list[Figures], minimum: Figures) -> None:
         )
     effect = minimum.per(minimum.meter.wcu["effect"] + minimum.meter.wcu["done-mark"] + minimum.meter.wcu["GSI"])
     print(
-        f"{'design minimum: effect + done-mark (1 txn)':<44}{effect:>7.2f}{1.0:>8.2f}{'':>7}{'':>7}"
+        f"{'design minimum: the effect as its done-mark':<44}{effect:>7.2f}{1.0:>8.2f}{'':>7}{'':>7}"
         f"{0.0:>9.2f}{minimum.per(minimum.esm_requests):>9.2f}"
     )
 
@@ -294,10 +296,29 @@ def _breakdown(rows: list[Figures]) -> None:
         print(f"{row.name:<44}" + "".join(f"{row.per(row.meter.wcu[name]):>13.2f}" for name in names))
 
 
+TEXT_BYTES = 1800
+"""With the rest of the delivery, about the 2 KB WhatsApp text the cost targets are set at."""
+_chosen = {"text_bytes": TEXT_BYTES}
+
+
+def _text(n: int, size: int) -> str:
+    import random
+
+    from bench.scenarios.s10_cost import VOCABULARY
+
+    rng = random.Random(n)
+    words: list[str] = []
+    while sum(len(w) + 1 for w in words) < size:
+        words.append(rng.choice(VOCABULARY))
+    return " ".join(words)[:size]
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--messages", type=int, default=100, help="messages per scenario (a multiple of 10)")
+    parser.add_argument("--text-bytes", type=int, default=TEXT_BYTES, help="length of each message's text")
     args = parser.parse_args(argv)
+    _chosen["text_bytes"] = args.text_bytes
     # Powertools asks for the Lambda context to bound in-progress records; there is none here.
     warnings.filterwarnings("ignore", message="Couldn't determine the remaining time left")
     messages = max(BATCH, args.messages // BATCH * BATCH)
