@@ -35,7 +35,7 @@ def loopback_only(url: str) -> tuple[str, int]:
     if parts.scheme != "http" or not parts.hostname:
         raise LoadError(f"--url must be http://HOST:PORT on this machine, got {url!r}")
     try:
-        addresses = {info[4][0] for info in socket.getaddrinfo(parts.hostname, parts.port or 80)}
+        addresses = {str(info[4][0]) for info in socket.getaddrinfo(parts.hostname, parts.port or 80)}
     except socket.gaierror as exc:
         raise LoadError(f"cannot resolve {parts.hostname!r}: {exc}") from None
     if not addresses or not all(ipaddress.ip_address(a.split("%")[0]).is_loopback for a in addresses):
