@@ -33,7 +33,7 @@ $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade "pip>=25.1"
 	$(PY) -m pip install --quiet --group dev
-	$(PY) -m pip install --quiet --no-deps -e .
+	$(PY) -m pip install --quiet -e .
 	touch $@
 
 node_modules/.installed: package.json package-lock.json

@@ -1,5 +1,6 @@
-"""`lanectl`: the operator's command line. Every command takes `--env`; output is plain text; bad
-input exits non-zero with a message that says what to do instead.
+"""`lanectl`: the operator's command line. Every command takes `--env`; output is plain text off a
+terminal (drawn with rich on one), and `--output json` where scripts read it; bad input exits
+non-zero with a message that says what to do instead.
 
   lanectl dlq list|peek|redrive     what is dead-lettered, why, and putting it back (paced)
   lanectl lane pause|resume         stop a lane's consumer, and bring it back (optionally ramped)
@@ -32,7 +33,7 @@ from ops import errors
 from ops.aws import Aws, Target, describe_error, target
 from ops.context import Context
 from ops.errors import OpsError
-from ops.output import Console
+from ops.output import OUTPUTS, TEXT, Console
 from stacks.config.environments import ENVIRONMENTS, Environment, UnknownEnvironment, get_environment
 
 ENV_VARIABLE = "LANES_ENV"
@@ -99,10 +100,19 @@ def _common(suppress: bool) -> argparse.ArgumentParser:
     return parser
 
 
+def _output() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(add_help=False)
+    parser.add_argument(
+        "--output", choices=OUTPUTS, default=TEXT, help="text (the default), or json: one document, for scripts"
+    )
+    return parser
+
+
 def build_parser() -> argparse.ArgumentParser:
     from ops import lanes, redrive
 
     common = _common(suppress=True)
+    output = _output()
     parser = argparse.ArgumentParser(
         prog="lanectl",
         description="Operate the lanes pipeline: dead letters, lanes, capacity, deploy checks, local runtime.",
@@ -115,8 +125,10 @@ def build_parser() -> argparse.ArgumentParser:
     dlq = commands.add_parser("dlq", help="dead-letter queues: list, peek, redrive").add_subparsers(
         dest="action", required=True, metavar="ACTION"
     )
-    dlq.add_parser("list", parents=[common], help="every lane's DLQ with its depth and oldest age")
-    peek = dlq.add_parser("peek", parents=[common], help="dead-lettered messages and why (puts them back at once)")
+    dlq.add_parser("list", parents=[common, output], help="every lane's DLQ with its depth and oldest age")
+    peek = dlq.add_parser(
+        "peek", parents=[common, output], help="dead-lettered messages and why (puts them back at once)"
+    )
     peek.add_argument("lane")
     peek.add_argument("-n", type=_bounded_int(1, 100, "-n"), default=10, help="how many (1..100, default 10)")
     move = dlq.add_parser("redrive", parents=[common], help="move dead letters back to their lane, paced")
@@ -143,7 +155,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="raise MaximumConcurrency from 2 to the catalogue's value over this long (90s, 5m)",
     )
 
-    plan = commands.add_parser("plan", parents=[common], help="capacity, queue bounds and monthly cost")
+    plan = commands.add_parser("plan", parents=[common, output], help="capacity, queue bounds and monthly cost")
     plan.add_argument("environment", nargs="?", metavar="ENV")
     plan.add_argument(
         "--utilisation",
@@ -200,16 +212,21 @@ def _dispatch(args: argparse.Namespace, runtime: Runtime) -> int:
     env = _environment(args, runtime.environ)
     if args.command == "plan":
         return plan.run_plan(
-            env, runtime.console, utilisation=args.utilisation, average_fraction=args.average, strict=args.strict
+            env,
+            runtime.console,
+            utilisation=args.utilisation,
+            average_fraction=args.average,
+            strict=args.strict,
+            output=args.output,
         )
     ctx = _context(args, env, runtime)
     if args.command == "preflight":
         return preflight.run_preflight(ctx)
     if args.command == "dlq":
         if args.action == "list":
-            return dlq.list_dlqs(ctx)
+            return dlq.list_dlqs(ctx, output=args.output)
         if args.action == "peek":
-            return dlq.peek_dlq(ctx, args.lane, args.n)
+            return dlq.peek_dlq(ctx, args.lane, args.n, output=args.output)
         return redrive.redrive(ctx, args.lane, rate=args.rate, dry_run=args.dry_run, tenant=args.tenant)
     if args.action == "pause":
         return lanes.pause(ctx, args.lane)

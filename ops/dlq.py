@@ -1,13 +1,16 @@
-"""`lanectl dlq list` and `lanectl dlq peek`: what is dead-lettered, and why."""
+"""`lanectl dlq list` and `lanectl dlq peek`: what is dead-lettered, and why (as text, or with
+`--output json` as one document for scripts)."""
 
 from __future__ import annotations
+
+from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
 from ops import messages
 from ops.context import Context
 from ops.errors import NOTHING_TO_DO, OpsError
-from ops.output import duration, table
+from ops.output import JSON, TEXT, duration, table
 from ops.resolve import known_lane
 
 PEEK_NOTE = (
@@ -35,24 +38,47 @@ def _oldest_age(ctx: Context, dlq_name: str, dlq_url: str, visible: int) -> tupl
     return now - min(sent), "peek" if visible <= len(peeked) else f"peek of {len(peeked)}"
 
 
-def list_dlqs(ctx: Context) -> int:
+def list_dlqs(ctx: Context, *, output: str = TEXT) -> int:
     deployment = ctx.deployment()
     sqs = ctx.aws.client("sqs")
     rows = []
-    total = 0
-    lanes_with_letters = []
     for lane in ctx.env.lanes:
         resources = deployment.lane(lane.name)
         depth = messages.depth(sqs, resources.dlq_url)
         age, source = (
             (None, "-") if depth.total == 0 else _oldest_age(ctx, resources.dlq_name, resources.dlq_url, depth.visible)
         )
-        rows.append((lane.name, depth.visible, depth.in_flight, duration(age), source))
-        total += depth.total
-        if depth.total:
-            lanes_with_letters.append(lane.name)
+        rows.append((lane.name, depth, age, source))
+    total = sum(depth.total for _, depth, _, _ in rows)
+    lanes_with_letters = [name for name, depth, _, _ in rows if depth.total]
+    if output == JSON:
+        ctx.console.json(
+            {
+                "stack": deployment.stack,
+                "where": ctx.target.where,
+                "total": total,
+                "lanes": [
+                    {
+                        "lane": name,
+                        "visible": depth.visible,
+                        "in_flight": depth.in_flight,
+                        "delayed": depth.delayed,
+                        "oldest_age_seconds": None if age is None else round(age, 3),
+                        "age_from": None if source == "-" else source,
+                    }
+                    for name, depth, age, source in rows
+                ],
+            }
+        )
+        return 0
     ctx.console.line(f"dead-letter queues of {deployment.stack} ({ctx.target.where})")
-    ctx.console.lines(table(("LANE", "DEPTH", "IN FLIGHT", "OLDEST", "AGE FROM"), rows, right=(1, 2)))
+    ctx.console.table(
+        table(
+            ("LANE", "DEPTH", "IN FLIGHT", "OLDEST", "AGE FROM"),
+            [(name, depth.visible, depth.in_flight, duration(age), source) for name, depth, age, source in rows],
+            right=(1, 2),
+        )
+    )
     if total == 0:
         ctx.console.line("every dead-letter queue is empty")
     else:
@@ -63,7 +89,7 @@ def list_dlqs(ctx: Context) -> int:
     return 0
 
 
-def peek_dlq(ctx: Context, lane_name: str, count: int) -> int:
+def peek_dlq(ctx: Context, lane_name: str, count: int, *, output: str = TEXT) -> int:
     known_lane(ctx.env, lane_name)
     resources = ctx.deployment().lane(lane_name)
     sqs = ctx.aws.client("sqs")
@@ -79,6 +105,17 @@ def peek_dlq(ctx: Context, lane_name: str, count: int) -> int:
             NOTHING_TO_DO,
         )
     now = ctx.clock()
+    if output == JSON:
+        ctx.console.json(
+            {
+                "lane": lane_name,
+                "visible": depth.visible,
+                "in_flight": depth.in_flight,
+                "note": PEEK_NOTE.format(hold=messages.PEEK_HOLD_SECONDS),
+                "messages": [_peeked(message, lane_max, now) for message in peeked],
+            }
+        )
+        return 0
     ctx.console.line(
         f"{lane_name} dead-letter queue: {depth.visible} visible, {depth.in_flight} in flight; "
         f"showing {len(peeked)}, oldest first"
@@ -101,3 +138,22 @@ def peek_dlq(ctx: Context, lane_name: str, count: int) -> int:
         if message.envelope is None:
             ctx.console.line(f"   body is not an envelope: {message.body[:120]!r}")
     return 0
+
+
+def _peeked(message: messages.Message, lane_max: int | None, now: float) -> dict[str, Any]:
+    """What the text shows of one message, as fields (the body only when it is not an envelope)."""
+    return {
+        "id": message.work_id or None,
+        "message_id": message.message_id,
+        "tenant": message.tenant or None,
+        "kind": message.kind or None,
+        "sent_at": message.sent_at,
+        "age_seconds": None if message.sent_at is None else round(now - message.sent_at, 3),
+        "attempts": message.attempts(lane_max),
+        "reason": message.reason,
+        "error_class": message.attributes.get("error_class"),
+        "error": message.attributes.get("error"),
+        "parked_by_consumer": message.parked_by_consumer,
+        "envelope": message.envelope is not None,
+        "body_start": None if message.envelope is not None else message.body[:120],
+    }

@@ -33,6 +33,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def main(args: argparse.Namespace) -> int:
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
     from ops.runtime.console import render, summary
+    from ops.runtime.live_view import LiveView
     from ops.runtime.runtime import LocalRuntime
 
     live = sys.stdout.isatty() and not getattr(args, "no_live", False)
@@ -64,18 +65,20 @@ def main(args: argparse.Namespace) -> int:
     out.write(f"ready: API {runtime.api_url}  AWS endpoint {runtime.aws_endpoint}  (Ctrl-C stops)\n")
     out.flush()
     waited = 0.0
+    view = LiveView(out) if live else None
     try:
         while not stop.wait(REFRESH_SECONDS):
             waited += REFRESH_SECONDS
-            if live:
-                out.write("\x1b[H\x1b[J" + render(runtime) + "\n")
-                out.flush()
+            if view is not None:
+                view.update(runtime)
             elif waited % PLAIN_EVERY_SECONDS < REFRESH_SECONDS:
                 out.write(render(runtime).split("\nalarms firing")[0] + "\n")
                 out.flush()
             if args.duration is not None and waited >= args.duration:
                 break
     finally:
+        if view is not None:
+            view.stop()
         # Stop taking work first, so the summary is quick and final; the backend it reads goes last.
         runtime.quiesce()
         out.write(summary(runtime) + "\n")

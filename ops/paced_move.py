@@ -61,17 +61,17 @@ class PacedMove:
         self.undeleted = 0
 
     def run(self, total: int | None) -> int:
-        progress = Progress(self._ctx, total)
         interrupted = False
-        try:
-            while self._step():
-                progress.show(self.moved)
-        except KeyboardInterrupt:
-            interrupted = True
-        finally:
-            held = [m.receipt_handle for m in self._in_hand] + list(self._skipped.values())
-            messages.release(self._sqs, self._lane.dlq_url, held)
-        progress.show(self.moved, final=True)
+        with Progress(self._ctx, total) as progress:
+            try:
+                while self._step():
+                    progress.show(self.moved)
+            except KeyboardInterrupt:
+                interrupted = True
+            finally:
+                held = [m.receipt_handle for m in self._in_hand] + list(self._skipped.values())
+                messages.release(self._sqs, self._lane.dlq_url, held)
+            progress.show(self.moved, final=True)
         summary = self._summary()
         if interrupted:
             self._ctx.console.line(f"interrupted: {summary}")

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from ops import pricing
 from ops.errors import FAILED, OK
-from ops.output import Console, duration, money, table
+from ops.output import JSON, TEXT, Console, Table, duration, money, table
 from stacks.config.environments import Environment
 from stacks.config.lanes import Lane
 
@@ -156,7 +156,7 @@ def _wrapped(text: str, indent: str = "") -> list[str]:
     return textwrap.wrap(text, width=WIDTH, initial_indent=indent, subsequent_indent=indent + "  ")
 
 
-def _capacity_table(plans: list[LanePlan], env: Environment) -> list[str]:
+def _capacity_table(plans: list[LanePlan], env: Environment) -> Table:
     rows = []
     for p in plans:
         lane = p.lane
@@ -181,7 +181,7 @@ def _capacity_table(plans: list[LanePlan], env: Environment) -> list[str]:
     )
 
 
-def _cost_lines(env: Environment, average_fraction: float) -> list[str]:
+def _cost_lines(env: Environment, average_fraction: float) -> list[str | Table]:
     prices = pricing.LIST_PRICES
     rows = []
     total = 0.0
@@ -206,14 +206,16 @@ def _cost_lines(env: Environment, average_fraction: float) -> list[str]:
         )
     fixed = pricing.fixed_cost(len(env.lanes), env.sweeper.period_seconds, prices)
     total += fixed.total
-    lines = [
+    lines: list[str | Table] = [
         f"monthly cost at list prices ({prices.region}, {prices.as_of}, no free tier; {prices.hours_per_month:g} h; "
         f"average traffic = {average_fraction:.0%} of peak)"
     ]
-    lines += table(
-        ("LANE", "ENTRY", "MSGS/MONTH", "WRU/RRU", "SQS", "LAMBDA", "DYNAMODB", "API", "LOGS", "X-RAY", "TOTAL"),
-        rows,
-        right=(2, 3, 4, 5, 6, 7, 8, 9, 10),
+    lines.append(
+        table(
+            ("LANE", "ENTRY", "MSGS/MONTH", "WRU/RRU", "SQS", "LAMBDA", "DYNAMODB", "API", "LOGS", "X-RAY", "TOTAL"),
+            rows,
+            right=(2, 3, 4, 5, 6, 7, 8, 9, 10),
+        )
     )
     lines.append(
         f"fixed: idle SQS polling {money(fixed.idle_polling)}, sweeper {money(fixed.sweeper)}, "
@@ -244,13 +246,27 @@ def _cost_lines(env: Environment, average_fraction: float) -> list[str]:
     return lines
 
 
-def run_plan(env: Environment, console: Console, *, utilisation: float, average_fraction: float, strict: bool) -> int:
+def run_plan(
+    env: Environment,
+    console: Console,
+    *,
+    utilisation: float,
+    average_fraction: float,
+    strict: bool,
+    output: str = TEXT,
+) -> int:
     plans = [plan_lane(lane, utilisation) for lane in env.lanes]
+    if output == JSON:
+        from ops.plan_json import document
+
+        planned = document(env, plans, utilisation=utilisation, average_fraction=average_fraction)
+        console.json(planned)
+        return FAILED if strict and planned["warnings"] else OK
     console.line(
         f"capacity plan for {env.name} (peak traffic from the lane catalogue; target utilisation {utilisation:.0%})"
     )
     console.line()
-    console.lines(_capacity_table(plans, env))
+    console.table(_capacity_table(plans, env))
     console.lines(
         _wrapped(
             "BUSY = peak x service time (Little's law); SLOTS = BUSY / utilisation, rounded up; HEADROOM = MAX CONC "

@@ -138,26 +138,33 @@ def _move_task(ctx: Context, sqs: Any, resources: LaneResources, *, rate: int, t
     handle = sqs.start_message_move_task(
         SourceArn=resources.dlq_arn, DestinationArn=resources.queue_arn, MaxNumberOfMessagesPerSecond=rate
     )["TaskHandle"]
-    progress = Progress(ctx, total)
     moved = 0
-    try:
-        while True:
-            ctx.sleep(POLL_SECONDS)
-            task = _our_task(sqs, resources.dlq_arn, handle, started_ms)
-            if task is None:
-                raise OpsError("the move task no longer appears in ListMessageMoveTasks; check the SQS console", FAILED)
-            moved = int(task.get("ApproximateNumberOfMessagesMoved", 0))
-            to_move = int(task.get("ApproximateNumberOfMessagesToMove") or total)
-            status = task.get("Status")
-            progress.show(moved, to_move, final=status != "RUNNING")
-            if status == "COMPLETED":
-                ctx.console.line(f"done: moved {moved} message(s) back to the {resources.name} queue")
-                return OK
-            if status in ("CANCELLING", "CANCELLED"):
-                raise OpsError(f"the move task was cancelled (by someone else) after moving {moved}", FAILED)
-            if status == "FAILED":
-                raise OpsError(f"the move task failed after moving {moved}: {task.get('FailureReason', '?')}", FAILED)
-    except KeyboardInterrupt:
-        sqs.cancel_message_move_task(TaskHandle=handle)
-        ctx.console.line(f"interrupted: cancelled the move task after about {moved} message(s); what moved stays moved")
-        return INTERRUPTED
+    with Progress(ctx, total) as progress:
+        try:
+            while True:
+                ctx.sleep(POLL_SECONDS)
+                task = _our_task(sqs, resources.dlq_arn, handle, started_ms)
+                if task is None:
+                    raise OpsError(
+                        "the move task no longer appears in ListMessageMoveTasks; check the SQS console", FAILED
+                    )
+                moved = int(task.get("ApproximateNumberOfMessagesMoved", 0))
+                to_move = int(task.get("ApproximateNumberOfMessagesToMove") or total)
+                status = task.get("Status")
+                progress.show(moved, to_move, final=status != "RUNNING")
+                if status == "COMPLETED":
+                    ctx.console.line(f"done: moved {moved} message(s) back to the {resources.name} queue")
+                    return OK
+                if status in ("CANCELLING", "CANCELLED"):
+                    raise OpsError(f"the move task was cancelled (by someone else) after moving {moved}", FAILED)
+                if status == "FAILED":
+                    raise OpsError(
+                        f"the move task failed after moving {moved}: {task.get('FailureReason', '?')}", FAILED
+                    )
+        except KeyboardInterrupt:
+            progress.close()
+            sqs.cancel_message_move_task(TaskHandle=handle)
+            ctx.console.line(
+                f"interrupted: cancelled the move task after about {moved} message(s); what moved stays moved"
+            )
+            return INTERRUPTED

@@ -4,32 +4,29 @@
 under bench/report/; tests/scenarios runs a small version of each and asserts the direction of
 each difference. Every scenario module has `run(harness, params) -> Result` and `FULL`/`QUICK`
 parameters.
+
+The scenarios are the modules named `sNN_<topic>.py` here, numbered by NN: adding a file adds a
+scenario, and tests/scenarios checks that each one has its test.
 """
 
 from __future__ import annotations
 
-from bench.scenarios import (
-    s01_fairness,
-    s02_bulkheads,
-    s03_poison,
-    s04_dependency,
-    s05_spike,
-    s06_lost_enqueue,
-    s07_lease_expiry,
-    s08_duplicates,
-    s09_paced_recovery,
-    s10_cost,
-)
+import re
+from importlib import import_module
+from pathlib import Path
+from types import ModuleType
 
-SCENARIOS = (
-    s01_fairness,
-    s02_bulkheads,
-    s03_poison,
-    s04_dependency,
-    s05_spike,
-    s06_lost_enqueue,
-    s07_lease_expiry,
-    s08_duplicates,
-    s09_paced_recovery,
-    s10_cost,
-)
+_NAMED = re.compile(r"s(\d\d)_\w+")
+
+
+def _scenarios() -> dict[int, ModuleType]:
+    found = {}
+    for path in sorted(Path(__file__).parent.glob("s[0-9][0-9]_*.py")):
+        match = _NAMED.fullmatch(path.stem)
+        if match:
+            found[int(match.group(1))] = import_module(f"{__name__}.{path.stem}")
+    return found
+
+
+SCENARIOS: dict[int, ModuleType] = _scenarios()
+"""Every scenario by its number."""

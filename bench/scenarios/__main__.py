@@ -39,13 +39,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-report", action="store_true", help="print only")
     parser.add_argument("--findings", action="store_true", help="also run the findings' reproductions")
     args = parser.parse_args(argv)
-    wanted = {int(n) for n in args.only.split(",") if n.strip()} if args.only else set(range(1, len(SCENARIOS) + 1))
+    wanted = {int(n) for n in args.only.split(",") if n.strip()} if args.only else set(SCENARIOS)
     started = time.monotonic()
     harness = Harness(plot_dir=None if args.no_report else args.plots)
     print("synthesizing the local environment (once)...", flush=True)
     _ = harness.synthesized
     results: list[Result] = []
-    for number, module in enumerate(SCENARIOS, start=1):
+    for number, module in SCENARIOS.items():
         if number not in wanted:
             continue
         print(f"\n== scenario {number}: {module.__doc__.strip().splitlines()[0]}", flush=True)

@@ -21,7 +21,8 @@ import collections
 import time
 import uuid
 
-from bench.scenarios.harness import Harness, fan_out, poll
+from bench.scenarios.harness import Harness, fan_out
+from ops.drive import poll
 
 LANE = "engagement"
 

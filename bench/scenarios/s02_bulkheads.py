@@ -23,9 +23,10 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from bench.scenarios.harness import Harness, Session, fan_out, poll
+from bench.scenarios.harness import Harness, fan_out
 from bench.scenarios.measure import fmt, percentile
 from bench.scenarios.result import Result
+from ops.drive import Session, poll
 
 
 @dataclass(frozen=True)

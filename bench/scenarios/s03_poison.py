@@ -25,9 +25,10 @@ import time
 import uuid
 from dataclasses import dataclass, field
 
-from bench.scenarios.harness import Harness, Session, poll
+from bench.scenarios.harness import Harness
 from bench.scenarios.measure import fmt, percentile
 from bench.scenarios.result import Result
+from ops.drive import Session, poll
 
 LANE = "engagement"
 MARKER = "POISON-PILL"

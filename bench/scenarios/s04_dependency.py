@@ -24,9 +24,10 @@ import time
 import uuid
 from dataclasses import dataclass, field
 
-from bench.scenarios.harness import Harness, Session, poll
+from bench.scenarios.harness import Harness
 from bench.scenarios.measure import fmt, overlap_series, peak_overlap, vendor_probe
 from bench.scenarios.result import Result
+from ops.drive import Session, poll
 
 LANES = ("ai", "engagement")
 

@@ -23,9 +23,10 @@ import time
 import uuid
 from dataclasses import dataclass, field
 
-from bench.scenarios.harness import Harness, Session
+from bench.scenarios.harness import Harness
 from bench.scenarios.measure import fmt, per_second, vendor_probe
 from bench.scenarios.result import Result
+from ops.drive import Session
 from pipeline.tasks import ai
 
 LANE = "ai"

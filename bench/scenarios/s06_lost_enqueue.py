@@ -23,9 +23,10 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from bench.scenarios.harness import Harness, RecordLine, Session, poll
+from bench.scenarios.harness import Harness
 from bench.scenarios.measure import fmt, percentile
 from bench.scenarios.result import Result
+from ops.drive import RecordLine, Session, poll
 
 LANE = "messages"
 
@@ -116,7 +117,7 @@ def _enqueue_failures(s: Session, marker: str) -> int:
 
 
 def _replays(s: Session, after: float) -> int:
-    from bench.scenarios.harness import parse_log_time
+    from ops.drive.log_lines import parse_log_time
 
     return sum(
         int(line.get("summary", {}).get("webhook", {}).get("replayed", 0))

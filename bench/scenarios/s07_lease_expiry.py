@@ -23,9 +23,10 @@ import time
 import uuid
 from dataclasses import dataclass
 
-from bench.scenarios.harness import Harness, poll
+from bench.scenarios.harness import Harness
 from bench.scenarios.measure import vendor_probe
 from bench.scenarios.result import Result
+from ops.drive import poll
 from pipeline.tasks import ai
 
 LANE = "ai"

@@ -22,9 +22,10 @@ import uuid
 from collections import Counter
 from dataclasses import dataclass
 
-from bench.scenarios.harness import Harness, Session, fan_out, poll
+from bench.scenarios.harness import Harness, fan_out
 from bench.scenarios.measure import vendor_probe
 from bench.scenarios.result import Result
+from ops.drive import Session, poll
 
 COPIES = 5
 TOGETHER = 3

@@ -18,20 +18,17 @@ triaged, once.
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import time
 import uuid
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from bench.scenarios.harness import Harness, Sampler, Session, calm, fan_out, poll
+from bench.scenarios.harness import Harness, Sampler, calm, fan_out
 from bench.scenarios.measure import fmt, mean, vendor_probe
 from bench.scenarios.result import Result
+from ops.drive import Session, poll
 
 LANE = "engagement"
-ROOT = Path(__file__).resolve().parents[2]
 
 
 @dataclass(frozen=True)
@@ -141,21 +138,7 @@ def _unpaced(s: Session) -> str:
 
 
 def _lanectl(s: Session, rate: int) -> str:
-    command = [
-        sys.executable,
-        "-m",
-        "ops.cli",
-        "--env",
-        "local",
-        "--endpoint-url",
-        str(s.runtime.aws_endpoint),
-        "dlq",
-        "redrive",
-        LANE,
-        "--rate",
-        str(rate),
-    ]
-    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600, check=False)
+    done = s.lanectl("dlq", "redrive", LANE, "--rate", str(rate), timeout=600)
     if done.returncode != 0:
         raise RuntimeError(f"lanectl failed ({done.returncode}): {done.stdout[-500:]} {done.stderr[-500:]}")
     return done.stdout.strip().splitlines()[-1] if done.stdout.strip() else ""

@@ -37,9 +37,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from bench.mapping_player import BATCH, drain
-from bench.scenarios.harness import Harness, Session, fan_out, poll
+from bench.scenarios.harness import Harness, fan_out
 from bench.scenarios.metering import WRITES, Meter, Usage, metering_new_clients
 from bench.scenarios.result import Result
+from ops.drive import Session, poll
 from ops.pricing import stored_kib
 from stacks.config.lanes import catalogue
 

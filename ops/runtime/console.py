@@ -1,6 +1,7 @@
-"""The terminal view of a running pipeline: per lane, what is waiting, how long quiet tenants
-wait and which tenants are noisy (SQS fair queues), what is running, what happened to the work,
-and which alarms are firing; then a summary at the end."""
+"""The view of a running pipeline: per lane, what is waiting, how long quiet tenants wait and which
+tenants are noisy (SQS fair queues), what is running, what happened to the work, and which alarms
+are firing; then a summary at the end. This is the plain text (logs, pipes, `--no-live`, the
+summary); on a terminal live_view.py draws the same rows with rich."""
 
 from __future__ import annotations
 
@@ -99,7 +100,7 @@ def render(runtime: LocalRuntime) -> str:
             + "".join(f"{row.outcomes[name]:>9}" for name, _ in OUTCOME_COLUMNS)
             + ("  " + ",".join(row.alarms_firing) if row.alarms_firing else "  ok")
         )
-    noisy = [f"{row.lane} {_noisy(row.noisy)}" for row in rows if row.noisy]
+    noisy = [f"{row.lane} {noisy_text(row.noisy)}" for row in rows if row.noisy]
     lines.append(f"noisy tenants: {'; '.join(noisy) if noisy else 'none'}")
     assert runtime.alarms is not None
     firing = [a.logical_id for a in runtime.alarms.alarms if a.state == ALARM]
@@ -108,7 +109,7 @@ def render(runtime: LocalRuntime) -> str:
     return "\n".join(lines)
 
 
-def _noisy(groups: tuple[NoisyGroup, ...]) -> str:
+def noisy_text(groups: tuple[NoisyGroup, ...]) -> str:
     return ", ".join(f"{g.name} ({g.visible} queued, {g.in_flight} in flight)" for g in groups)
 
 

@@ -4,10 +4,8 @@ users do, through its HTTP port, the emulated AWS endpoint, and the operator CLI
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,10 +13,9 @@ from pathlib import Path
 import boto3
 import pytest
 
+from ops.drive import lanectl
 from ops.runtime.client import PipelineClient
 from ops.runtime.launch import LaunchFailed, launch
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 @dataclass
@@ -41,22 +38,7 @@ class RunningPipeline:
         )
 
     def lanectl(self, *args: str) -> subprocess.CompletedProcess[str]:
-        environ = {
-            **os.environ,
-            "LANES_ENDPOINT_URL": self.aws_endpoint,
-            "AWS_ACCESS_KEY_ID": "local",
-            "AWS_SECRET_ACCESS_KEY": "local",
-            "AWS_DEFAULT_REGION": "us-east-1",
-        }
-        return subprocess.run(
-            [sys.executable, "-m", "ops.cli", *args],
-            cwd=ROOT,
-            env=environ,
-            capture_output=True,
-            text=True,
-            timeout=300,
-            check=False,
-        )
+        return lanectl(self.aws_endpoint, *args)
 
 
 def start_pipeline(log_dir: Path, environ: dict[str, str] | None = None) -> RunningPipeline:
@@ -110,13 +92,3 @@ def pipeline(tmp_path_factory) -> RunningPipeline:
     time.sleep(0.2)
     assert code == 0, "\n".join(lines[-20:])
     assert "Summary" in lines, "\n".join(lines[-20:])
-
-
-def wait_for(predicate, timeout: float, interval: float = 0.5, message: str = "condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(interval)
-    raise AssertionError(f"timed out after {timeout:.0f}s waiting for {message}")

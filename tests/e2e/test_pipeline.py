@@ -8,8 +8,8 @@ import uuid
 
 import pytest
 
+from ops.drive import wait_for
 from ops.meta_payloads import whatsapp_message
-from tests.e2e.conftest import wait_for
 
 pytestmark = [pytest.mark.xdist_group("e2e"), pytest.mark.slow]
 
@@ -41,7 +41,7 @@ def test_a_signed_webhook_is_processed_exactly_once(pipeline):
     second = pipeline.client.deliver(payload)
     # Then both are acknowledged and the message is stored once
     assert (first.status, second.status) == (200, 200)
-    items = wait_for(lambda: _message_items(pipeline, tenant, wamid), timeout=30, message="the message to be stored")
+    items = wait_for(lambda: _message_items(pipeline, tenant, wamid), timeout=30, what="the message to be stored")
     assert [i["sk"]["S"] for i in items] == ["message"]
     assert items[0]["text"]["S"] == "is the shop open on Sunday? 👋"
     # And one log row exists, left as the door wrote it: the stored message is its done-mark,
@@ -89,7 +89,7 @@ def test_maximum_concurrency_is_never_exceeded(pipeline):
         invocations = sum(d["SampleCount"] for d in stats)
         return max(d["Maximum"] for d in stats) if invocations >= 24 else None  # 12 stamps + 12 turns
 
-    measured = wait_for(peak, timeout=90, interval=2, message="24 AI invocations to be measured")
+    measured = wait_for(peak, timeout=90, interval=2, what="24 AI invocations to be measured")
     # Then the lane ran turns in parallel, and its measured peak never passed the mapping's budget
     assert 2 <= measured <= 3, measured
 
@@ -132,9 +132,9 @@ def test_a_poison_message_is_dead_lettered_alarmed_and_redriven_once_fixed(pipel
         return int(attributes["Attributes"]["ApproximateNumberOfMessages"])
 
     # When it has been retried up to the lane's max receives
-    assert wait_for(dead_letters, timeout=90, interval=1, message="the poison turn in the DLQ") == 1
+    assert wait_for(dead_letters, timeout=90, interval=1, what="the poison turn in the DLQ") == 1
     # Then the DLQ alarm fires
-    wait_for(lambda: _dlq_alarm_state(pipeline) == "ALARM", timeout=30, interval=1, message="the DLQ alarm")
+    wait_for(lambda: _dlq_alarm_state(pipeline) == "ALARM", timeout=30, interval=1, what="the DLQ alarm")
 
     # When the vendor is fixed and on-call redrives the DLQ with the CLI
     _set_ai_option(pipeline, "vendor_rejects", None)
@@ -157,7 +157,7 @@ def test_a_poison_message_is_dead_lettered_alarmed_and_redriven_once_fixed(pipel
             if i["sk"]["S"].startswith("reply#")
         ]
 
-    wait_for(replies, timeout=60, interval=1, message="the reply after the redrive")
+    wait_for(replies, timeout=60, interval=1, what="the reply after the redrive")
     time.sleep(3)
     assert len(replies()) == 1
-    wait_for(lambda: _dlq_alarm_state(pipeline) == "OK", timeout=30, interval=1, message="the DLQ alarm to clear")
+    wait_for(lambda: _dlq_alarm_state(pipeline) == "OK", timeout=30, interval=1, what="the DLQ alarm to clear")

@@ -11,10 +11,10 @@ from datetime import UTC, datetime
 import pytest
 
 from bench import fuzz
+from ops.drive import wait_for
 from ops.meta_payloads import whatsapp_message
 from ops.runtime.client import PipelineClient
 from stacks.config.environments import ENVIRONMENTS
-from tests.e2e.conftest import wait_for
 
 pytestmark = [pytest.mark.xdist_group("e2e"), pytest.mark.slow]
 LOCAL = ENVIRONMENTS["local"]
@@ -99,7 +99,7 @@ def test_a_secret_rotated_in_a_running_runtime_takes_the_new_one_within_the_cach
 
         # Then deliveries signed with the new secret are accepted within the cache time (here at
         # once: a refused signature makes a door read the secret again, once per 5 s)
-        wait_for(lambda: _deliver(pipeline, new) == 200, timeout=cache, interval=1, message="the new secret")
+        wait_for(lambda: _deliver(pipeline, new) == 200, timeout=cache, interval=1, what="the new secret")
         # And, once every door has had to read the secret again (the cache time) and the old
         # secret's date has passed, the old one is refused while the new one still works
         time.sleep(max(0.0, rotated_at + cache + 1 - time.time()))

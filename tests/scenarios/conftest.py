@@ -12,4 +12,5 @@ def harness():
 
     h = Harness(plot_dir=None)
     _ = h.synthesized
-    return h
+    yield h
+    h.close()

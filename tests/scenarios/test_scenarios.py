@@ -4,9 +4,12 @@ an absolute time: the machine is shared). `make scenarios` runs the full-size ve
 
 from __future__ import annotations
 
+from types import ModuleType
+
 import pytest
 
 from bench.scenarios import (
+    SCENARIOS,
     s01_fairness,
     s02_bulkheads,
     s03_poison,
@@ -24,6 +27,18 @@ pytestmark = [pytest.mark.xdist_group("scenarios"), pytest.mark.slow]
 
 def _explain(result) -> str:
     return result.text()
+
+
+def test_every_scenario_has_its_test_here():
+    # Given the scenarios bench/scenarios finds (its sNN_*.py files)
+    # When the modules these tests run are collected
+    tested = {v for v in globals().values() if isinstance(v, ModuleType) and v.__name__ in _names(SCENARIOS)}
+    # Then each scenario is one of them: a new scenario file without its test fails here
+    assert sorted(m.__name__ for m in tested) == sorted(_names(SCENARIOS))
+
+
+def _names(scenarios) -> set[str]:
+    return {module.__name__ for module in scenarios.values()}
 
 
 def test_quiet_tenants_wait_fewer_service_times_than_under_a_shared_fifo(harness):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 
 from .support import envelope, park, redrive_by_sqs, visible
@@ -155,3 +156,76 @@ def test_peek_count_out_of_range_exits_2(dev_stack, lanectl):
 
     assert result.code == 2
     assert "-n must be 1..100, got 0" in result.err
+
+
+def test_list_as_json_for_scripts(dev_stack, lanectl, clock):
+    # Given two dead letters on messages, sent an hour ago
+    sqs = dev_stack.clients["sqs"]
+    for n in (1, 2):
+        park(sqs, dev_stack.lane("messages").dlq_url, body=envelope(f"wh-{n}", "waba-1"), reason="unknown_kind")
+    clock.now += 3600
+
+    # When a script lists the DLQs as JSON
+    result = lanectl("dlq", "list", "--env", "dev", "--output", "json")
+
+    # Then stdout is one document with every lane's depth and the oldest age in seconds
+    assert result.code == 0
+    listed = json.loads(result.out)
+    assert listed["stack"] == "lanes-dev"
+    assert listed["total"] == 2
+    lanes = {lane["lane"]: lane for lane in listed["lanes"]}
+    assert list(lanes) == ["messages", "engagement", "ai", "bulk", "scheduled"]
+    assert (lanes["messages"]["visible"], lanes["messages"]["in_flight"], lanes["messages"]["age_from"]) == (
+        2,
+        0,
+        "peek",
+    )
+    assert 3590 <= lanes["messages"]["oldest_age_seconds"] <= 3610
+    assert (lanes["bulk"]["visible"], lanes["bulk"]["oldest_age_seconds"], lanes["bulk"]["age_from"]) == (0, None, None)
+    # And nothing was taken
+    assert visible(sqs, dev_stack.lane("messages").dlq_url) == 2
+
+
+def test_peek_as_json_for_scripts(dev_stack, lanectl):
+    # Given one message the consumer dead-lettered with its reason, and one body that is not an envelope
+    sqs = dev_stack.clients["sqs"]
+    lane = dev_stack.lane("ai")
+    park(
+        sqs,
+        lane.dlq_url,
+        body=envelope("job-7", "acme", lane="ai", kind="ai.inbound"),
+        reason="bad_payload",
+        error_class="permanent",
+        attempts="1",
+    )
+    park(sqs, lane.dlq_url, body="<html>oops</html>", reason="malformed")
+
+    # When a script peeks as JSON
+    result = lanectl("dlq", "peek", "ai", "--env", "dev", "--output", "json")
+
+    # Then each message is an object with the fields the text shows
+    assert result.code == 0
+    peeked = json.loads(result.out)
+    assert (peeked["lane"], peeked["visible"], peeked["in_flight"]) == ("ai", 2, 0)
+    by_reason = {m["reason"]: m for m in peeked["messages"]}
+    job = by_reason["bad_payload"]
+    assert (job["id"], job["tenant"], job["kind"], job["attempts"], job["error_class"]) == (
+        "job-7",
+        "acme",
+        "ai.inbound",
+        "1",
+        "permanent",
+    )
+    assert job["envelope"] is True
+    assert job["body_start"] is None
+    assert by_reason["malformed"]["envelope"] is False
+    assert by_reason["malformed"]["body_start"] == "<html>oops</html>"
+    # And both are visible again
+    assert visible(sqs, lane.dlq_url) == 2
+
+
+def test_output_other_than_text_or_json_exits_2(dev_stack, lanectl):
+    result = lanectl("dlq", "list", "--env", "dev", "--output", "yaml")
+
+    assert result.code == 2
+    assert "invalid choice: 'yaml'" in result.err

@@ -8,12 +8,16 @@ import hashlib
 import hmac
 import json
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+import boto3
 import pytest
 
 from ops import load
 from ops.cli import Runtime, run
+from pipeline.tasks.messages import message_key
+from tests.support.aws import REGION
 
 
 @pytest.mark.parametrize("url", ["http://10.0.0.1:8787", "http://192.168.1.5", "https://127.0.0.1:8787", "ftp://x"])
@@ -105,3 +109,60 @@ def test_a_run_sends_exactly_rate_times_duration_signed_deliveries_and_counts_ev
 def test_the_command_refuses_a_remote_url_with_exit_2(capsys):
     assert run(["load", "--url", "http://10.1.2.3:8787", "--for", "1s"], Runtime()) == 2
     assert "loopback" in capsys.readouterr().err
+
+
+class _StoringDoor(BaseHTTPRequestHandler):
+    """A door that accepts a correctly signed delivery and stores its message at once, as the
+    pipeline's consumer would, in the stack's data table."""
+
+    protocol_version = "HTTP/1.1"
+
+    def do_POST(self):
+        body = self.rfile.read(int(self.headers["content-length"]))
+        expected = "sha256=" + hmac.new(b"s3cr3t-app", body, hashlib.sha256).hexdigest()
+        status = 200 if self.headers.get("x-hub-signature-256") == expected else 403
+        if status == 200:
+            entry = json.loads(body)["entry"][0]
+            message = entry["changes"][0]["value"]["messages"][0]
+            key = message_key(entry["id"], message["id"])
+            boto3.client("dynamodb", region_name=REGION).put_item(
+                TableName="data", Item={**{k: {"S": v} for k, v in key.items()}, "stored_at": {"N": str(time.time())}}
+            )
+        self.send_response(status)
+        self.send_header("content-length", "0")
+        self.end_headers()
+
+    def log_message(self, *args):
+        return
+
+
+def test_the_figures_as_json_for_scripts(dev_stack, lanectl):
+    # Given a stack whose door stores every delivery it accepts
+    boto3.client("dynamodb", region_name=REGION).create_table(
+        TableName="data",
+        BillingMode="PAY_PER_REQUEST",
+        AttributeDefinitions=[{"AttributeName": n, "AttributeType": "S"} for n in ("pk", "sk")],
+        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
+    )
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _StoringDoor)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}"
+    # When a script runs the load with --output json
+    try:
+        result = lanectl(
+            "load", "--env", "dev", "--region", REGION, "--url", url, "--rate", "20", "--for", "1s",
+            "--interval", "0.5", "--connections", "4", "--output", "json",
+        )  # fmt: skip
+    finally:
+        server.shutdown()
+    # Then stdout is one document with every figure, and the running lines went to stderr
+    assert result.code == 0, result.err
+    report = json.loads(result.out)
+    assert (report["rate"], report["seconds"]) == (20, 1)
+    assert report["total"]["sent"] == 20
+    assert report["total"]["statuses"] == {"200": 20}
+    assert report["total"]["stored"] == 20
+    assert report["not_stored"] == 0
+    assert sum(i["sent"] for i in report["intervals"]) == 20
+    assert set(report["intervals"][0]["queue_depth"]) == {"messages", "engagement", "ai", "bulk", "scheduled"}
+    assert "total: 20 sent" in result.err

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 
 import pytest
@@ -184,3 +185,41 @@ def test_the_edge_is_priced_whether_on_or_off_and_counted_only_when_on(capsys):
     assert "edge (CloudFront + AWS WAF): off; on, it would add about $" in off
     assert "edge (CloudFront + AWS WAF, on): $" in on
     assert total(on) - total(off) == pytest.approx(edge.total, abs=0.02)
+
+
+def test_plan_as_json_for_scripts(lanectl):
+    env = ENVIRONMENTS["prod"]
+    # When a script asks for prod's plan as JSON
+    result = lanectl("plan", "prod", "--output", "json")
+
+    # Then stdout is one document: every lane's figures as numbers, no warnings
+    assert result.code == 0
+    planned = json.loads(result.out)
+    assert planned["environment"] == "prod"
+    assert [lane["lane"] for lane in planned["lanes"]] == [lane.name for lane in env.lanes]
+    ai = next(lane for lane in planned["lanes"] if lane["lane"] == "ai")
+    expected = plan_lane(env.lane("ai"), 0.7)
+    assert (ai["busy_slots"], ai["slots"], ai["max_concurrency"]) == (
+        round(expected.busy_slots, 3),
+        expected.slots,
+        env.lane("ai").max_concurrency,
+    )
+    assert planned["warnings"] == []
+    # And its monthly total is the one the text prints
+    text = lanectl("plan", "prod").out
+    assert f"total: about ${planned['cost']['total_per_month']:,.2f} a month" in text
+
+
+def test_strict_plan_as_json_lists_the_warnings_and_fails(capsys):
+    env = ENVIRONMENTS["prod"]
+    flooded = replace(env.lane("engagement"), traffic=Traffic(peak_per_second=1000, service_seconds=0.3))
+    lanes = tuple(flooded if lane.name == "engagement" else lane for lane in env.lanes)
+
+    code = run_plan(
+        replace(env, lanes=lanes), Console(), utilisation=0.7, average_fraction=0.25, strict=True, output="json"
+    )
+
+    assert code == 1
+    warnings = json.loads(capsys.readouterr().out)["warnings"]
+    assert any(w.startswith("engagement: MaximumConcurrency") for w in warnings), warnings
+    assert any(w.startswith("llm: 324.0 calls busy at peak") for w in warnings), warnings

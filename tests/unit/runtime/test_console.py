@@ -5,12 +5,16 @@ queue sample types the runtime fills every second."""
 
 from __future__ import annotations
 
+import io
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from rich.console import Console
+
 from ops.runtime.console import render
 from ops.runtime.fair_groups import NoisyGroup
+from ops.runtime.live_view import view
 from ops.runtime.mappings import MappingState, MappingStats
 from ops.runtime.metrics import MetricsStore
 from ops.runtime.queue_metrics import QueueSample
@@ -52,9 +56,9 @@ class _Runtime:
     alarms: _Alarms = field(default_factory=_Alarms)
 
 
-def test_the_live_view_names_noisy_tenants_and_shows_the_quiet_tenants_wait():
-    # Given the engagement lane with one noisy page and quiet pages waiting 3.5 s, the messages
-    # lane with no noisy tenant
+def _engagement_flooded() -> _Runtime:
+    """The engagement lane with one noisy page and quiet pages waiting 3.5 s; the messages lane with
+    no noisy tenant."""
     runtime = _Runtime(
         lanes={
             "messages": _Lane("messages", "lanes-messages", "lanes-messages-dlq"),
@@ -72,6 +76,13 @@ def test_the_live_view_names_noisy_tenants_and_shows_the_quiet_tenants_wait():
         ("ApproximateNumberOfNoisyGroups", 1),
     ):
         runtime.metrics.put("AWS/SQS", metric, {"QueueName": "lanes-engagement"}, value)
+    return runtime
+
+
+def test_the_live_view_names_noisy_tenants_and_shows_the_quiet_tenants_wait():
+    # Given the engagement lane with one noisy page and quiet pages waiting 3.5 s, the messages
+    # lane with no noisy tenant
+    runtime = _engagement_flooded()
     # When the view is drawn
     lines = render(runtime).splitlines()  # type: ignore[arg-type]
     # Then the engagement row shows the quiet tenants' age and one noisy tenant, and a line names it
@@ -81,3 +92,22 @@ def test_the_live_view_names_noisy_tenants_and_shows_the_quiet_tenants_wait():
     assert (engagement["oldest"], engagement["quiet"], engagement["noisy"]) == ("4.8s", "3.5s", "1")
     assert messages["noisy"] == "0"
     assert "noisy tenants: engagement page-flood (84 queued, 18 in flight)" in lines
+
+
+def test_on_a_terminal_the_live_view_draws_the_same_rows():
+    # Given the same lanes
+    runtime = _engagement_flooded()
+    # When the terminal view is drawn (by rich)
+    out = io.StringIO()
+    Console(file=out, width=220, color_system=None).print(view(runtime))  # type: ignore[arg-type]
+    lines = [[w for w in line.split() if w not in {"│", "┃"}] for line in out.getvalue().splitlines()]
+    # Then its lane rows carry the same figures as the plain view's, and the noisy tenant is named
+    header = next(words for words in lines if words[:1] == ["lane"])
+    engagement = dict(zip(header, next(words for words in lines if words[:1] == ["engagement"]), strict=False))
+    assert (engagement["oldest"], engagement["quiet"], engagement["noisy"], engagement["alarms"]) == (
+        "4.8s",
+        "3.5s",
+        "1",
+        "ok",
+    )
+    assert "noisy tenants: engagement page-flood (84 queued, 18 in flight)" in out.getvalue()

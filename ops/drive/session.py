@@ -1,0 +1,146 @@
+"""One running pipeline as its users and operators see it: its doors (an HTTP client signed as Meta
+and as a producer), what an operator reads (tables, queues, alarms, metrics, log lines), what an
+operator changes (changes.py), and `lanectl` against it."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from ops.drive.changes import Changes
+from ops.drive.lanectl import lanectl
+from ops.drive.log_lines import LineLog
+
+
+class Session(Changes):
+    def __init__(self, runtime: Any) -> None:
+        from ops.runtime.client import PipelineClient
+
+        super().__init__(runtime)
+        self.log = LineLog()
+        runtime.capture.add_sink(self.log.sink)
+        secret = json.loads(
+            self.aws("secretsmanager").get_secret_value(SecretId=self.outputs["MetaSecretArn"])["SecretString"]
+        )
+        self.verify_token: str = secret["verify_token"]
+        self.client = PipelineClient(runtime.api_url, app_secret=secret["app_secret"])
+        self.started = time.time()
+
+    def lanectl(self, *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+        """`lanectl --env local ARGS` in a process of its own (the session must serve its emulator:
+        `Harness.session(cli=True)`)."""
+        if self.runtime.aws_endpoint is None:
+            raise RuntimeError("lanectl needs the emulator on a port: start the session with cli=True")
+        return lanectl(self.runtime.aws_endpoint, "--env", "local", *args, timeout=timeout)
+
+    # ------------------------------------------------------------------ queues
+
+    def depth(self, lane: str, *, dlq: bool = False) -> Any:
+        """Visible, in flight, delayed and the oldest message's age, read from the emulator's queue
+        the way CloudWatch reads SQS (no receive)."""
+        from ops.runtime.queue_metrics import sample
+
+        return sample(self.queue_url(lane, dlq=dlq).rsplit("/", 1)[1])
+
+    def total_depth(self, lane: str) -> int:
+        d = self.depth(lane)
+        return int(d.visible + d.in_flight + d.delayed)
+
+    def lanes_empty(self, *lanes: str) -> bool:
+        return all(self.total_depth(lane) == 0 for lane in lanes)
+
+    def oldest_dead_letter_sent(self, lane: str) -> float | None:
+        """When the oldest message now in the lane's DLQ was sent there (epoch seconds), from the
+        queue's age of oldest message; None when the DLQ is empty."""
+        d = self.depth(lane, dlq=True)
+        if d.visible + d.in_flight + d.delayed == 0:
+            return None
+        return time.time() - d.oldest_age_seconds
+
+    # ------------------------------------------------------------------ tables
+
+    def items(self, pk: str) -> list[dict[str, Any]]:
+        """The data table's items under one partition key, as plain values."""
+        from pipeline.adapters.items import from_item
+
+        response = self.aws("dynamodb").query(
+            TableName=self.outputs["DataTableName"],
+            KeyConditionExpression="pk = :pk",
+            ExpressionAttributeValues={":pk": {"S": pk}},
+            ConsistentRead=True,
+        )
+        return [from_item(i) or {} for i in response["Items"]]
+
+    def item(self, table_output: str, key: Mapping[str, Any]) -> dict[str, Any] | None:
+        from pipeline.adapters.items import from_item, to_item
+
+        found = (
+            self.aws("dynamodb")
+            .get_item(TableName=self.outputs[table_output], Key=to_item(dict(key)), ConsistentRead=True)
+            .get("Item")
+        )
+        return from_item(found) if found else None
+
+    def scan(self, table_output: str) -> list[dict[str, Any]]:
+        """Every item of the table named by a stack output (`WebhookTableName`, ...)."""
+        from pipeline.adapters.items import from_item
+
+        dynamodb = self.aws("dynamodb")
+        found: list[dict[str, Any]] = []
+        kwargs: dict[str, Any] = {"TableName": self.outputs[table_output], "ConsistentRead": True}
+        while True:
+            page = dynamodb.scan(**kwargs)
+            found.extend(from_item(i) or {} for i in page["Items"])
+            if "LastEvaluatedKey" not in page:
+                return found
+            kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+    # ------------------------------------------------------------------ alarms and metrics
+
+    def alarm(self, logical_prefix: str) -> Any:
+        (found,) = [a for a in self.runtime.alarms.alarms if a.logical_id.startswith(logical_prefix)]
+        return found
+
+    def alarm_state(self, logical_prefix: str) -> str:
+        """The alarm's state as CloudWatch's DescribeAlarms reports it."""
+        name = self.alarm(logical_prefix).name
+        described = self.aws("cloudwatch").describe_alarms(AlarmNames=[name])["MetricAlarms"]
+        return str(described[0]["StateValue"]) if described else "missing"
+
+    def alarm_fired_at(self, logical_prefix: str, after: float) -> float | None:
+        """When the alarm last went to ALARM at or after `after` (epoch seconds)."""
+        for at, _previous, state, _reason in self.alarm(logical_prefix).history:
+            if state == "ALARM" and at >= after:
+                return float(at)
+        return None
+
+    def outcome_count(self, lane: str, outcome: str) -> int:
+        """Records of the lane that ended in `outcome`, from the consumers' metrics."""
+        from pipeline import metric_names
+        from stacks.runtime_env import metrics_namespace
+
+        return int(
+            self.runtime.metrics.total_matching(
+                metrics_namespace(self.runtime.env),
+                metric_names.RECORDS,
+                {metric_names.LANE: lane, metric_names.OUTCOME: outcome},
+            )
+        )
+
+    # ------------------------------------------------------------------ the runtime itself
+
+    def settle(self, timeout: float = 30.0) -> bool:
+        """Wait until no invocation is running (abandoned task threads may still finish late)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if all(h.stats.in_flight == 0 for h in self.runtime.functions.values()):
+                return True
+            time.sleep(0.2)
+        return False
+
+    @property
+    def errors(self) -> list[str]:
+        return list(self.runtime.errors)

@@ -1,0 +1,91 @@
+"""`lanectl plan --output json`: the plan the text shows, as one document for scripts.
+
+Figures are numbers in their units (seconds, dollars a month), never formatted text; an unbounded
+headroom (a lane with no traffic) is null. The warnings are the text's, word for word.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from ops import pricing
+from ops.plan import LanePlan, account_lines, dependency_lines, lane_warnings
+from stacks.config.environments import Environment
+
+
+def _money(dollars: float) -> float:
+    return round(dollars, 2)
+
+
+def _lane(plan: LanePlan, env: Environment, average_fraction: float) -> dict[str, Any]:
+    lane = plan.lane
+    cost = pricing.lane_cost(lane, average_fraction, pricing.LIST_PRICES, tracing_active=env.tracing_active)
+    units = pricing.units(lane)
+    return {
+        "lane": lane.name,
+        "peak_per_second": plan.arrival_per_second,
+        "service_seconds": lane.traffic.service_seconds,
+        "busy_slots": round(plan.busy_slots, 3),
+        "slots": plan.slots,
+        "max_concurrency": lane.max_concurrency,
+        "reserved_concurrency": lane.reserved_concurrency if env.reserved_concurrency else None,
+        "headroom": None if math.isinf(plan.headroom) else round(plan.headroom, 3),
+        "objective_seconds": lane.objective_seconds,
+        "queue_bound": round(plan.queue_bound, 1),
+        "cost": {
+            "entry": pricing.entry(lane),
+            "messages_per_month": round(cost.messages),
+            "write_units_per_message": units.writes,
+            "read_units_per_message": units.reads,
+            "sqs": _money(cost.sqs),
+            "lambda": _money(cost.lambda_),
+            "dynamodb": _money(cost.dynamodb),
+            "api": _money(cost.api),
+            "logs": _money(cost.logs),
+            "xray": _money(cost.xray),
+            "total": _money(cost.total),
+        },
+    }
+
+
+def document(env: Environment, plans: list[LanePlan], *, utilisation: float, average_fraction: float) -> dict[str, Any]:
+    prices = pricing.LIST_PRICES
+    dependencies, dependency_warnings = dependency_lines(env, plans)
+    account, account_warnings = account_lines(env)
+    lanes = [_lane(plan, env, average_fraction) for plan in plans]
+    fixed = pricing.fixed_cost(len(env.lanes), env.sweeper.period_seconds, prices)
+    edge = pricing.edge_cost(env.lanes, average_fraction, prices)
+    lanes_cost = sum(
+        pricing.lane_cost(lane, average_fraction, prices, tracing_active=env.tracing_active).total for lane in env.lanes
+    )
+    total = lanes_cost + fixed.total + (edge.total if env.edge.enabled else 0.0)
+    return {
+        "environment": env.name,
+        "utilisation": utilisation,
+        "average_fraction": average_fraction,
+        "lanes": lanes,
+        "dependencies": dependencies,
+        "account": account,
+        "cost": {
+            "prices": {"region": prices.region, "as_of": prices.as_of, "hours_per_month": prices.hours_per_month},
+            "fixed": {
+                "idle_polling": _money(fixed.idle_polling),
+                "sweeper": _money(fixed.sweeper),
+                "alarms": _money(fixed.alarms),
+                "alarm_count": fixed.alarm_count,
+                "dashboard": _money(fixed.dashboard),
+                "total": _money(fixed.total),
+            },
+            "edge": {
+                "enabled": env.edge.enabled,
+                "requests_per_month": round(edge.requests),
+                "cloudfront": _money(edge.cloudfront),
+                "waf": _money(edge.waf),
+                "fixed": _money(edge.fixed),
+                "total": _money(edge.total),
+            },
+            "total_per_month": _money(total),
+        },
+        "warnings": [w for p in plans for w in lane_warnings(p)] + dependency_warnings + account_warnings,
+    }
