@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pipeline import metric_names
 from pipeline.domain.routing import WEBHOOK_LANES
 from stacks.config.lanes import Lane
+from stacks.config.privacy import Retention
 
 
 @dataclass(frozen=True)
@@ -83,7 +84,8 @@ class Usage:
     platform_log_bytes_per_invocation: int = 330
     """START, END and REPORT, which Lambda writes for every invocation of every function."""
     retention_days: float = 30.0
-    """How long a message's log row and effect are kept (storage is priced per month kept)."""
+    """How long a message's log row and effect are kept where no environment says (storage is
+    priced per month kept); `lane_cost` takes an environment's own periods."""
     idle_pollers: int = 5
     """Lambda keeps five long-polling receivers per SQS mapping, each a request every 20 s when idle."""
 
@@ -135,15 +137,25 @@ def units(lane: Lane, usage: Usage = ASSUMED) -> UnitsPerMessage:
     return UnitsPerMessage(sqs, writes=door + finish + budgets + drain, reads=reads, api_requests=1.0)
 
 
+def _row_kib(lane: Lane, usage: Usage) -> float:
+    if entry(lane) == "webhook":
+        return lane.traffic.payload_kib * usage.body_compression + usage.row_overhead_kib
+    if entry(lane) == "job":
+        return lane.traffic.payload_kib + usage.row_overhead_kib
+    return 0.1  # the idempotency marker
+
+
 def stored_kib(lane: Lane, usage: Usage = ASSUMED) -> float:
     """What one message leaves in DynamoDB while it is kept: its row and its effect."""
-    if entry(lane) == "webhook":
-        row = lane.traffic.payload_kib * usage.body_compression + usage.row_overhead_kib
-    elif entry(lane) == "job":
-        row = lane.traffic.payload_kib + usage.row_overhead_kib
-    else:
-        row = 0.1  # the idempotency marker
-    return row + lane.traffic.payload_kib
+    return _row_kib(lane, usage) + lane.traffic.payload_kib
+
+
+def stored_kib_days(lane: Lane, retention: Retention, usage: Usage = ASSUMED) -> float:
+    """KiB-days one message occupies under an environment's retention: its row for the raw
+    deliveries' or the jobs' period, its effect for the effects' period."""
+    kind = entry(lane)
+    row_days = {"webhook": retention.raw_deliveries_days, "job": retention.jobs_days}.get(kind, retention.effects_days)
+    return _row_kib(lane, usage) * row_days + lane.traffic.payload_kib * retention.effects_days
 
 
 def traced(requests_per_second: float) -> float:
@@ -183,6 +195,9 @@ class Counts:
     traces: float = 0.0
     stored_kib: float = 0.0
     """Item bytes left in DynamoDB, priced for `usage.retention_days` (and their backup window)."""
+    stored_kib_days: float | None = None
+    """Item bytes times the days each is kept, where the periods are known (`stored_kib_days`);
+    when given, `stored_kib` is not used."""
 
 
 def itemised(counts: Counts, lane: Lane, prices: Prices = LIST_PRICES, usage: Usage = ASSUMED) -> dict[str, float]:
@@ -209,12 +224,17 @@ def itemised(counts: Counts, lane: Lane, prices: Prices = LIST_PRICES, usage: Us
         "DynamoDB reads": counts.read_units / million * prices.dynamodb_per_million_reads,
         "CloudWatch Logs": _log_gb(counts, usage) * prices.logs_per_gb,
         "X-Ray traces": counts.traces / million * prices.xray_per_million_traces,
-        "DynamoDB storage": counts.stored_kib
+        "DynamoDB storage": _kib_days(counts, usage)
         / (1024 * 1024)
-        * usage.retention_days
         / 30
         * (prices.dynamodb_storage_per_gb_month + prices.pitr_per_gb_month),
     }
+
+
+def _kib_days(counts: Counts, usage: Usage) -> float:
+    if counts.stored_kib_days is not None:
+        return counts.stored_kib_days
+    return counts.stored_kib * usage.retention_days
 
 
 def _log_gb(counts: Counts, usage: Usage) -> float:
@@ -231,7 +251,9 @@ def lane_cost(
     usage: Usage = ASSUMED,
     *,
     tracing_active: bool = False,
+    retention: Retention | None = None,
 ) -> Cost:
+    """`retention`: the environment's periods for storage; without it, `usage.retention_days`."""
     rate = lane.traffic.peak_per_second * average_fraction
     messages = rate * prices.seconds_per_month
     per = units(lane, usage)
@@ -248,6 +270,7 @@ def lane_cost(
         api_requests=messages * per.api_requests,
         traces=traces,
         stored_kib=messages * stored_kib(lane, usage),
+        stored_kib_days=None if retention is None else messages * stored_kib_days(lane, retention, usage),
     )
     items = itemised(counts, lane, prices, usage)
     return Cost(

@@ -95,9 +95,14 @@ def _dependencies(env: Environment, dumps: Dumps) -> str:
     return dumps({d.name: {"limit": d.limit, "mode": d.mode.value} for d in env.dependencies})
 
 
+def _retention(env: Environment, dumps: Dumps) -> dict[str, str]:
+    return {EnvVar.RETENTION: dumps(env.retention.seconds())}
+
+
 def ingress(env: Environment, resources: Resources, dumps: Dumps) -> dict[str, str]:
     return {
         **_common(env, resources, "ingress"),
+        **_retention(env, dumps),
         EnvVar.LANE_QUEUES: dumps(dict(resources.queue_urls)),
         EnvVar.META_SECRET_ARN: resources.secret_arn,
         EnvVar.WEBHOOK: dumps(
@@ -114,6 +119,7 @@ def ingress(env: Environment, resources: Resources, dumps: Dumps) -> dict[str, s
 def jobs(env: Environment, resources: Resources, dumps: Dumps) -> dict[str, str]:
     return {
         **_common(env, resources, "jobs"),
+        **_retention(env, dumps),
         EnvVar.LANES: _all_lanes(env, dumps),
         EnvVar.LANE_QUEUES: dumps(dict(resources.queue_urls)),
         EnvVar.JOBS: dumps(
@@ -131,6 +137,7 @@ def jobs(env: Environment, resources: Resources, dumps: Dumps) -> dict[str, str]
 def consumer(env: Environment, lane: Lane, resources: Resources, dumps: Dumps) -> dict[str, str]:
     return {
         **_common(env, resources, f"consumer-{lane.name}"),
+        **_retention(env, dumps),
         EnvVar.LANE: dumps(lane_settings(lane).to_dict()),
         EnvVar.QUEUE_URL: resources.queue_urls[lane.name],
         EnvVar.DLQ_URL: resources.dlq_urls[lane.name],

@@ -36,6 +36,8 @@ class EnvVar:
     JOBS = "JOBS_SETTINGS"
     SWEEPER = "SWEEPER_SETTINGS"
     IDEMPOTENCY_TTL_SECONDS = "IDEMPOTENCY_TTL_SECONDS"
+    RETENTION = "RETENTION_SETTINGS"
+    """JSON: seconds each kind of data is kept (RetentionSettings)."""
     METRICS_NAMESPACE = "POWERTOOLS_METRICS_NAMESPACE"
     SERVICE_NAME = "POWERTOOLS_SERVICE_NAME"
     REGION = "AWS_REGION"
@@ -187,7 +189,7 @@ def dependencies(environ: Mapping[str, str]) -> dict[str, DependencySettings]:
 
 
 def section(environ: Mapping[str, str], name: str) -> dict[str, Any]:
-    """One JSON settings block (WEBHOOK_SETTINGS, JOBS_SETTINGS, SWEEPER_SETTINGS)."""
+    """One JSON settings block (WEBHOOK_SETTINGS, JOBS_SETTINGS, SWEEPER_SETTINGS, ...)."""
     raw = _json(environ, name)
     if not isinstance(raw, dict):
         raise SettingsError(f"{name} must be a JSON object")
@@ -239,6 +241,36 @@ def sweeper(environ: Mapping[str, str]) -> SweeperSettings:
 
 
 @dataclass(frozen=True)
+class RetentionSettings:
+    """RETENTION_SETTINGS: seconds each kind of data is kept before DynamoDB's TTL deletes it
+    (stacks/config/privacy.Retention). Every function that writes an item stamps its expiry."""
+
+    raw_deliveries_seconds: int
+    jobs_seconds: int
+    effects_seconds: int
+    erasure_requests_seconds: int
+
+    @classmethod
+    def from_dict(cls, raw: Mapping[str, Any]) -> RetentionSettings:
+        try:
+            parsed = cls(
+                raw_deliveries_seconds=int(raw["raw_deliveries_seconds"]),
+                jobs_seconds=int(raw["jobs_seconds"]),
+                effects_seconds=int(raw["effects_seconds"]),
+                erasure_requests_seconds=int(raw["erasure_requests_seconds"]),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise SettingsError(f"retention settings are incomplete or malformed: {exc!r}") from exc
+        if min(vars(parsed).values()) < 1:
+            raise SettingsError("retention settings need every period >= 1 second")
+        return parsed
+
+
+def retention(environ: Mapping[str, str]) -> RetentionSettings:
+    return RetentionSettings.from_dict(section(environ, EnvVar.RETENTION))
+
+
+@dataclass(frozen=True)
 class ConsumerSettings:
     """Everything a lane consumer is deployed with (see stacks/runtime_env.consumer)."""
 
@@ -249,6 +281,7 @@ class ConsumerSettings:
     idempotency_ttl_seconds: int
     tables: Tables
     region: str
+    retention: RetentionSettings
 
     @property
     def dependency(self) -> DependencySettings | None:
@@ -278,6 +311,7 @@ class ConsumerSettings:
             idempotency_ttl_seconds=ttl,
             tables=Tables.from_environ(environ),
             region=region(environ),
+            retention=retention(environ),
         )
         _ = parsed.dependency  # a lane naming an undefined dependency fails the cold start, loudly
         return parsed

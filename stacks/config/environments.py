@@ -30,6 +30,7 @@ from stacks.config.lanes import (
     Traffic,
     catalogue,
 )
+from stacks.config.privacy import Retention
 
 LOCAL_ACCOUNT = "123456789012"
 """The account the local runtime deploys into (moto's default)."""
@@ -103,6 +104,8 @@ class Environment:
     sweeper: SweeperConfig = field(default_factory=SweeperConfig)
     alarms: AlarmConfig = field(default_factory=AlarmConfig)
     edge: EdgeConfig = field(default_factory=EdgeConfig)
+    retention: Retention = field(default_factory=Retention)
+    """How long each kind of data is kept (stacks/config/privacy.py)."""
     idempotency_ttl_seconds: int = 7 * 24 * 3600
     alarm_emails: tuple[str, ...] = ()
     powertools_version: str = "3.37.0"
@@ -241,6 +244,9 @@ def _build() -> dict[str, Environment]:
             retain_stateful=False,
             termination_protection=False,
             tracing_active=True,
+            retention=Retention(
+                raw_deliveries_days=4, jobs_days=7, effects_days=14, erasure_requests_days=30, backup_days=7
+            ),
         ),
         "staging": Environment(
             name="staging",
@@ -253,6 +259,9 @@ def _build() -> dict[str, Environment]:
             retain_stateful=True,
             termination_protection=False,
             tracing_active=True,
+            retention=Retention(
+                raw_deliveries_days=7, jobs_days=14, effects_days=30, erasure_requests_days=30, backup_days=14
+            ),
         ),
         "prod": Environment(
             name="prod",
@@ -266,6 +275,11 @@ def _build() -> dict[str, Environment]:
             log_retention_days=90,
             retain_stateful=True,
             termination_protection=True,
+            # Raw bodies a week: past the lane queue's 4 days, and time to look at a delivery that
+            # went wrong. What the tasks made of them is the product's data, kept a quarter.
+            retention=Retention(
+                raw_deliveries_days=7, jobs_days=30, effects_days=90, erasure_requests_days=90, backup_days=35
+            ),
         ),
         "local": Environment(
             name="local",
@@ -300,6 +314,9 @@ def _build() -> dict[str, Environment]:
             sweeper=SweeperConfig(period_seconds=5, grace_seconds=8, patience_seconds=30, patience_cap_seconds=600),
             alarms=AlarmConfig(period_seconds=10, evaluation_periods=1, webhook_age_seconds=60),
             idempotency_ttl_seconds=3600,
+            retention=Retention(
+                raw_deliveries_days=4, jobs_days=4, effects_days=4, erasure_requests_days=4, backup_days=1
+            ),
         ),
     }
 
@@ -336,6 +353,7 @@ __all__ = [
     "EdgeConfig",
     "Environment",
     "JobsConfig",
+    "Retention",
     "SweeperConfig",
     "Throttle",
     "UnknownEnvironment",

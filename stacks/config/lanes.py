@@ -13,6 +13,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+QUEUE_RETENTION_DAYS = 4
+"""How long a lane queue keeps a message: the longest a message can outlive the send that made it."""
+DLQ_RETENTION_DAYS = 14
+"""SQS's maximum: the longest a person has to look at a dead letter before it is gone."""
+
 
 class BudgetMode(StrEnum):
     """How a budget acts. `observe` counts and logs what it would defer and defers nothing, so a

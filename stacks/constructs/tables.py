@@ -1,6 +1,10 @@
 """The pipeline's tables: the webhook log and jobs (the obligations), processing state
 (idempotency markers, budgets, counters) and the data the lane tasks write.
 
+Every table expires items by DynamoDB's TTL on `expires_at`, which every writer sets (see
+stacks/config/privacy.py for how long each kind is kept), and keeps point-in-time recovery for the
+environment's `backup_days`: a deleted item stays restorable that long.
+
 Logical IDs are pinned: renaming a construct must never replace a table.
 """
 
@@ -29,13 +33,11 @@ class PipelineTables(Construct):
         self.state = self._table(
             STATE_ID,
             partition_key=dynamodb.Attribute(name=schema.PK, type=dynamodb.AttributeType.STRING),
-            time_to_live_attribute=schema.TTL,
         )
         self.data = self._table(
             DATA_ID,
             partition_key=dynamodb.Attribute(name=schema.PK, type=dynamodb.AttributeType.STRING),
             sort_key=dynamodb.Attribute(name=schema.SK, type=dynamodb.AttributeType.STRING),
-            time_to_live_attribute=schema.TTL,
         )
 
     @property
@@ -64,8 +66,9 @@ class PipelineTables(Construct):
             logical_id,
             billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
             point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
-                point_in_time_recovery_enabled=True
+                point_in_time_recovery_enabled=True, recovery_period_in_days=env.retention.backup_days
             ),
+            time_to_live_attribute=schema.TTL,
             encryption=dynamodb.TableEncryption.AWS_MANAGED,
             deletion_protection=env.retain_stateful,
             removal_policy=RemovalPolicy.RETAIN if env.retain_stateful else RemovalPolicy.DESTROY,

@@ -43,7 +43,11 @@ def test_tables_are_on_demand_with_point_in_time_recovery(synthesized):
     for table in tables.values():
         props = table["Properties"]
         assert props["BillingMode"] == "PAY_PER_REQUEST"
-        assert props["PointInTimeRecoverySpecification"]["PointInTimeRecoveryEnabled"] is True
+        # The window in which a deleted (expired or erased) item can still be restored
+        assert props["PointInTimeRecoverySpecification"] == {
+            "PointInTimeRecoveryEnabled": True,
+            "RecoveryPeriodInDays": synthesized.env.retention.backup_days,
+        }
         assert props["SSESpecification"]["SSEEnabled"] is True
         retained = synthesized.env.retain_stateful
         assert table["DeletionPolicy"] == ("Retain" if retained else "Delete")
@@ -63,8 +67,9 @@ def test_obligation_tables_find_pending_rows_by_age(synthesized):
         assert index["Projection"] == {"ProjectionType": "KEYS_ONLY"}
 
 
-def test_state_and_data_tables_expire_items_by_ttl(synthesized):
-    for logical_id in ("StateTable", "DataTable"):
+def test_every_table_expires_items_by_ttl(synthesized):
+    # Each holds personal data (bodies, payloads, messages) or what points at it
+    for logical_id in ("WebhookLogTable", "JobsTable", "StateTable", "DataTable"):
         props = synthesized.resource(logical_id)["Properties"]
         assert props["TimeToLiveSpecification"] == {"AttributeName": schema.TTL, "Enabled": True}
     assert [k["AttributeName"] for k in synthesized.resource("DataTable")["Properties"]["KeySchema"]] == [

@@ -10,6 +10,8 @@ Row layout (table key `id` = `wh-<sha256 of the raw body>`):
 - the raw bytes: `body` (Binary, part 0), `body_encoding` (domain/webhook_body.ENCODINGS), `body_size` (raw
   length), `body_parts` (count). Parts 1.. are items `<id>#part<n>` holding `body` and `part_of`.
   `load_body` puts them back together; consumers should read bodies through it.
+- `expires_at` (schema.TTL) on the row and on each part: the raw-delivery retention, counted from
+  receipt. A redelivery of the same bytes finds the row and leaves its expiry as it was.
 
 The write is one conditional PutItem (a TransactWriteItems when the body needs parts) that returns
 the existing row when the body was seen before, so a redelivery costs no extra read.
@@ -60,6 +62,8 @@ class LogEntry:
     body: StoredBody
     route: Route | None
     """None for an unparseable body."""
+    expires_at: int
+    """When DynamoDB's TTL deletes the row and its parts (domain/retention.py)."""
     unparseable_reason: str | None = None
 
 
@@ -84,6 +88,7 @@ def _row(entry: LogEntry) -> dict[str, Any]:
         BODY_ENCODING: {"S": entry.body.encoding},
         BODY_SIZE: {"N": str(entry.body.size)},
         BODY_PARTS: {"N": str(len(entry.body.parts))},
+        schema.TTL: {"N": str(entry.expires_at)},
     }
     if entry.route is None:
         item[STATUS] = {"S": schema.RowStatus.UNPARSEABLE}
@@ -169,6 +174,7 @@ class WebhookLog:
                 schema.ID: {"S": webhook_body.part_id(entry.id, index)},
                 PART_OF: {"S": entry.id},
                 BODY: {"B": part},
+                schema.TTL: {"N": str(entry.expires_at)},
             }
             items.append({"Put": {"TableName": self._table, "Item": part_item}})
         return items

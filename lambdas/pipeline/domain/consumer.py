@@ -42,7 +42,7 @@ from typing import Any
 
 from pipeline import schema
 from pipeline.domain import budgets as budget_rules
-from pipeline.domain import marks, retry
+from pipeline.domain import marks, retention, retry
 from pipeline.domain import outcomes as out
 from pipeline.domain import settle_reserve as reserve_rules
 from pipeline.domain.budgets import Budget, Grant, Mode
@@ -84,6 +84,8 @@ class ConsumerConfig:
     lane: LaneSettings
     dependency: Budget | None
     marker_ttl_seconds: int
+    effects_retention_seconds: int
+    """How long what the tasks write is kept: every write without an expiry of its own gets one."""
 
     @property
     def reserve_seconds(self) -> float:
@@ -361,8 +363,10 @@ class Consumer:
         strays = sorted({str(write.table) for write in result.writes if write.table not in TASK_TABLES})
         if strays:
             raise PermanentError("task_wrote_obligation", f"a task may not write {', '.join(strays)}")
+        now = self._clock()
+        effects = retention.stamp(result.writes, retention.expiry(now, self._config.effects_retention_seconds))
         if marks.effect_is_mark(obligation, result.keyed, called_out):
-            applied = self._io.committer.apply(result.writes)
+            applied = self._io.committer.apply(effects)
             outcome = Outcome.DONE if applied.state is CommitState.COMMITTED else Outcome.DUPLICATE
             detail = dict(result.detail)
             if applied.skipped and outcome is Outcome.DONE:
@@ -375,13 +379,13 @@ class Consumer:
             obligation,
             envelope,
             status=schema.RowStatus.DONE,
-            now=self._clock(),
+            now=now,
             attempts=attempt,
             marker_ttl_seconds=self._config.marker_ttl_seconds,
             outcome=final,
         )
         assert mark is not None  # finishing as done always has a mark
-        writes: tuple[Write, ...] = (() if result.superseded else result.writes) + job_finished(
+        writes: tuple[Write, ...] = (() if result.superseded else effects) + job_finished(
             envelope, obligation.status, schema.RowStatus.DONE
         )
         committed = self._io.committer.commit(mark, writes)

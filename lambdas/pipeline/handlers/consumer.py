@@ -75,6 +75,7 @@ def create_handler(
             lane=lane,
             dependency=(budgets.dependency(dependency.name, dependency.limit, dependency.mode) if dependency else None),
             marker_ttl_seconds=config.idempotency_ttl_seconds,
+            effects_retention_seconds=config.retention.effects_seconds,
         ),
         task,
         Adapters(

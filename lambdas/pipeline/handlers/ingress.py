@@ -32,7 +32,7 @@ from pipeline.adapters.observability import logger_for, metrics_for
 from pipeline.adapters.queues import Outgoing, QueueSender
 from pipeline.adapters.secrets import MetaSecrets, MetaSecretSource, SecretsMisconfigured, SecretsUnavailable
 from pipeline.adapters.webhook_log import LogEntry, Recorded, WebhookLog, WebhookLogUnavailable
-from pipeline.domain import http, routing, signature, webhook, webhook_body
+from pipeline.domain import http, retention, routing, signature, webhook, webhook_body
 from pipeline.domain.envelope import Envelope
 from pipeline.domain.http import HttpRequest
 from pipeline.domain.signature import SignatureCheck
@@ -79,10 +79,15 @@ class IngressPorts:
 class IngressConfig:
     webhook: settings.WebhookSettings
     queue_urls: Mapping[str, str]
+    retention: settings.RetentionSettings
 
     @classmethod
     def from_environ(cls, environ: Mapping[str, str]) -> IngressConfig:
-        config = cls(webhook=settings.webhook(environ), queue_urls=settings.lane_queues(environ))
+        config = cls(
+            webhook=settings.webhook(environ),
+            queue_urls=settings.lane_queues(environ),
+            retention=settings.retention(environ),
+        )
         missing = sorted(routing.WEBHOOK_LANES - set(config.queue_urls))
         if missing:
             raise settings.SettingsError(f"{settings.EnvVar.LANE_QUEUES} lacks webhook lanes: {', '.join(missing)}")
@@ -190,6 +195,7 @@ class _Door:
             received_at=now,
             body=webhook_body.pack(raw),
             route=route,
+            expires_at=retention.expiry(now, self._config.retention.raw_deliveries_seconds),
             unparseable_reason=None if parsed.problem is None else parsed.problem.value,
         )
         try:

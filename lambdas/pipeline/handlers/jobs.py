@@ -38,12 +38,13 @@ from pipeline.adapters.jobs_table import (
 from pipeline.adapters.lane_state import CachedLaneState, LaneStateReader
 from pipeline.adapters.observability import logger_for, metrics_for
 from pipeline.adapters.queues import Outgoing, QueueSender
-from pipeline.domain import admission, http, jobs
+from pipeline.domain import admission, http, jobs, retention
 from pipeline.domain.admission import LaneProfile, LaneSnapshot
 from pipeline.domain.callers import principal_of
 from pipeline.domain.envelope import Envelope
 from pipeline.domain.http import HttpRequest
 from pipeline.domain.jobs import Job, JobRequest
+from pipeline.settings import RetentionSettings
 
 SERVICE = "jobs"
 IDEMPOTENCY_HEADER = "idempotency-key"
@@ -51,7 +52,9 @@ Handler = Callable[[Mapping[str, Any], Any], dict[str, Any]]
 
 
 class JobStore(Protocol):
-    def create(self, job_id: str, request: JobRequest, now: float, tenant_limit: int) -> CreateResult: ...
+    def create(
+        self, job_id: str, request: JobRequest, now: float, tenant_limit: int, expires_at: int
+    ) -> CreateResult: ...
 
     def get(self, job_id: str) -> Job | None: ...
 
@@ -76,6 +79,7 @@ class JobsConfig:
     settings: settings.JobsSettings
     queue_urls: Mapping[str, str]
     profiles: Mapping[str, LaneProfile]
+    retention: RetentionSettings
 
     @property
     def max_body_bytes(self) -> int:
@@ -104,7 +108,9 @@ class JobsConfig:
             )
             for name, lane in lanes.items()
         }
-        return cls(settings=jobs_settings, queue_urls=queue_urls, profiles=profiles)
+        return cls(
+            settings=jobs_settings, queue_urls=queue_urls, profiles=profiles, retention=settings.retention(environ)
+        )
 
 
 def _job_id_from(request: HttpRequest) -> str:
@@ -194,7 +200,10 @@ class _Api:
             return http.error(503, message, headers={"retry-after": retry_after})
         job_id = jobs.job_id(job_request.tenant, job_request.idempotency_key)
         telemetry = self._telemetry.bind(**{CORRELATION_ID: job_id})
-        result = self._ports.store.create(job_id, job_request, now, self._config.settings.tenant_queued_limit)
+        expires_at = retention.expiry(now, self._config.retention.jobs_seconds, not_before=job_request.deadline)
+        result = self._ports.store.create(
+            job_id, job_request, now, self._config.settings.tenant_queued_limit, expires_at
+        )
         if isinstance(result, TenantLimited):
             telemetry.info("tenant at its queued-job limit", outcome="tenant_limited", **fields)
             telemetry.count(metric_names.JOB_TENANT_LIMITED, **{metric_names.LANE: lane})

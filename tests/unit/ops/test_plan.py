@@ -184,3 +184,21 @@ def test_the_edge_is_priced_whether_on_or_off_and_counted_only_when_on(capsys):
     assert "edge (CloudFront + AWS WAF): off; on, it would add about $" in off
     assert "edge (CloudFront + AWS WAF, on): $" in on
     assert total(on) - total(off) == pytest.approx(edge.total, abs=0.02)
+
+
+def test_storage_is_priced_for_each_kind_of_data_as_long_as_the_environment_keeps_it():
+    from stacks.config.privacy import Retention
+
+    lane = ENVIRONMENTS["prod"].lane("messages")
+    month = Retention(raw_deliveries_days=7, effects_days=30)
+    quarter = Retention(raw_deliveries_days=7, effects_days=90)
+
+    # 131.4M messages a month, each leaving a 2 KiB effect: 60 more days of it at $0.25 + $0.20
+    # (storage and point-in-time recovery) a GB-month
+    extra = (
+        pricing.lane_cost(lane, 0.25, retention=quarter).dynamodb
+        - pricing.lane_cost(lane, 0.25, retention=month).dynamodb
+    )
+    assert extra == pytest.approx(131_400_000 * 2.0 * 60 / 1024**2 / 30 * 0.45)
+    # The raw row (0.95 KiB stored) for its own week, the effect for its own month
+    assert pricing.stored_kib_days(lane, month) == pytest.approx((2.0 * 0.4 + 0.15) * 7 + 2.0 * 30)
