@@ -119,6 +119,9 @@ def units(lane: Lane, usage: Usage = ASSUMED) -> UnitsPerMessage:
     sqs = math.ceil(lane.traffic.payload_kib / LIST_PRICES.sqs_request_kib) + 2 / lane.batch_size
     budgets = (2 if lane.tenant_quota else 0) + (2 if lane.dependency else 0)  # each: take and give back
     drain = 1 / lane.batch_size  # one drain-count update per batch, for admission
+    # The row's and the effect's entries in the by_sender index (keys only: one unit each). Later
+    # updates that leave the hash alone write no entry.
+    index = 2 if lane.personal and kind != "tick" else 0
     effect = math.ceil(lane.traffic.payload_kib)  # what the task stores is about the payload's size
     if kind == "tick":
         # No row: an idempotency marker and the task's write, in one transaction (2 units each).
@@ -129,12 +132,12 @@ def units(lane: Lane, usage: Usage = ASSUMED) -> UnitsPerMessage:
         # work that calls out keeps one: the row and the effect, in one transaction.
         finish = effect if lane.dependency is None else 2 * (row + effect)
         reads = math.ceil(row / 4)
-        return UnitsPerMessage(sqs, writes=row + finish + budgets + drain, reads=reads, api_requests=1.0)
+        return UnitsPerMessage(sqs, writes=row + finish + budgets + drain + index, reads=reads, api_requests=1.0)
     row = math.ceil(lane.traffic.payload_kib + usage.row_overhead_kib)
     door = 2 * (row + 1) + 1  # row and tenant counter in one transaction, plus the index entry
     finish = 2 * (row + effect + 1) + 1  # done-mark, task write, counter; index removal
     reads = math.ceil(row / 4)  # one consistent read of the row per 4 KiB
-    return UnitsPerMessage(sqs, writes=door + finish + budgets + drain, reads=reads, api_requests=1.0)
+    return UnitsPerMessage(sqs, writes=door + finish + budgets + drain + index, reads=reads, api_requests=1.0)
 
 
 def _row_kib(lane: Lane, usage: Usage) -> float:

@@ -87,6 +87,14 @@ def acknowledge(stack: PipelineStack) -> None:
         "sooner on a mismatched signature, and a delivery Meta signs with the new secret before it is stored here "
         "is refused 403 and retried by Meta.",
     )
+    _ack(
+        stack.sender_key,
+        "AwsSolutions-SMG4",
+        "The sender key is the HMAC key every row and item about a person is indexed by, so that an erasure request "
+        "finds them; a rotated key would leave everything indexed before it unfindable, and an erasure would "
+        "silently miss it. It is generated at the first deploy, never leaves AWS, and is read only by the functions "
+        "that index or erase.",
+    )
     if stack.edge is not None:
         _acknowledge_edge(stack.edge.distribution)
 

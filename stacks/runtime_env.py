@@ -31,6 +31,7 @@ class Resources:
     queue_urls: Mapping[str, str]
     dlq_urls: Mapping[str, str]
     secret_arn: str
+    sender_key_arn: str
 
 
 def stack_name(env: Environment) -> str:
@@ -103,6 +104,7 @@ def ingress(env: Environment, resources: Resources, dumps: Dumps) -> dict[str, s
     return {
         **_common(env, resources, "ingress"),
         **_retention(env, dumps),
+        EnvVar.SENDER_KEY_ARN: resources.sender_key_arn,
         EnvVar.LANE_QUEUES: dumps(dict(resources.queue_urls)),
         EnvVar.META_SECRET_ARN: resources.secret_arn,
         EnvVar.WEBHOOK: dumps(
@@ -120,6 +122,7 @@ def jobs(env: Environment, resources: Resources, dumps: Dumps) -> dict[str, str]
     return {
         **_common(env, resources, "jobs"),
         **_retention(env, dumps),
+        EnvVar.SENDER_KEY_ARN: resources.sender_key_arn,
         EnvVar.LANES: _all_lanes(env, dumps),
         EnvVar.LANE_QUEUES: dumps(dict(resources.queue_urls)),
         EnvVar.JOBS: dumps(
@@ -138,6 +141,7 @@ def consumer(env: Environment, lane: Lane, resources: Resources, dumps: Dumps) -
     return {
         **_common(env, resources, f"consumer-{lane.name}"),
         **_retention(env, dumps),
+        EnvVar.SENDER_KEY_ARN: resources.sender_key_arn,
         EnvVar.LANE: dumps(lane_settings(lane).to_dict()),
         EnvVar.QUEUE_URL: resources.queue_urls[lane.name],
         EnvVar.DLQ_URL: resources.dlq_urls[lane.name],

@@ -69,5 +69,7 @@ class WebhookFailure:
 
 class JobFailure:
     TABLE_UNAVAILABLE = "table_unavailable"
+    SECRETS_UNAVAILABLE = "secrets_unavailable"
+    """The sender key could not be read, so the job's row could not be indexed for erasure."""
     INTERNAL = "internal"
-    ALL = (TABLE_UNAVAILABLE, INTERNAL)
+    ALL = (TABLE_UNAVAILABLE, SECRETS_UNAVAILABLE, INTERNAL)

@@ -32,6 +32,8 @@ class EnvVar:
     DEPENDENCIES = "DEPENDENCIES"
     """JSON: {dependency name: {"limit": int, "mode": "enforce"|"observe"}}."""
     META_SECRET_ARN = "META_SECRET_ARN"  # noqa: S105 (the name of a variable holding an ARN)
+    SENDER_KEY_ARN = "SENDER_KEY_ARN"
+    """The secret holding the key sender hashes are made with (adapters/sender_key.py)."""
     WEBHOOK = "WEBHOOK_SETTINGS"
     JOBS = "JOBS_SETTINGS"
     SWEEPER = "SWEEPER_SETTINGS"

@@ -109,6 +109,9 @@ class Lane:
     task_options: tuple[tuple[str, str], ...] = field(default_factory=tuple)
     tick: Tick | None = None
     """A schedule that puts a tick on this lane (see Tick)."""
+    personal: bool = True
+    """Its work is about a person (a message, a comment, a conversation): its rows and effects carry
+    that person's hash, and each costs an index write (the `by_sender` index an erasure queries)."""
 
     def __post_init__(self) -> None:
         problems = []
@@ -247,6 +250,8 @@ def catalogue() -> tuple[Lane, ...]:
             default_expiry_seconds=24 * 3600,
             defer_seconds=60,
             traffic=Traffic(peak_per_second=0.2, service_seconds=10.0, payload_kib=8.0),
+            # A tenant's own records (catalogues, knowledge bases); erasures run here too, but rarely.
+            personal=False,
         ),
         Lane(
             name=SCHEDULED,
@@ -267,5 +272,6 @@ def catalogue() -> tuple[Lane, ...]:
             defer_seconds=1,
             traffic=Traffic(peak_per_second=0.2, service_seconds=0.5),
             tick=Tick(period_seconds=60, kind="scoring.tick"),
+            personal=False,
         ),
     )

@@ -107,6 +107,7 @@ class Ingress(Construct):
         queues: dict[str, sqs.Queue],
         webhook_lanes: frozenset[str],
         secret: secretsmanager.ISecret,
+        sender_key: secretsmanager.ISecret,
         ingress_environment: dict[str, str],
         jobs_environment: dict[str, str],
         on_call: OnCall,
@@ -130,6 +131,7 @@ class Ingress(Construct):
         # A conditional PutItem (alone, or in a transaction for bodies split into parts).
         grant_rows(webhook_fn, tables.webhook_log, ("dynamodb:PutItem",))
         secret.grant_read(webhook_fn)
+        sender_key.grant_read(webhook_fn)
         for lane in sorted(webhook_lanes):
             queues[lane].grant_send_messages(webhook_fn)
 
@@ -152,6 +154,7 @@ class Ingress(Construct):
         # admission reads the lane's drain buckets.
         grant_rows(jobs_fn, tables.jobs, ("dynamodb:PutItem", "dynamodb:GetItem"))
         grant_rows(jobs_fn, tables.state, ("dynamodb:UpdateItem", *READ))
+        sender_key.grant_read(jobs_fn)
         for queue in queues.values():
             queue.grant_send_messages(jobs_fn)
             queue.grant(jobs_fn, "sqs:GetQueueAttributes")

@@ -3,7 +3,9 @@
 
 Every table expires items by DynamoDB's TTL on `expires_at`, which every writer sets (see
 stacks/config/privacy.py for how long each kind is kept), and keeps point-in-time recovery for the
-environment's `backup_days`: a deleted item stays restorable that long.
+environment's `backup_days`: a deleted item stays restorable that long. The tables that hold what a
+person sent (webhook log, jobs, data) index it by that person's hash (`by_sender`, sparse, keys
+only), so an erasure request finds it with a query (domain/senders.py).
 
 Logical IDs are pinned: renaming a construct must never replace a table.
 """
@@ -28,16 +30,18 @@ class PipelineTables(Construct):
     def __init__(self, scope: Construct, construct_id: str, *, env: Environment) -> None:
         super().__init__(scope, construct_id)
         self._env = env
-        self.webhook_log = self._obligations(WEBHOOK_LOG_ID)
-        self.jobs = self._obligations(JOBS_ID)
+        self.webhook_log = self._by_sender(self._obligations(WEBHOOK_LOG_ID))
+        self.jobs = self._by_sender(self._obligations(JOBS_ID))
         self.state = self._table(
             STATE_ID,
             partition_key=dynamodb.Attribute(name=schema.PK, type=dynamodb.AttributeType.STRING),
         )
-        self.data = self._table(
-            DATA_ID,
-            partition_key=dynamodb.Attribute(name=schema.PK, type=dynamodb.AttributeType.STRING),
-            sort_key=dynamodb.Attribute(name=schema.SK, type=dynamodb.AttributeType.STRING),
+        self.data = self._by_sender(
+            self._table(
+                DATA_ID,
+                partition_key=dynamodb.Attribute(name=schema.PK, type=dynamodb.AttributeType.STRING),
+                sort_key=dynamodb.Attribute(name=schema.SK, type=dynamodb.AttributeType.STRING),
+            )
         )
 
     @property
@@ -55,6 +59,17 @@ class PipelineTables(Construct):
             index_name=schema.PENDING_INDEX,
             partition_key=dynamodb.Attribute(name=schema.PENDING_SHARD, type=dynamodb.AttributeType.STRING),
             sort_key=dynamodb.Attribute(name=schema.PENDING_SINCE, type=dynamodb.AttributeType.NUMBER),
+            projection_type=dynamodb.ProjectionType.KEYS_ONLY,
+        )
+        return table
+
+    @staticmethod
+    def _by_sender(table: dynamodb.Table) -> dynamodb.Table:
+        """Keys only: an erasure needs to know which items, and reads or deletes them by key. Only
+        items that carry a hash are in it, and an update that leaves the hash alone writes nothing."""
+        table.add_global_secondary_index(
+            index_name=schema.SENDER_INDEX,
+            partition_key=dynamodb.Attribute(name=schema.SENDER_HASH, type=dynamodb.AttributeType.STRING),
             projection_type=dynamodb.ProjectionType.KEYS_ONLY,
         )
         return table

@@ -196,6 +196,7 @@ def test_outputs_name_every_lane_resource_for_the_operator_cli(synthesized):
         "DataTableName",
         "AlarmTopicArn",
         "MetaSecretArn",
+        "SenderKeyArn",
     ):
         assert key in outputs
 

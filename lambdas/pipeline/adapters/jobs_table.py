@@ -3,7 +3,8 @@
 Job row (jobs table, key `id`): `lane`, `kind`, `tenant`, `status` ("queued" until terminal),
 `attempts`, `deferrals`, `created_at`, `updated_at`, `deadline` (optional), `last_error`
 (optional), `payload` (the JSON payload as a native DynamoDB value, as the sweeper replays it),
-`replays`, `request_hash` and `idempotency_key` (when given), `expires_at` (when DynamoDB's TTL
+`replays`, `request_hash` and `idempotency_key` (when given), `sender_hash` (when the payload names
+the person the job is about: domain/senders.person_in_job), `expires_at` (when DynamoDB's TTL
 deletes it: the jobs retention, counted from the deadline when that is later), and while pending
 `pending_shard`/`pending_since`, exactly as the webhook log.
 
@@ -116,7 +117,7 @@ def job_from_item(item: dict[str, Any]) -> Job:
     )
 
 
-def _row(job_id: str, request: JobRequest, now: float, expires_at: int) -> dict[str, Any]:
+def _row(job_id: str, request: JobRequest, now: float, expires_at: int, sender_hash: str | None) -> dict[str, Any]:
     item: dict[str, Any] = {
         schema.ID: {"S": job_id},
         LANE: {"S": request.lane},
@@ -136,6 +137,8 @@ def _row(job_id: str, request: JobRequest, now: float, expires_at: int) -> dict[
     }
     if request.deadline is not None:
         item[DEADLINE] = _number(request.deadline)
+    if sender_hash is not None:
+        item[schema.SENDER_HASH] = {"S": sender_hash}
     if request.idempotency_key is not None:
         item[IDEMPOTENCY_KEY] = {"S": request.idempotency_key}
     return item
@@ -150,14 +153,22 @@ class JobsTable:
     def _counter(self, lane: str, tenant: str) -> dict[str, Any]:
         return {schema.PK: {"S": jobs.queued_key(lane, tenant)}}
 
-    def create(self, job_id: str, request: JobRequest, now: float, tenant_limit: int, expires_at: int) -> CreateResult:
+    def create(
+        self,
+        job_id: str,
+        request: JobRequest,
+        now: float,
+        tenant_limit: int,
+        expires_at: int,
+        sender_hash: str | None = None,
+    ) -> CreateResult:
         """Write the job and count it against its tenant, atomically: an existing id (the same
         idempotency key) or a tenant at its limit writes nothing. One TransactWriteItems."""
         items = [
             {
                 "Put": {
                     "TableName": self._jobs,
-                    "Item": _row(job_id, request, now, expires_at),
+                    "Item": _row(job_id, request, now, expires_at, sender_hash),
                     "ConditionExpression": "attribute_not_exists(#id)",
                     "ExpressionAttributeNames": {"#id": schema.ID},
                     "ReturnValuesOnConditionCheckFailure": "ALL_OLD",

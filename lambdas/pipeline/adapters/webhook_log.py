@@ -12,6 +12,9 @@ Row layout (table key `id` = `wh-<sha256 of the raw body>`):
   `load_body` puts them back together; consumers should read bodies through it.
 - `expires_at` (schema.TTL) on the row and on each part: the raw-delivery retention, counted from
   receipt. A redelivery of the same bytes finds the row and leaves its expiry as it was.
+- `sender_hash` (schema.SENDER_HASH) when the delivery names exactly one person: the key of the
+  sparse `by_sender` index an erasure queries. A delivery naming several has none (an item has one
+  index key); the consumer indexes those when it processes them (tasks/privacy.py).
 
 The write is one conditional PutItem (a TransactWriteItems when the body needs parts) that returns
 the existing row when the body was seen before, so a redelivery costs no extra read.
@@ -65,6 +68,8 @@ class LogEntry:
     expires_at: int
     """When DynamoDB's TTL deletes the row and its parts (domain/retention.py)."""
     unparseable_reason: str | None = None
+    sender_hash: str | None = None
+    """The one person the delivery names, hashed (domain/senders.py); None for none or several."""
 
 
 @dataclass(frozen=True)
@@ -90,6 +95,8 @@ def _row(entry: LogEntry) -> dict[str, Any]:
         BODY_PARTS: {"N": str(len(entry.body.parts))},
         schema.TTL: {"N": str(entry.expires_at)},
     }
+    if entry.sender_hash is not None:
+        item[schema.SENDER_HASH] = {"S": entry.sender_hash}
     if entry.route is None:
         item[STATUS] = {"S": schema.RowStatus.UNPARSEABLE}
         item[UNPARSEABLE_REASON] = {"S": entry.unparseable_reason or "unknown"}

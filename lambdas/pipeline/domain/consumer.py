@@ -63,6 +63,7 @@ from pipeline.domain.ports import (
     ObligationStore,
     Observer,
     Reader,
+    SenderHasher,
     location_id,
 )
 from pipeline.domain.records import Received, receive
@@ -114,6 +115,7 @@ class Adapters:
     observer: Observer
     vendor: Vendor
     calls: CallTimes
+    senders: SenderHasher
 
 
 class Consumer:
@@ -338,6 +340,7 @@ class Consumer:
                 dependency=self._config.dependency,
                 limit_seconds=limit,
                 on_over_budget=lambda grant: self._io.observer.over_budget(received, grant),
+                hasher=self._io.senders.hash,
             )
             result = run_with_limit(self._task, context, limit, name=f"{self._lane.name}:{envelope.kind}")
         except DependencyBusy:

@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
+from pipeline.domain import senders
 from pipeline.domain.budgets import Budget, Grant
 from pipeline.domain.effects import TASK_TABLES, Table
 from pipeline.domain.envelope import Envelope
@@ -30,6 +31,7 @@ class TaskRun:
         dependency: Budget | None,
         limit_seconds: float,
         on_over_budget: Callable[[Grant], None],
+        hasher: Callable[[str], str],
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self.envelope = envelope
@@ -46,6 +48,7 @@ class TaskRun:
         self._dependency = dependency
         self._limit = limit_seconds
         self._on_over_budget = on_over_budget
+        self._hasher = hasher
         self._monotonic = monotonic
         self._deadline = monotonic() + limit_seconds
 
@@ -59,6 +62,9 @@ class TaskRun:
 
     def remaining(self) -> float:
         return max(0.0, self._deadline - self._monotonic())
+
+    def sender_hash(self, person: str) -> str | None:
+        return self._hasher(person) if senders.normalise(person) else None
 
     @contextmanager
     def dependency(self) -> Iterator[None]:

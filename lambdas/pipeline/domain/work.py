@@ -56,6 +56,11 @@ class TaskContext(Protocol):
         """Seconds left before the task's hard time limit: the timeout for external calls."""
         ...
 
+    def sender_hash(self, person: str) -> str | None:
+        """The index key of a person an item is about (domain/senders.py), for its `sender_hash`
+        attribute, so an erasure request finds the item; None for an empty id."""
+        ...
+
 
 @dataclass(frozen=True)
 class FollowUp:

@@ -22,6 +22,7 @@ from pipeline.adapters.lane_queue import SqsLaneQueue
 from pipeline.adapters.lane_state import LaneStateReader
 from pipeline.adapters.leases import LeaseBudgets
 from pipeline.adapters.observability import logger_for, metrics_for
+from pipeline.adapters.sender_key import SenderKey
 from pipeline.adapters.state import ItemReader, ObligationReader, TableNames
 from pipeline.adapters.transactions import Committer
 from pipeline.adapters.vendor import SimulatedVendor
@@ -95,6 +96,7 @@ def create_handler(
             observer=observer,
             vendor=vendor or SimulatedVendor.from_options(lane.options, random.Random(rng.random())),  # noqa: S311
             calls=calls,
+            senders=SenderKey(clients.secretsmanager, settings.require(environ, settings.EnvVar.SENDER_KEY_ARN)),
         ),
         clock=clock,
         rng=rng,

@@ -31,8 +31,9 @@ from pipeline.adapters.clients import Clients
 from pipeline.adapters.observability import logger_for, metrics_for
 from pipeline.adapters.queues import Outgoing, QueueSender
 from pipeline.adapters.secrets import MetaSecrets, MetaSecretSource, SecretsMisconfigured, SecretsUnavailable
+from pipeline.adapters.sender_key import SenderKey, SenderKeyUnavailable
 from pipeline.adapters.webhook_log import LogEntry, Recorded, WebhookLog, WebhookLogUnavailable
-from pipeline.domain import http, retention, routing, signature, webhook, webhook_body
+from pipeline.domain import http, retention, routing, senders, signature, webhook, webhook_body
 from pipeline.domain.envelope import Envelope
 from pipeline.domain.http import HttpRequest
 from pipeline.domain.signature import SignatureCheck
@@ -66,13 +67,19 @@ class Sender(Protocol):
     def send(self, queue_url: str, message: Outgoing) -> str: ...
 
 
+class SenderHasher(Protocol):
+    def hash(self, sender: str) -> str: ...
+
+
 @dataclass(frozen=True)
 class IngressPorts:
-    """The door's three dependencies; the benchmark swaps them for stubs to time the code alone."""
+    """The door's dependencies; the benchmark swaps them for stubs to time the code alone."""
 
     secrets: SecretSource
     log: DeliveryLog
     queue: Sender
+    senders: SenderHasher
+    """The key the one person a delivery names is indexed by (read once per instance)."""
 
 
 @dataclass(frozen=True)
@@ -190,6 +197,13 @@ class _Door:
         telemetry.count(metric_names.WEBHOOK_RECEIVED)
         parsed = webhook.parse(raw, self._config.webhook.max_json_depth)
         route = None if parsed.payload is None else routing.route(parsed.payload)
+        try:
+            sender_hash = self._sender_hash(parsed.payload)
+        except SenderKeyUnavailable as exc:
+            # The row would be unfindable by an erasure request; Meta retries the delivery.
+            telemetry.error("cannot read the sender key; answering 500 so Meta retries", error=str(exc))
+            telemetry.count(metric_names.WEBHOOK_FAILED, **{metric_names.REASON: WebhookFailure.SECRETS_UNAVAILABLE})
+            return _failed()
         entry = LogEntry(
             id=log_id,
             received_at=now,
@@ -197,6 +211,7 @@ class _Door:
             route=route,
             expires_at=retention.expiry(now, self._config.retention.raw_deliveries_seconds),
             unparseable_reason=None if parsed.problem is None else parsed.problem.value,
+            sender_hash=sender_hash,
         )
         try:
             recorded = self._ports.log.record(entry)
@@ -224,6 +239,14 @@ class _Door:
             return _ok()
         created_at = now if recorded.created else (recorded.existing_received_at or now)
         return self._enqueue(telemetry, webhook.envelope(log_id, route, parsed, created_at), recorded.created)
+
+    def _sender_hash(self, payload: Any) -> str | None:
+        """The index key of the one person the delivery names: free on the row the door writes
+        anyway. A delivery naming several is indexed by its consumer (an item has one key)."""
+        people = senders.people_in_delivery(payload)
+        if len(people) != 1:
+            return None
+        return self._ports.senders.hash(next(iter(people)))
 
     def _enqueue(self, telemetry: RequestTelemetry, envelope: Envelope, new: bool) -> dict[str, Any]:
         fields = {"lane": envelope.lane, "tenant": envelope.tenant, "kind": envelope.kind, "id": envelope.id}
@@ -294,6 +317,7 @@ def create_handler(
         ),
         log=WebhookLog(clients.dynamodb, tables.webhook_log),
         queue=QueueSender(clients.sqs),
+        senders=SenderKey(clients.secretsmanager, settings.require(environ, settings.EnvVar.SENDER_KEY_ARN)),
     )
     return build_handler(config, ports, logger_for(environ, SERVICE), metrics_for(environ, SERVICE), clock)
 

@@ -38,7 +38,8 @@ from pipeline.adapters.jobs_table import (
 from pipeline.adapters.lane_state import CachedLaneState, LaneStateReader
 from pipeline.adapters.observability import logger_for, metrics_for
 from pipeline.adapters.queues import Outgoing, QueueSender
-from pipeline.domain import admission, http, jobs, retention
+from pipeline.adapters.sender_key import SenderKey, SenderKeyUnavailable
+from pipeline.domain import admission, http, jobs, retention, senders
 from pipeline.domain.admission import LaneProfile, LaneSnapshot
 from pipeline.domain.callers import principal_of
 from pipeline.domain.envelope import Envelope
@@ -53,7 +54,13 @@ Handler = Callable[[Mapping[str, Any], Any], dict[str, Any]]
 
 class JobStore(Protocol):
     def create(
-        self, job_id: str, request: JobRequest, now: float, tenant_limit: int, expires_at: int
+        self,
+        job_id: str,
+        request: JobRequest,
+        now: float,
+        tenant_limit: int,
+        expires_at: int,
+        sender_hash: str | None = None,
     ) -> CreateResult: ...
 
     def get(self, job_id: str) -> Job | None: ...
@@ -67,11 +74,16 @@ class Sender(Protocol):
     def send(self, queue_url: str, message: Outgoing) -> str: ...
 
 
+class SenderHasher(Protocol):
+    def hash(self, sender: str) -> str: ...
+
+
 @dataclass(frozen=True)
 class JobsPorts:
     store: JobStore
     lanes: LaneStates
     queue: Sender
+    senders: SenderHasher
 
 
 @dataclass(frozen=True)
@@ -201,8 +213,10 @@ class _Api:
         job_id = jobs.job_id(job_request.tenant, job_request.idempotency_key)
         telemetry = self._telemetry.bind(**{CORRELATION_ID: job_id})
         expires_at = retention.expiry(now, self._config.retention.jobs_seconds, not_before=job_request.deadline)
+        person = senders.person_in_job(job_request.payload)
+        sender_hash = None if person is None else self._ports.senders.hash(person)
         result = self._ports.store.create(
-            job_id, job_request, now, self._config.settings.tenant_queued_limit, expires_at
+            job_id, job_request, now, self._config.settings.tenant_queued_limit, expires_at, sender_hash
         )
         if isinstance(result, TenantLimited):
             telemetry.info("tenant at its queued-job limit", outcome="tenant_limited", **fields)
@@ -264,6 +278,13 @@ def build_handler(
             telemetry.exception("jobs table unavailable")
             telemetry.count(metric_names.JOB_FAILED, **{metric_names.REASON: metric_names.JobFailure.TABLE_UNAVAILABLE})
             return http.error(500, "internal error")
+        except SenderKeyUnavailable as exc:
+            # Written unindexed, the job could not be found by an erasure request: refuse it.
+            telemetry.error("cannot read the sender key", error=str(exc))
+            telemetry.count(
+                metric_names.JOB_FAILED, **{metric_names.REASON: metric_names.JobFailure.SECRETS_UNAVAILABLE}
+            )
+            return http.error(500, "internal error")
         except Exception:
             telemetry.exception("jobs request failed")
             telemetry.count(metric_names.JOB_FAILED, **{metric_names.REASON: metric_names.JobFailure.INTERNAL})
@@ -294,6 +315,7 @@ def create_handler(
             on_error=lane_state_failed,
         ),
         queue=QueueSender(clients.sqs),
+        senders=SenderKey(clients.secretsmanager, settings.require(environ, settings.EnvVar.SENDER_KEY_ARN)),
     )
     return build_handler(config, ports, logger, metrics_for(environ, SERVICE), clock)
 

@@ -19,6 +19,10 @@ three model calls and three replies. Two kinds of work on this lane do it:
 The turn's id derives from the message (`turn-<conversation ref>-<message id>`), so a repeated
 follow-up is a duplicate the consumer's done-marker absorbs.
 
+The stored message and the reply carry the hash of the person the conversation is with (the
+payload's `sender`, or the conversation id itself, which is usually their phone number or account
+id), so an erasure request finds them; the turn carries that hash, never the id, to its reply.
+
 A conversation id names a person's thread (often their phone number or account id), so it never
 reaches a log: the turn's id, the outcome's detail and error messages (all logged by the consumer)
 carry `conversation_ref`, a digest of tenant and conversation. Someone who knows the conversation
@@ -33,10 +37,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from pipeline import schema
+from pipeline.domain import senders
 from pipeline.domain.effects import Check, OnConflict, Put, Table, Update
 from pipeline.domain.envelope import Envelope
 from pipeline.domain.errors import PermanentError, TransientError
 from pipeline.domain.work import FollowUp, TaskContext, TaskResult
+from pipeline.tasks import privacy
 
 INBOUND = "ai.inbound"
 TURN = "ai.turn"
@@ -99,15 +105,20 @@ def stamp(ctx: TaskContext) -> TaskResult:
         },
         on_conflict=OnConflict.SKIP,  # a newer message holds the marker: leave it there
     )
+    person = str(payload.get("sender") or conversation)
     stored = Put(
         table=Table.DATA,
-        item={
-            schema.PK: conversation_pk(tenant, conversation),
-            schema.SK: f"in#{message_id}",
-            "text": text,
-            "sent_at": seq,
-            "stored_at": ctx.now,
-        },
+        item=privacy.about(
+            ctx,
+            person,
+            {
+                schema.PK: conversation_pk(tenant, conversation),
+                schema.SK: f"in#{message_id}",
+                "text": text,
+                "sent_at": seq,
+                "stored_at": ctx.now,
+            },
+        ),
         condition="attribute_not_exists(#pk)",
         names={"#pk": schema.PK},
         on_conflict=OnConflict.SKIP,
@@ -121,7 +132,7 @@ def stamp(ctx: TaskContext) -> TaskResult:
         source="internal",
         created_at=ctx.now,
         deadline=ctx.envelope.deadline,
-        payload={"conversation": conversation, "token": message_id, "seq": seq},
+        payload={"conversation": conversation, "token": message_id, "seq": seq, "sender_hash": ctx.sender_hash(person)},
     )
     return TaskResult(
         writes=(marker, stored),
@@ -146,15 +157,18 @@ def turn(ctx: TaskContext) -> TaskResult:
         raise TurnBeforeStamp(f"marker for conversation {ref} predates message {token}")
     with ctx.dependency():
         reply = ctx.vendor.complete(str(marker.get("text", "")), timeout=ctx.remaining())
+    reply_item = {
+        schema.PK: conversation_pk(tenant, conversation),
+        schema.SK: f"reply#{token}",
+        "text": reply,
+        "answers": token,
+        "answered_at": ctx.now,
+    }
+    if senders.is_hash(payload.get("sender_hash")):
+        reply_item[schema.SENDER_HASH] = payload["sender_hash"]
     answer = Put(
         table=Table.DATA,
-        item={
-            schema.PK: conversation_pk(tenant, conversation),
-            schema.SK: f"reply#{token}",
-            "text": reply,
-            "answers": token,
-            "answered_at": ctx.now,
-        },
+        item=reply_item,
         condition="attribute_not_exists(#pk)",
         names={"#pk": schema.PK},
         on_conflict=OnConflict.SKIP,

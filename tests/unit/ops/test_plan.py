@@ -71,12 +71,13 @@ def test_plan_cost_section(lanectl):
         "of peak)" in result.out
     )
     # A 2 KB text: its compressed row (1 unit), its stored message as the done-mark (2), a tenth of
-    # a drain count; one consistent read of the row.
-    assert _row(result.out, "messages", "cost")[0:4] == ["messages", "webhook", "131.4M", "3.1/1"]
+    # a drain count, and the row's and the message's entries in the sender index (1 each); one
+    # consistent read of the row.
+    assert _row(result.out, "messages", "cost")[0:4] == ["messages", "webhook", "131.4M", "5.1/1"]
     # Production passes tracing through: no traces are priced.
     assert _row(result.out, "messages", "cost")[9] == "$0.00"
     assert _row(result.out, "scheduled", "cost")[1] == "tick"
-    assert "47 alarms $4.70" in result.out
+    assert "48 alarms $4.80" in result.out
     assert "total: about $" in result.out
 
 
