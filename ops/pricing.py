@@ -307,8 +307,10 @@ def fixed_cost(
     sweeps = prices.seconds_per_month / sweeper_period_seconds
     # Per lane: age, quiet tenants' age, dead letters, consumer errors, throttles, out of time, jobs
     # shed. Global: unprocessed webhook and job age, abandoned webhooks and jobs, refused
-    # signatures, and each 5xx reason of the doors.
-    doors = len(metric_names.WebhookFailure.ALL) + len(metric_names.JobFailure.ALL)
+    # signatures, and each 5xx reason of the doors (webhook, jobs API, data-deletion callback).
+    doors = (
+        len(metric_names.WebhookFailure.ALL) + len(metric_names.JobFailure.ALL) + len(metric_names.ErasureFailure.ALL)
+    )
     alarm_count = 7 * lane_count + 5 + doors
     return FixedCost(
         idle_polling=polls / 1_000_000 * prices.sqs_per_million_requests,

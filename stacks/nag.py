@@ -34,6 +34,7 @@ def acknowledge(stack: PipelineStack) -> None:
     functions = [
         stack.ingress.webhook,
         stack.ingress.jobs,
+        stack.erasure.door,
         stack.sweeper.sweeper,
         *(consumer.consumer for consumer in stack.consumers.values()),
     ]
@@ -41,7 +42,12 @@ def acknowledge(stack: PipelineStack) -> None:
         _ack(function.role, *XRAY)
         if not stack.config.tracing_active:
             _ack(function.function, *PASSED_THROUGH)
-    for function in (stack.ingress.webhook, stack.ingress.jobs, *(c.consumer for c in stack.consumers.values())):
+    for function in (
+        stack.ingress.webhook,
+        stack.ingress.jobs,
+        stack.erasure.door,
+        *(c.consumer for c in stack.consumers.values()),
+    ):
         _ack(function.function, *SYNC_INVOKED)
     _ack(
         stack.sweeper.sweeper.function,
@@ -70,6 +76,14 @@ def acknowledge(stack: PipelineStack) -> None:
             "Meta webhook route: Meta cannot sign requests for IAM or present tokens; every POST is "
             "authenticated in the function by the HMAC-SHA256 signature over the raw body, and GET only "
             "answers the verification handshake when the configured verify token matches.",
+        )
+    for route in stack.erasure_routes:
+        _ack(
+            route,
+            "AwsSolutions-APIG4",
+            "Meta's data-deletion callback cannot sign for IAM or present a token: every POST is authenticated in the "
+            "function by the signed_request's HMAC-SHA256 under the app secret. The status page is meant for the "
+            "person who asked, who holds only the confirmation code: 128 random bits, which the function checks.",
         )
     for rule in stack.schedule_rules:
         _ack(

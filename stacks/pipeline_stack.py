@@ -6,6 +6,7 @@ from aws_cdk import CfnOutput, Stack
 from aws_cdk import Environment as CdkEnvironment
 from constructs import Construct
 
+from pipeline.domain import erasure as erasure_rules
 from pipeline.domain.routing import WEBHOOK_LANES
 from stacks import runtime_env
 from stacks.config.environments import Environment
@@ -16,7 +17,7 @@ from stacks.constructs.grants import CONDITIONAL_WRITE, READ, grant_rows
 from stacks.constructs.ingress import Ingress, MetaSecret
 from stacks.constructs.lane import LaneConsumer, LaneQueues
 from stacks.constructs.observability import Observability
-from stacks.constructs.privacy import SenderKey
+from stacks.constructs.privacy import ErasureDoor, SenderKey, grant_erasure
 from stacks.constructs.schedules import Sweeper, Ticks
 from stacks.constructs.tables import PipelineTables
 from stacks.runtime_env import lane_id, stack_name
@@ -76,6 +77,8 @@ class PipelineStack(Stack):
             grant_rows(function, self.tables.data, ("dynamodb:GetItem", *CONDITIONAL_WRITE))
             # Tasks index what they store by the hash of the person it is about.
             self.sender_key.grant_read(function)
+            if lane.name == erasure_rules.LANE:
+                grant_erasure(function, self.tables)
             self.consumers[lane.name] = consumer
             if lane.tick:
                 ticks = Ticks(
@@ -100,6 +103,26 @@ class PipelineStack(Stack):
             ingress_environment=runtime_env.ingress(env, resources, dumps),
             jobs_environment=runtime_env.jobs(env, resources, dumps),
             on_call=self.on_call,
+        )
+        self.erasure = ErasureDoor(
+            self,
+            "Erasure",
+            env=env,
+            shared=shared,
+            tables=self.tables,
+            queue=queues[erasure_rules.LANE],
+            meta_secret=self.secret,
+            sender_key=self.sender_key,
+            environment=runtime_env.erasure(env, resources, dumps),
+            on_call=self.on_call,
+        )
+        self.erasure_routes = self.ingress.serve(
+            self.erasure.door.function,
+            {
+                f"POST {erasure_rules.CALLBACK_PATH}": env.api.erasure,
+                f"GET {erasure_rules.CALLBACK_PATH}/{{code}}": env.api.erasure,
+            },
+            integration_id="ErasureIntegration",
         )
         self.edge = Edge(self, "Edge", env=env, api=self.ingress.api) if env.edge.enabled else None
         self.sweeper = Sweeper(

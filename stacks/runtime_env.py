@@ -11,9 +11,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from pipeline.domain import erasure as erasure_rules
 from pipeline.settings import EnvVar, LaneSettings
 from stacks.config.environments import Environment
 from stacks.config.lanes import Lane
+from stacks.config.privacy import DAY
 
 Dumps = Callable[[Any], str]
 
@@ -147,6 +149,27 @@ def consumer(env: Environment, lane: Lane, resources: Resources, dumps: Dumps) -
         EnvVar.DLQ_URL: resources.dlq_urls[lane.name],
         EnvVar.DEPENDENCIES: _dependencies(env, dumps),
         EnvVar.IDEMPOTENCY_TTL_SECONDS: str(env.idempotency_ttl_seconds),
+    }
+
+
+def erasure(env: Environment, resources: Resources, dumps: Dumps) -> dict[str, str]:
+    lane = erasure_rules.LANE
+    return {
+        **_common(env, resources, "erasure"),
+        **_retention(env, dumps),
+        EnvVar.SENDER_KEY_ARN: resources.sender_key_arn,
+        EnvVar.META_SECRET_ARN: resources.secret_arn,
+        EnvVar.LANE_QUEUES: dumps({lane: resources.queue_urls[lane]}),
+        EnvVar.ERASURE: dumps(
+            {
+                "lane": lane,
+                "queued_limit": env.jobs.tenant_queued_limit,
+                "deadline_seconds": env.erasure.deadline_days * DAY,
+                "max_body_bytes": env.erasure.max_body_bytes,
+                "secret_cache_seconds": env.webhook.secret_cache_seconds,
+                "secret_refresh_seconds": env.webhook.secret_refresh_seconds,
+            }
+        ),
     }
 
 

@@ -43,8 +43,11 @@ class RowStatus:
     """Sent to the dead-letter queue as permanent."""
     UNPARSEABLE = "unparseable"
     ABANDONED = "abandoned"
+    ERASED = "erased"
+    """Emptied by an erasure request: the row keeps only its key, lane, tenant, kind and times, so a
+    message still on its way finds it finished and does nothing (domain/erasure.py)."""
 
-    TERMINAL = frozenset({DONE, EXPIRED, FAILED, UNPARSEABLE, ABANDONED})
+    TERMINAL = frozenset({DONE, EXPIRED, FAILED, UNPARSEABLE, ABANDONED, ERASED})
 
 
 def pending_shard(row_id: str) -> str:

@@ -37,6 +37,7 @@ class EnvVar:
     WEBHOOK = "WEBHOOK_SETTINGS"
     JOBS = "JOBS_SETTINGS"
     SWEEPER = "SWEEPER_SETTINGS"
+    ERASURE = "ERASURE_SETTINGS"
     IDEMPOTENCY_TTL_SECONDS = "IDEMPOTENCY_TTL_SECONDS"
     RETENTION = "RETENTION_SETTINGS"
     """JSON: seconds each kind of data is kept (RetentionSettings)."""
@@ -357,6 +358,43 @@ class WebhookSettings:
 
 def webhook(environ: Mapping[str, str]) -> WebhookSettings:
     return WebhookSettings.from_dict(section(environ, EnvVar.WEBHOOK))
+
+
+@dataclass(frozen=True)
+class ErasureSettings:
+    """ERASURE_SETTINGS, for the erasure function (Meta's data-deletion callback)."""
+
+    lane: str
+    """The lane erasures run on; its queue URL is in LANE_QUEUES."""
+    queued_limit: int
+    """How many erasures may wait on it at once (the jobs' per-tenant count)."""
+    deadline_seconds: float
+    max_body_bytes: int
+    secret_cache_seconds: float
+    secret_refresh_seconds: float
+
+    @classmethod
+    def from_dict(cls, raw: Mapping[str, Any]) -> ErasureSettings:
+        try:
+            parsed = cls(
+                lane=str(raw["lane"]),
+                queued_limit=int(raw["queued_limit"]),
+                deadline_seconds=float(raw["deadline_seconds"]),
+                max_body_bytes=int(raw["max_body_bytes"]),
+                secret_cache_seconds=float(raw["secret_cache_seconds"]),
+                secret_refresh_seconds=float(raw["secret_refresh_seconds"]),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise SettingsError(f"erasure settings are incomplete or malformed: {exc!r}") from exc
+        if parsed.queued_limit < 1 or parsed.deadline_seconds <= 0 or parsed.max_body_bytes < 1:
+            raise SettingsError("erasure settings need queued_limit >= 1, deadline_seconds > 0, max_body_bytes >= 1")
+        if not 1 <= parsed.secret_refresh_seconds <= parsed.secret_cache_seconds:
+            raise SettingsError("erasure settings need 1 <= secret_refresh_seconds <= secret_cache_seconds")
+        return parsed
+
+
+def erasure(environ: Mapping[str, str]) -> ErasureSettings:
+    return ErasureSettings.from_dict(section(environ, EnvVar.ERASURE))
 
 
 @dataclass(frozen=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+from pipeline.domain import erasure as erasure_rules
 from pipeline.domain.callers import ALL_TENANTS
 from stacks.config.doors import (
     EDGE_REGION,
@@ -30,7 +31,7 @@ from stacks.config.lanes import (
     Traffic,
     catalogue,
 )
-from stacks.config.privacy import Retention
+from stacks.config.privacy import ErasureConfig, Retention
 
 LOCAL_ACCOUNT = "123456789012"
 """The account the local runtime deploys into (moto's default)."""
@@ -106,6 +107,7 @@ class Environment:
     edge: EdgeConfig = field(default_factory=EdgeConfig)
     retention: Retention = field(default_factory=Retention)
     """How long each kind of data is kept (stacks/config/privacy.py)."""
+    erasure: ErasureConfig = field(default_factory=ErasureConfig)
     idempotency_ttl_seconds: int = 7 * 24 * 3600
     alarm_emails: tuple[str, ...] = ()
     powertools_version: str = "3.37.0"
@@ -124,6 +126,8 @@ class Environment:
                 f"{self.name}: the edge needs the stack in {EDGE_REGION} (AWS WAF for CloudFront exists only "
                 f"there), and this environment is pinned to {self.region}"
             )
+        if erasure_rules.LANE not in names:
+            raise ValueError(f"{self.name}: erasures run on lane {erasure_rules.LANE!r}, which it lacks")
         known = {d.name for d in self.dependencies}
         for lane in self.lanes:
             if lane.dependency and lane.dependency not in known:
@@ -205,6 +209,8 @@ _LOCAL_TIMINGS: dict[str, dict[str, object]] = {
         retry=RetryPolicy(1, 10),
         defer_seconds=2,
         default_expiry_seconds=600,
+        # An erasure's second pass within the runtime's clock, not 15 minutes later.
+        task_options=(("erase_again_seconds", "5"),),
         traffic=Traffic(peak_per_second=0.5, service_seconds=0.5),
     ),
     SCHEDULED: dict(
@@ -352,6 +358,7 @@ __all__ = [
     "Dependency",
     "EdgeConfig",
     "Environment",
+    "ErasureConfig",
     "JobsConfig",
     "Retention",
     "SweeperConfig",

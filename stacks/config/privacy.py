@@ -61,3 +61,22 @@ class Retention:
             "effects_seconds": self.effects_days * DAY,
             "erasure_requests_seconds": self.erasure_requests_days * DAY,
         }
+
+
+@dataclass(frozen=True)
+class ErasureConfig:
+    """How an erasure request runs (lambdas/pipeline/domain/erasure.py)."""
+
+    deadline_days: int = 7
+    """An erasure not run this long after it was asked for is given up (and its lane's alarms have
+    paged long before): past the lane's default expiry, so a paused lane delays it, not drops it."""
+    max_body_bytes: int = 16 * 1024
+    """Meta's callback is a form with one `signed_request` of a few hundred bytes."""
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.deadline_days <= 30:
+            raise ValueError(
+                f"erasure deadline_days must be 1..30 (Meta expects erasure within 30), got {self.deadline_days}"
+            )
+        if not 1024 <= self.max_body_bytes <= 1024 * 1024:
+            raise ValueError("erasure max_body_bytes must be 1 KiB..1 MiB")

@@ -42,7 +42,7 @@ from typing import Any
 
 from pipeline import schema
 from pipeline.domain import budgets as budget_rules
-from pipeline.domain import marks, retention, retry
+from pipeline.domain import marks, retention, retry, senders
 from pipeline.domain import outcomes as out
 from pipeline.domain import settle_reserve as reserve_rules
 from pipeline.domain.budgets import Budget, Grant, Mode
@@ -69,7 +69,7 @@ from pipeline.domain.ports import (
 from pipeline.domain.records import Received, receive
 from pipeline.domain.task_context import TaskRun
 from pipeline.domain.time_limit import run_with_limit
-from pipeline.domain.work import TaskFn, TaskResult, Vendor
+from pipeline.domain.work import Eraser, TaskFn, TaskResult, Vendor
 from pipeline.metric_names import Outcome
 from pipeline.settings import LaneSettings
 
@@ -116,6 +116,7 @@ class Adapters:
     vendor: Vendor
     calls: CallTimes
     senders: SenderHasher
+    eraser: Eraser
 
 
 class Consumer:
@@ -341,6 +342,7 @@ class Consumer:
                 limit_seconds=limit,
                 on_over_budget=lambda grant: self._io.observer.over_budget(received, grant),
                 hasher=self._io.senders.hash,
+                eraser=self._io.eraser,
             )
             result = run_with_limit(self._task, context, limit, name=f"{self._lane.name}:{envelope.kind}")
         except DependencyBusy:
@@ -368,6 +370,7 @@ class Consumer:
             raise PermanentError("task_wrote_obligation", f"a task may not write {', '.join(strays)}")
         now = self._clock()
         effects = retention.stamp(result.writes, retention.expiry(now, self._config.effects_retention_seconds))
+        effects = senders.attributed(effects, _sender_of(obligation))
         if marks.effect_is_mark(obligation, result.keyed, called_out):
             applied = self._io.committer.apply(effects)
             outcome = Outcome.DONE if applied.state is CommitState.COMMITTED else Outcome.DUPLICATE
@@ -593,3 +596,10 @@ class Consumer:
     def _malformed(received: Received) -> Classified:
         error = classify(PermanentError("malformed", received.problem or "not an envelope"))
         return replace(error, error_class="MalformedEnvelope")
+
+
+def _sender_of(obligation: Obligation) -> str | None:
+    """The one person the record's row is about (the door's or the jobs API's index key), if any."""
+    found = obligation.found
+    value = None if found is None or obligation.internal else found.get(schema.SENDER_HASH)
+    return value if senders.is_hash(value) else None

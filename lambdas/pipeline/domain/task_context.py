@@ -13,7 +13,7 @@ from pipeline.domain.effects import TASK_TABLES, Table
 from pipeline.domain.envelope import Envelope
 from pipeline.domain.errors import DependencyBusy
 from pipeline.domain.ports import Budgets, Reader
-from pipeline.domain.work import Vendor
+from pipeline.domain.work import Eraser, Vendor
 
 
 class TaskRun:
@@ -32,6 +32,7 @@ class TaskRun:
         limit_seconds: float,
         on_over_budget: Callable[[Grant], None],
         hasher: Callable[[str], str],
+        eraser: Eraser,
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self.envelope = envelope
@@ -39,6 +40,7 @@ class TaskRun:
         self.lane = lane
         self.now = now
         self.vendor: Vendor = _Watched(vendor, self)
+        self.eraser = eraser
         self.called_out = False
         """Whether the task called the vendor or held its dependency: such work is not safe to
         repeat just because its writes are (see marks.effect_is_mark)."""

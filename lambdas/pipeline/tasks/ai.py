@@ -49,6 +49,8 @@ TURN = "ai.turn"
 MARKER_TTL_SECONDS = 2 * 24 * 3600
 """Outlives any turn: the lane's default expiry drops a turn long before its marker goes."""
 PROMPT_TEXT_LIMIT = 4000
+CONVERSATION_PREFIX = "conversation#"
+MARKER_PREFIX = "turn-marker#"
 
 
 class TurnBeforeStamp(TransientError):
@@ -56,11 +58,19 @@ class TurnBeforeStamp(TransientError):
 
 
 def marker_key(tenant: str, conversation: str) -> dict[str, str]:
-    return {schema.PK: f"turn-marker#{tenant}#{conversation}"}
+    return {schema.PK: f"{MARKER_PREFIX}{tenant}#{conversation}"}
 
 
 def conversation_pk(tenant: str, conversation: str) -> str:
-    return f"conversation#{tenant}#{conversation}"
+    return f"{CONVERSATION_PREFIX}{tenant}#{conversation}"
+
+
+def marker_of(data_pk: str) -> dict[str, str] | None:
+    """The turn marker (state table) of the conversation a data item belongs to, or None: it holds
+    the latest message's text, so erasing a conversation erases its marker too."""
+    if not data_pk.startswith(CONVERSATION_PREFIX):
+        return None
+    return {schema.PK: MARKER_PREFIX + data_pk[len(CONVERSATION_PREFIX) :]}
 
 
 def conversation_ref(tenant: str, conversation: str) -> str:

@@ -43,3 +43,12 @@ def test_without_the_sender_key_a_job_about_a_person_is_refused_500_and_not_writ
     assert json.loads(response["body"]) == {"message": "internal error"}
     assert inspect.job_rows() == []
     assert ("JobFailed", {"Reason": "secrets_unavailable"}) in metrics()
+
+
+def test_a_producer_cannot_submit_an_erasure_or_any_of_the_pipelines_own_kinds(api, inspect):
+    # An erasure through the jobs API would let any producer erase anyone by hash
+    response = api(submit(job(kind="privacy.erase", payload={"sender_hash": "0" * 32})), None)
+
+    assert response["statusCode"] == 400
+    assert "privacy.* are the pipeline's own" in body_of(response)["message"]
+    assert inspect.job_rows() == []
