@@ -35,6 +35,7 @@ from pipeline.adapters.secrets import MetaSecrets, MetaSecretSource, SecretsMisc
 from pipeline.adapters.sender_key import SenderKey, SenderKeyUnavailable
 from pipeline.domain import erasure, http, signed_request
 from pipeline.domain.http import HttpRequest
+from pipeline.domain.ports import SenderHasher
 from pipeline.domain.signed_request import Refusal, Refused
 from pipeline.metric_names import ErasureFailure
 
@@ -47,10 +48,6 @@ class SecretSource(Protocol):
     def get(self) -> MetaSecrets: ...
 
     def refresh(self) -> MetaSecrets | None: ...
-
-
-class SenderHasher(Protocol):
-    def hash(self, sender: str) -> str: ...
 
 
 class Requests(Protocol):

@@ -36,6 +36,7 @@ from pipeline.adapters.webhook_log import LogEntry, Recorded, WebhookLog, Webhoo
 from pipeline.domain import http, retention, routing, senders, signature, webhook, webhook_body
 from pipeline.domain.envelope import Envelope
 from pipeline.domain.http import HttpRequest
+from pipeline.domain.ports import SenderHasher
 from pipeline.domain.signature import SignatureCheck
 from pipeline.metric_names import WebhookFailure
 
@@ -65,10 +66,6 @@ class DeliveryLog(Protocol):
 
 class Sender(Protocol):
     def send(self, queue_url: str, message: Outgoing) -> str: ...
-
-
-class SenderHasher(Protocol):
-    def hash(self, sender: str) -> str: ...
 
 
 @dataclass(frozen=True)
@@ -197,8 +194,9 @@ class _Door:
         telemetry.count(metric_names.WEBHOOK_RECEIVED)
         parsed = webhook.parse(raw, self._config.webhook.max_json_depth)
         route = None if parsed.payload is None else routing.route(parsed.payload)
+        person = senders.only_person(parsed.payload)
         try:
-            sender_hash = self._sender_hash(parsed.payload)
+            sender_hash = None if person is None else self._ports.senders.hash(person)
         except SenderKeyUnavailable as exc:
             # The row would be unfindable by an erasure request; Meta retries the delivery.
             telemetry.error("cannot read the sender key; answering 500 so Meta retries", error=str(exc))
@@ -239,14 +237,6 @@ class _Door:
             return _ok()
         created_at = now if recorded.created else (recorded.existing_received_at or now)
         return self._enqueue(telemetry, webhook.envelope(log_id, route, parsed, created_at), recorded.created)
-
-    def _sender_hash(self, payload: Any) -> str | None:
-        """The index key of the one person the delivery names: free on the row the door writes
-        anyway. A delivery naming several is indexed by its consumer (an item has one key)."""
-        people = senders.people_in_delivery(payload)
-        if len(people) != 1:
-            return None
-        return self._ports.senders.hash(next(iter(people)))
 
     def _enqueue(self, telemetry: RequestTelemetry, envelope: Envelope, new: bool) -> dict[str, Any]:
         fields = {"lane": envelope.lane, "tenant": envelope.tenant, "kind": envelope.kind, "id": envelope.id}

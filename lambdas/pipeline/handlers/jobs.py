@@ -45,6 +45,7 @@ from pipeline.domain.callers import principal_of
 from pipeline.domain.envelope import Envelope
 from pipeline.domain.http import HttpRequest
 from pipeline.domain.jobs import Job, JobRequest
+from pipeline.domain.ports import SenderHasher
 from pipeline.settings import RetentionSettings
 
 SERVICE = "jobs"
@@ -72,10 +73,6 @@ class LaneStates(Protocol):
 
 class Sender(Protocol):
     def send(self, queue_url: str, message: Outgoing) -> str: ...
-
-
-class SenderHasher(Protocol):
-    def hash(self, sender: str) -> str: ...
 
 
 @dataclass(frozen=True)
