@@ -49,6 +49,8 @@ def _traffic(pipeline) -> None:
     ]
     for job in jobs:
         assert pipeline.submit(job)["statusCode"] == 202
+    # An erasure, from Meta's callback: its job, the tombstone it leaves, its second pass
+    assert pipeline.forget("user-9")["statusCode"] == 200  # the comment's author
     # A schedule's tick
     pipeline.lanes["scheduled"].send(internal("scheduled", "tick-1", "scoring.tick", {}, created_at=pipeline.clock.now))
     pipeline.drain()
@@ -65,12 +67,13 @@ def test_every_item_of_every_table_carries_an_expiry_within_its_retention(pipeli
 
     # Then every item has a numeric expiry, in the future and no later than its kind is kept
     kept = LOCAL.retention.seconds()
+    erasure_due = LOCAL.erasure.deadline_days * 86400
     longest = {
         "webhook-log": kept["raw_deliveries_seconds"],
-        "jobs": kept["jobs_seconds"] + DEADLINE_AHEAD,
+        "jobs": max(kept["jobs_seconds"] + DEADLINE_AHEAD, kept["erasure_requests_seconds"] + erasure_due),
         "data": kept["effects_seconds"],
         # markers, leases and counts; each tenant's queued-job count goes with its latest job
-        "state": max(*kept.values(), LOCAL.idempotency_ttl_seconds) + DEADLINE_AHEAD,
+        "state": max(*kept.values(), LOCAL.idempotency_ttl_seconds) + max(DEADLINE_AHEAD, erasure_due),
     }
     for table, items in found.items():
         for item in items:
@@ -85,6 +88,8 @@ def test_every_item_of_every_table_carries_an_expiry_within_its_retention(pipeli
     }
     assert keys["webhook-log"] == {"wh"}  # rows and a body part
     assert any("#part" in i["id"]["S"] for i in found["webhook-log"])
+    assert any(i["status"]["S"] == "erased" for i in found["webhook-log"] if "status" in i)
+    assert any(i["kind"]["S"] == "privacy.erase" for i in found["jobs"])
     assert keys["jobs"] == {"job"}
     assert {"msg", "comment", "conversation", "import", "heartbeat", "tick"} <= keys["data"]
     assert {"done", "turn", "queued", "drain"} <= keys["state"]
