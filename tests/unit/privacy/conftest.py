@@ -1,6 +1,7 @@
-"""The whole write path over one moto backend, run by hand: the webhook door, the jobs API and every
-lane's consumer (through the consumer harness, which plays the event source mapping), so a test can
-put traffic through the real handlers and then look at everything they left in every table."""
+"""The whole write path over one moto backend, run by hand: the webhook door, the jobs API, Meta's
+data-deletion callback and every lane's consumer (through the consumer harness, which plays the
+event source mapping), so a test can put traffic through the real handlers and then look at
+everything they left in every table."""
 
 from __future__ import annotations
 
