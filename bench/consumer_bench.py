@@ -143,7 +143,11 @@ class World:
             ).encode()
             row_id = webhook.log_id(raw)
             route = Route(lane=LANE, tenant=tenant, kind="whatsapp.messages")
-            log.record(LogEntry(id=row_id, received_at=now, body=webhook_body.pack(raw), route=route))
+            log.record(
+                LogEntry(
+                    id=row_id, received_at=now, body=webhook_body.pack(raw), route=route, expires_at=int(now) + 86400
+                )
+            )
             envelope = webhook.envelope(row_id, route, webhook.parse(raw, 64), now)
             for _ in range(copies):
                 self.sqs.send_message(QueueUrl=self.queue_url, MessageBody=envelope.to_json(), MessageGroupId=tenant)

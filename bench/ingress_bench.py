@@ -77,6 +77,7 @@ def _environ() -> dict[str, str]:
         queue_urls={name: f"https://sqs.{REGION}.amazonaws.com/123456789012/{name}" for name in lanes},
         dlq_urls={name: f"https://sqs.{REGION}.amazonaws.com/123456789012/{name}-dlq" for name in lanes},
         secret_arn=f"arn:aws:secretsmanager:{REGION}:123456789012:secret:meta",
+        sender_key_arn=f"arn:aws:secretsmanager:{REGION}:123456789012:secret:sender-key",
     )
     return {**runtime_env.ingress(ENVIRONMENTS["dev"], resources, json.dumps), "AWS_REGION": REGION}
 
@@ -122,7 +123,11 @@ class _StubSQS:
 
 class _StubSecrets:
     def get_secret_value(self, **_: Any) -> dict[str, Any]:
-        return {"SecretString": json.dumps({"app_secret": SECRET, "previous_app_secret": "", "verify_token": "t"})}
+        return {
+            "SecretString": json.dumps(
+                {"app_secret": SECRET, "previous_app_secret": "", "verify_token": "t", "sender_hash_key": "k" * 64}
+            )
+        }
 
 
 def _message(index: int, text: str) -> bytes:
@@ -193,6 +198,7 @@ def _stubbed_handler() -> Callable[[dict[str, Any], Any], dict[str, Any]]:
     from pipeline.adapters.observability import logger_for, metrics_for
     from pipeline.adapters.queues import QueueSender
     from pipeline.adapters.secrets import MetaSecretSource
+    from pipeline.adapters.sender_key import SenderKey
     from pipeline.adapters.webhook_log import WebhookLog
     from pipeline.handlers import ingress
 
@@ -201,6 +207,7 @@ def _stubbed_handler() -> Callable[[dict[str, Any], Any], dict[str, Any]]:
         secrets=MetaSecretSource(_StubSecrets(), "arn", time.time),
         log=WebhookLog(_StubDynamoDB(), "webhook-log"),
         queue=QueueSender(_StubSQS()),
+        senders=SenderKey(_StubSecrets(), "arn"),
     )
     return ingress.build_handler(
         ingress.IngressConfig.from_environ(environ),

@@ -4,6 +4,7 @@ non-zero with a message that says what to do instead.
 
   lanectl dlq list|peek|redrive     what is dead-lettered, why, and putting it back (paced)
   lanectl lane pause|resume         stop a lane's consumer, and bring it back (optionally ramped)
+  lanectl erase --sender ID         erase one person (Meta's data-deletion callback, for on-call)
   lanectl plan ENV                  capacity, queue bounds and cost from the catalogue
   lanectl preflight ENV             what would make a deploy fail
   lanectl local | demo              the pipeline on this machine (see ops/local.py, ops/demo.py)
@@ -155,6 +156,20 @@ def build_parser() -> argparse.ArgumentParser:
         help="raise MaximumConcurrency from 2 to the catalogue's value over this long (90s, 5m)",
     )
 
+    erase = commands.add_parser(
+        "erase", parents=[common], help="erase everything about one person; prints a confirmation code"
+    )
+    who = erase.add_mutually_exclusive_group(required=True)
+    who.add_argument("--sender", help="a phone number in international form (+44 7700 900123) or a Meta id")
+    who.add_argument("--sender-hash", help="the person's hash, from an earlier erasure's job row")
+    who.add_argument("--status", metavar="CODE", help="show the status of an erasure by its confirmation code")
+    erase.add_argument(
+        "--wait",
+        type=_bounded_int(0, 900, "--wait"),
+        default=60,
+        help="seconds to wait for the erasure to finish (0..900, default 60)",
+    )
+
     plan = commands.add_parser("plan", parents=[common, output], help="capacity, queue bounds and monthly cost")
     plan.add_argument("environment", nargs="?", metavar="ENV")
     plan.add_argument(
@@ -207,7 +222,7 @@ def _context(args: argparse.Namespace, env: Environment, runtime: Runtime) -> Co
 
 
 def _dispatch(args: argparse.Namespace, runtime: Runtime) -> int:
-    from ops import dlq, lanes, plan, preflight, redrive
+    from ops import dlq, erase, lanes, plan, preflight, redrive
 
     env = _environment(args, runtime.environ)
     if args.command == "plan":
@@ -222,6 +237,10 @@ def _dispatch(args: argparse.Namespace, runtime: Runtime) -> int:
     ctx = _context(args, env, runtime)
     if args.command == "preflight":
         return preflight.run_preflight(ctx)
+    if args.command == "erase":
+        if args.status is not None:
+            return erase.status(ctx, args.status)
+        return erase.erase(ctx, sender=args.sender, sender_hash=args.sender_hash, wait_seconds=args.wait)
     if args.command == "dlq":
         if args.action == "list":
             return dlq.list_dlqs(ctx, output=args.output)

@@ -186,7 +186,9 @@ def _cost_lines(env: Environment, average_fraction: float) -> list[str | Table]:
     rows = []
     total = 0.0
     for lane in env.lanes:
-        cost = pricing.lane_cost(lane, average_fraction, prices, tracing_active=env.tracing_active)
+        cost = pricing.lane_cost(
+            lane, average_fraction, prices, tracing_active=env.tracing_active, retention=env.retention
+        )
         per = pricing.units(lane)
         total += cost.total
         rows.append(
@@ -238,8 +240,10 @@ def _cost_lines(env: Environment, average_fraction: float) -> list[str | Table]:
     lines += _wrapped(
         "assumed: full consumer batches; every webhook or job through the API (one request, one door invocation of "
         f"{usage.door_seconds * 1000:.0f} ms) and a row; ticks come from a schedule with no row; "
-        f"{usage.log_kib_per_message:g} KiB of logs per message; rows and effects kept {usage.retention_days:g} days "
-        "(DYNAMODB includes their storage and backups); X-RAY at Lambda's fixed sampling where tracing is active "
+        f"{usage.log_kib_per_message:g} KiB of logs per message; webhook rows kept {env.retention.raw_deliveries_days} "
+        f"days, job rows {env.retention.jobs_days}, effects {env.retention.effects_days} (the environment's "
+        "retention; DYNAMODB includes their storage and backups); X-RAY at Lambda's fixed sampling where tracing is "
+        "active "
         f"(here: {'active' if env.tracing_active else 'passed through, so none'}). WRU/RRU = DynamoDB units per "
         "message. Not included: custom metrics, data transfer (but the edge's), KMS, Secrets Manager."
     )

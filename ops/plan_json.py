@@ -20,7 +20,9 @@ def _money(dollars: float) -> float:
 
 def _lane(plan: LanePlan, env: Environment, average_fraction: float) -> dict[str, Any]:
     lane = plan.lane
-    cost = pricing.lane_cost(lane, average_fraction, pricing.LIST_PRICES, tracing_active=env.tracing_active)
+    cost = pricing.lane_cost(
+        lane, average_fraction, pricing.LIST_PRICES, tracing_active=env.tracing_active, retention=env.retention
+    )
     units = pricing.units(lane)
     return {
         "lane": lane.name,
@@ -57,7 +59,10 @@ def document(env: Environment, plans: list[LanePlan], *, utilisation: float, ave
     fixed = pricing.fixed_cost(len(env.lanes), env.sweeper.period_seconds, prices)
     edge = pricing.edge_cost(env.lanes, average_fraction, prices)
     lanes_cost = sum(
-        pricing.lane_cost(lane, average_fraction, prices, tracing_active=env.tracing_active).total for lane in env.lanes
+        pricing.lane_cost(
+            lane, average_fraction, prices, tracing_active=env.tracing_active, retention=env.retention
+        ).total
+        for lane in env.lanes
     )
     total = lanes_cost + fixed.total + (edge.total if env.edge.enabled else 0.0)
     return {

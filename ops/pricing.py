@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pipeline import metric_names
 from pipeline.domain.routing import WEBHOOK_LANES
 from stacks.config.lanes import Lane
+from stacks.config.privacy import Retention
 
 
 @dataclass(frozen=True)
@@ -83,7 +84,8 @@ class Usage:
     platform_log_bytes_per_invocation: int = 330
     """START, END and REPORT, which Lambda writes for every invocation of every function."""
     retention_days: float = 30.0
-    """How long a message's log row and effect are kept (storage is priced per month kept)."""
+    """How long a message's log row and effect are kept where no environment says (storage is
+    priced per month kept); `lane_cost` takes an environment's own periods."""
     idle_pollers: int = 5
     """Lambda keeps five long-polling receivers per SQS mapping, each a request every 20 s when idle."""
 
@@ -117,6 +119,9 @@ def units(lane: Lane, usage: Usage = ASSUMED) -> UnitsPerMessage:
     sqs = math.ceil(lane.traffic.payload_kib / LIST_PRICES.sqs_request_kib) + 2 / lane.batch_size
     budgets = (2 if lane.tenant_quota else 0) + (2 if lane.dependency else 0)  # each: take and give back
     drain = 1 / lane.batch_size  # one drain-count update per batch, for admission
+    # The row's and the effect's entries in the by_sender index (keys only: one unit each). Later
+    # updates that leave the hash alone write no entry.
+    index = 2 if lane.personal and kind != "tick" else 0
     effect = math.ceil(lane.traffic.payload_kib)  # what the task stores is about the payload's size
     if kind == "tick":
         # No row: an idempotency marker and the task's write, in one transaction (2 units each).
@@ -127,23 +132,33 @@ def units(lane: Lane, usage: Usage = ASSUMED) -> UnitsPerMessage:
         # work that calls out keeps one: the row and the effect, in one transaction.
         finish = effect if lane.dependency is None else 2 * (row + effect)
         reads = math.ceil(row / 4)
-        return UnitsPerMessage(sqs, writes=row + finish + budgets + drain, reads=reads, api_requests=1.0)
+        return UnitsPerMessage(sqs, writes=row + finish + budgets + drain + index, reads=reads, api_requests=1.0)
     row = math.ceil(lane.traffic.payload_kib + usage.row_overhead_kib)
     door = 2 * (row + 1) + 1  # row and tenant counter in one transaction, plus the index entry
     finish = 2 * (row + effect + 1) + 1  # done-mark, task write, counter; index removal
     reads = math.ceil(row / 4)  # one consistent read of the row per 4 KiB
-    return UnitsPerMessage(sqs, writes=door + finish + budgets + drain, reads=reads, api_requests=1.0)
+    return UnitsPerMessage(sqs, writes=door + finish + budgets + drain + index, reads=reads, api_requests=1.0)
+
+
+def _row_kib(lane: Lane, usage: Usage) -> float:
+    if entry(lane) == "webhook":
+        return lane.traffic.payload_kib * usage.body_compression + usage.row_overhead_kib
+    if entry(lane) == "job":
+        return lane.traffic.payload_kib + usage.row_overhead_kib
+    return 0.1  # the idempotency marker
 
 
 def stored_kib(lane: Lane, usage: Usage = ASSUMED) -> float:
     """What one message leaves in DynamoDB while it is kept: its row and its effect."""
-    if entry(lane) == "webhook":
-        row = lane.traffic.payload_kib * usage.body_compression + usage.row_overhead_kib
-    elif entry(lane) == "job":
-        row = lane.traffic.payload_kib + usage.row_overhead_kib
-    else:
-        row = 0.1  # the idempotency marker
-    return row + lane.traffic.payload_kib
+    return _row_kib(lane, usage) + lane.traffic.payload_kib
+
+
+def stored_kib_days(lane: Lane, retention: Retention, usage: Usage = ASSUMED) -> float:
+    """KiB-days one message occupies under an environment's retention: its row for the raw
+    deliveries' or the jobs' period, its effect for the effects' period."""
+    kind = entry(lane)
+    row_days = {"webhook": retention.raw_deliveries_days, "job": retention.jobs_days}.get(kind, retention.effects_days)
+    return _row_kib(lane, usage) * row_days + lane.traffic.payload_kib * retention.effects_days
 
 
 def traced(requests_per_second: float) -> float:
@@ -183,6 +198,9 @@ class Counts:
     traces: float = 0.0
     stored_kib: float = 0.0
     """Item bytes left in DynamoDB, priced for `usage.retention_days` (and their backup window)."""
+    stored_kib_days: float | None = None
+    """Item bytes times the days each is kept, where the periods are known (`stored_kib_days`);
+    when given, `stored_kib` is not used."""
 
 
 def itemised(counts: Counts, lane: Lane, prices: Prices = LIST_PRICES, usage: Usage = ASSUMED) -> dict[str, float]:
@@ -209,12 +227,17 @@ def itemised(counts: Counts, lane: Lane, prices: Prices = LIST_PRICES, usage: Us
         "DynamoDB reads": counts.read_units / million * prices.dynamodb_per_million_reads,
         "CloudWatch Logs": _log_gb(counts, usage) * prices.logs_per_gb,
         "X-Ray traces": counts.traces / million * prices.xray_per_million_traces,
-        "DynamoDB storage": counts.stored_kib
+        "DynamoDB storage": _kib_days(counts, usage)
         / (1024 * 1024)
-        * usage.retention_days
         / 30
         * (prices.dynamodb_storage_per_gb_month + prices.pitr_per_gb_month),
     }
+
+
+def _kib_days(counts: Counts, usage: Usage) -> float:
+    if counts.stored_kib_days is not None:
+        return counts.stored_kib_days
+    return counts.stored_kib * usage.retention_days
 
 
 def _log_gb(counts: Counts, usage: Usage) -> float:
@@ -231,7 +254,9 @@ def lane_cost(
     usage: Usage = ASSUMED,
     *,
     tracing_active: bool = False,
+    retention: Retention | None = None,
 ) -> Cost:
+    """`retention`: the environment's periods for storage; without it, `usage.retention_days`."""
     rate = lane.traffic.peak_per_second * average_fraction
     messages = rate * prices.seconds_per_month
     per = units(lane, usage)
@@ -248,6 +273,7 @@ def lane_cost(
         api_requests=messages * per.api_requests,
         traces=traces,
         stored_kib=messages * stored_kib(lane, usage),
+        stored_kib_days=None if retention is None else messages * stored_kib_days(lane, retention, usage),
     )
     items = itemised(counts, lane, prices, usage)
     return Cost(
@@ -281,8 +307,10 @@ def fixed_cost(
     sweeps = prices.seconds_per_month / sweeper_period_seconds
     # Per lane: age, quiet tenants' age, dead letters, consumer errors, throttles, out of time, jobs
     # shed. Global: unprocessed webhook and job age, abandoned webhooks and jobs, refused
-    # signatures, and each 5xx reason of the doors.
-    doors = len(metric_names.WebhookFailure.ALL) + len(metric_names.JobFailure.ALL)
+    # signatures, and each 5xx reason of the doors (webhook, jobs API, data-deletion callback).
+    doors = (
+        len(metric_names.WebhookFailure.ALL) + len(metric_names.JobFailure.ALL) + len(metric_names.ErasureFailure.ALL)
+    )
     alarm_count = 7 * lane_count + 5 + doors
     return FixedCost(
         idle_polling=polls / 1_000_000 * prices.sqs_per_million_requests,

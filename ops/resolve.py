@@ -2,7 +2,7 @@
 
 The stack (`lanes-<env>`) publishes, per lane, `<Lane>QueueUrl`, `<Lane>QueueArn`, `<Lane>DlqUrl`,
 `<Lane>DlqArn`, `<Lane>MappingId` and `<Lane>FunctionName` (`<Lane>` = the lane name capitalised),
-and globally `ApiUrl`, the table names, `AlarmTopicArn` and `MetaSecretArn`. Physical names are
+and globally `ApiUrl`, the table names, `AlarmTopicArn`, `MetaSecretArn` and `SenderKeyArn`. Physical names are
 never guessed: what the stack says is what exists.
 """
 
@@ -27,6 +27,7 @@ GLOBAL_OUTPUTS = (
     "DataTableName",
     "AlarmTopicArn",
     "MetaSecretArn",
+    "SenderKeyArn",
 )
 _UNUSABLE = ("ROLLBACK_COMPLETE", "DELETE_COMPLETE", "DELETE_IN_PROGRESS", "CREATE_FAILED", "CREATE_IN_PROGRESS")
 

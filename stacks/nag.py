@@ -34,6 +34,7 @@ def acknowledge(stack: PipelineStack) -> None:
     functions = [
         stack.ingress.webhook,
         stack.ingress.jobs,
+        stack.erasure.door,
         stack.sweeper.sweeper,
         *(consumer.consumer for consumer in stack.consumers.values()),
     ]
@@ -41,7 +42,12 @@ def acknowledge(stack: PipelineStack) -> None:
         _ack(function.role, *XRAY)
         if not stack.config.tracing_active:
             _ack(function.function, *PASSED_THROUGH)
-    for function in (stack.ingress.webhook, stack.ingress.jobs, *(c.consumer for c in stack.consumers.values())):
+    for function in (
+        stack.ingress.webhook,
+        stack.ingress.jobs,
+        stack.erasure.door,
+        *(c.consumer for c in stack.consumers.values()),
+    ):
         _ack(function.function, *SYNC_INVOKED)
     _ack(
         stack.sweeper.sweeper.function,
@@ -71,6 +77,14 @@ def acknowledge(stack: PipelineStack) -> None:
             "authenticated in the function by the HMAC-SHA256 signature over the raw body, and GET only "
             "answers the verification handshake when the configured verify token matches.",
         )
+    for route in stack.erasure_routes:
+        _ack(
+            route,
+            "AwsSolutions-APIG4",
+            "Meta's data-deletion callback cannot sign for IAM or present a token: every POST is authenticated in the "
+            "function by the signed_request's HMAC-SHA256 under the app secret. The status page is meant for the "
+            "person who asked, who holds only the confirmation code: 128 random bits, which the function checks.",
+        )
     for rule in stack.schedule_rules:
         _ack(
             rule,
@@ -86,6 +100,14 @@ def acknowledge(stack: PipelineStack) -> None:
         "previous_app_secret until its previous_expires_at, warm doors read the new one within the cache time or "
         "sooner on a mismatched signature, and a delivery Meta signs with the new secret before it is stored here "
         "is refused 403 and retried by Meta.",
+    )
+    _ack(
+        stack.sender_key,
+        "AwsSolutions-SMG4",
+        "The sender key is the HMAC key every row and item about a person is indexed by, so that an erasure request "
+        "finds them; a rotated key would leave everything indexed before it unfindable, and an erasure would "
+        "silently miss it. It is generated at the first deploy, never leaves AWS, and is read only by the functions "
+        "that index or erase.",
     )
     if stack.edge is not None:
         _acknowledge_edge(stack.edge.distribution)

@@ -6,6 +6,7 @@ from aws_cdk import CfnOutput, Stack
 from aws_cdk import Environment as CdkEnvironment
 from constructs import Construct
 
+from pipeline.domain import erasure as erasure_rules
 from pipeline.domain.routing import WEBHOOK_LANES
 from stacks import runtime_env
 from stacks.config.environments import Environment
@@ -16,6 +17,7 @@ from stacks.constructs.grants import CONDITIONAL_WRITE, READ, grant_rows
 from stacks.constructs.ingress import Ingress, MetaSecret
 from stacks.constructs.lane import LaneConsumer, LaneQueues
 from stacks.constructs.observability import Observability
+from stacks.constructs.privacy import ErasureDoor, SenderKey, grant_erasure
 from stacks.constructs.schedules import Sweeper, Ticks
 from stacks.constructs.tables import PipelineTables
 from stacks.runtime_env import lane_id, stack_name
@@ -38,6 +40,7 @@ class PipelineStack(Stack):
         self.tables = PipelineTables(self, "Tables", env=env)
         self.on_call = OnCall(self, "OnCall", env=env)
         self.secret = MetaSecret(self, "Meta", env=env).secret
+        self.sender_key = SenderKey(self, "Privacy", env=env).secret
 
         self.lane_queues = {
             lane.name: LaneQueues(self, f"{lane_id(lane.name)}Queues", env=env, lane=lane) for lane in env.lanes
@@ -50,6 +53,7 @@ class PipelineStack(Stack):
             queue_urls={name: q.queue.queue_url for name, q in self.lane_queues.items()},
             dlq_urls={name: q.dead_letters.queue_url for name, q in self.lane_queues.items()},
             secret_arn=self.secret.secret_arn,
+            sender_key_arn=self.sender_key.secret_arn,
         )
         self.consumers: dict[str, LaneConsumer] = {}
         self.schedule_rules = []
@@ -71,6 +75,10 @@ class PipelineStack(Stack):
                 grant_rows(function, table, (*READ, "dynamodb:UpdateItem"))
             grant_rows(function, self.tables.state, (*READ, *CONDITIONAL_WRITE))
             grant_rows(function, self.tables.data, ("dynamodb:GetItem", *CONDITIONAL_WRITE))
+            # Tasks index what they store by the hash of the person it is about.
+            self.sender_key.grant_read(function)
+            if lane.name == erasure_rules.LANE:
+                grant_erasure(function, self.tables)
             self.consumers[lane.name] = consumer
             if lane.tick:
                 ticks = Ticks(
@@ -91,9 +99,30 @@ class PipelineStack(Stack):
             queues=queues,
             webhook_lanes=WEBHOOK_LANES,
             secret=self.secret,
+            sender_key=self.sender_key,
             ingress_environment=runtime_env.ingress(env, resources, dumps),
             jobs_environment=runtime_env.jobs(env, resources, dumps),
             on_call=self.on_call,
+        )
+        self.erasure = ErasureDoor(
+            self,
+            "Erasure",
+            env=env,
+            shared=shared,
+            tables=self.tables,
+            queue=queues[erasure_rules.LANE],
+            meta_secret=self.secret,
+            sender_key=self.sender_key,
+            environment=runtime_env.erasure(env, resources, dumps),
+            on_call=self.on_call,
+        )
+        self.erasure_routes = self.ingress.serve(
+            self.erasure.door.function,
+            {
+                f"POST {erasure_rules.CALLBACK_PATH}": env.api.erasure,
+                f"GET {erasure_rules.CALLBACK_PATH}/{{code}}": env.api.erasure,
+            },
+            integration_id="ErasureIntegration",
         )
         self.edge = Edge(self, "Edge", env=env, api=self.ingress.api) if env.edge.enabled else None
         self.sweeper = Sweeper(
@@ -138,3 +167,4 @@ class PipelineStack(Stack):
         CfnOutput(self, "DataTableName", value=self.tables.data.table_name)
         CfnOutput(self, "AlarmTopicArn", value=self.on_call.topic.topic_arn)
         CfnOutput(self, "MetaSecretArn", value=self.secret.secret_arn)
+        CfnOutput(self, "SenderKeyArn", value=self.sender_key.secret_arn)

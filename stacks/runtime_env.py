@@ -11,9 +11,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from pipeline.domain import erasure as erasure_rules
 from pipeline.settings import EnvVar, LaneSettings
 from stacks.config.environments import Environment
 from stacks.config.lanes import Lane
+from stacks.config.privacy import DAY
 
 Dumps = Callable[[Any], str]
 
@@ -31,6 +33,7 @@ class Resources:
     queue_urls: Mapping[str, str]
     dlq_urls: Mapping[str, str]
     secret_arn: str
+    sender_key_arn: str
 
 
 def stack_name(env: Environment) -> str:
@@ -95,9 +98,15 @@ def _dependencies(env: Environment, dumps: Dumps) -> str:
     return dumps({d.name: {"limit": d.limit, "mode": d.mode.value} for d in env.dependencies})
 
 
+def _retention(env: Environment, dumps: Dumps) -> dict[str, str]:
+    return {EnvVar.RETENTION: dumps(env.retention.seconds())}
+
+
 def ingress(env: Environment, resources: Resources, dumps: Dumps) -> dict[str, str]:
     return {
         **_common(env, resources, "ingress"),
+        **_retention(env, dumps),
+        EnvVar.SENDER_KEY_ARN: resources.sender_key_arn,
         EnvVar.LANE_QUEUES: dumps(dict(resources.queue_urls)),
         EnvVar.META_SECRET_ARN: resources.secret_arn,
         EnvVar.WEBHOOK: dumps(
@@ -114,6 +123,8 @@ def ingress(env: Environment, resources: Resources, dumps: Dumps) -> dict[str, s
 def jobs(env: Environment, resources: Resources, dumps: Dumps) -> dict[str, str]:
     return {
         **_common(env, resources, "jobs"),
+        **_retention(env, dumps),
+        EnvVar.SENDER_KEY_ARN: resources.sender_key_arn,
         EnvVar.LANES: _all_lanes(env, dumps),
         EnvVar.LANE_QUEUES: dumps(dict(resources.queue_urls)),
         EnvVar.JOBS: dumps(
@@ -131,11 +142,34 @@ def jobs(env: Environment, resources: Resources, dumps: Dumps) -> dict[str, str]
 def consumer(env: Environment, lane: Lane, resources: Resources, dumps: Dumps) -> dict[str, str]:
     return {
         **_common(env, resources, f"consumer-{lane.name}"),
+        **_retention(env, dumps),
+        EnvVar.SENDER_KEY_ARN: resources.sender_key_arn,
         EnvVar.LANE: dumps(lane_settings(lane).to_dict()),
         EnvVar.QUEUE_URL: resources.queue_urls[lane.name],
         EnvVar.DLQ_URL: resources.dlq_urls[lane.name],
         EnvVar.DEPENDENCIES: _dependencies(env, dumps),
         EnvVar.IDEMPOTENCY_TTL_SECONDS: str(env.idempotency_ttl_seconds),
+    }
+
+
+def erasure(env: Environment, resources: Resources, dumps: Dumps) -> dict[str, str]:
+    lane = erasure_rules.LANE
+    return {
+        **_common(env, resources, "erasure"),
+        **_retention(env, dumps),
+        EnvVar.SENDER_KEY_ARN: resources.sender_key_arn,
+        EnvVar.META_SECRET_ARN: resources.secret_arn,
+        EnvVar.LANE_QUEUES: dumps({lane: resources.queue_urls[lane]}),
+        EnvVar.ERASURE: dumps(
+            {
+                "lane": lane,
+                "queued_limit": env.jobs.tenant_queued_limit,
+                "deadline_seconds": env.erasure.deadline_days * DAY,
+                "max_body_bytes": env.erasure.max_body_bytes,
+                "secret_cache_seconds": env.webhook.secret_cache_seconds,
+                "secret_refresh_seconds": env.webhook.secret_refresh_seconds,
+            }
+        ),
     }
 
 

@@ -6,8 +6,8 @@ calling thread). DynamoDB write units are charged as on-demand DynamoDB prices t
 bench/consumer_costs.py: the item is read before and after each write by an unmetered probe
 client; a standard write costs 1 WCU per started KB of the larger image, a transactional write
 twice that per item, a failed condition is still charged, and an entry added to or removed from a
-sparse index costs one more. Reads: 1 RCU per started 4 KB per item, half when eventually
-consistent.
+sparse index (the pending index, the sender index) costs one more. Reads: 1 RCU per started 4 KB
+per item, half when eventually consistent.
 """
 
 from __future__ import annotations
@@ -24,7 +24,8 @@ from bench.consumer_costs import item_size, read_units, write_targets
 
 WRITES = frozenset({"PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems", "BatchWriteItem"})
 READS = frozenset({"GetItem", "BatchGetItem", "Query", "Scan"})
-SPARSE_INDEX_ATTRIBUTE = "pending_shard"
+SPARSE_INDEX_ATTRIBUTES = ("pending_shard", "sender_hash")
+"""The key attribute of each sparse, keys-only index: an item enters or leaves it with it."""
 
 
 def _kb(size: int) -> int:
@@ -128,16 +129,17 @@ class Meter:
             for table, key, transactional, before_image in context.get(f"{tag}_writes", []):
                 after_image = before_image if failed else self._read(table, key)
                 units = _kb(max(item_size(before_image), item_size(after_image))) * (2 if transactional else 1)
-                indexed = bool(before_image and SPARSE_INDEX_ATTRIBUTE in before_image) != bool(
-                    after_image and SPARSE_INDEX_ATTRIBUTE in after_image
+                entries = sum(
+                    bool(before_image and name in before_image) != bool(after_image and name in after_image)
+                    for name in SPARSE_INDEX_ATTRIBUTES
                 )
                 kind = f"{model.name} {item_kind(key)}"
                 with self._lock:
                     usage.wcu += units
                     usage.wcu_by_item[kind] += units
-                    if indexed and not failed:
-                        usage.index_wcu += 1
-                        usage.wcu_by_item[f"{kind} (index entry)"] += 1
+                    if entries and not failed:
+                        usage.index_wcu += entries
+                        usage.wcu_by_item[f"{kind} (index entry)"] += entries
 
         events.register("provide-client-params.*.*", before)
         events.register("after-call.*.*", after)

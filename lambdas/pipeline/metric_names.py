@@ -26,6 +26,10 @@ JOB_SHED = "JobShed"  # by Lane: 503 with Retry-After
 JOB_TENANT_LIMITED = "JobTenantLimited"  # by Lane: 429
 JOB_FORBIDDEN = "JobForbidden"  # 403: a caller acting for a tenant it is not granted
 
+# Erasure (Meta's data-deletion callback and its status page)
+ERASURE_REQUESTED = "ErasureRequested"
+ERASURE_REFUSED = "ErasureRefused"  # by Reason: signed_request_missing, _malformed, _mismatch, ...; busy
+
 # Consumers: one metric per record outcome, by Lane and Outcome
 RECORDS = "Records"
 
@@ -54,6 +58,7 @@ REPLAYED = "Replayed"  # by Source
 # The doors' own failures: each is a 5xx its caller sees (Meta retries; producers should too)
 WEBHOOK_FAILED = "WebhookFailed"  # by Reason (WebhookFailure): Meta got a 5xx and will retry
 JOB_FAILED = "JobFailed"  # by Reason (JobFailure): the producer got a 5xx
+ERASURE_FAILED = "ErasureFailed"  # by Reason (ErasureFailure): Meta's callback got a 5xx
 
 
 class WebhookFailure:
@@ -68,5 +73,15 @@ class WebhookFailure:
 
 class JobFailure:
     TABLE_UNAVAILABLE = "table_unavailable"
+    SECRETS_UNAVAILABLE = "secrets_unavailable"
+    """The sender key could not be read, so the job's row could not be indexed for erasure."""
     INTERNAL = "internal"
-    ALL = (TABLE_UNAVAILABLE, INTERNAL)
+    ALL = (TABLE_UNAVAILABLE, SECRETS_UNAVAILABLE, INTERNAL)
+
+
+class ErasureFailure:
+    SECRETS_UNAVAILABLE = "secrets_unavailable"
+    """The Meta secret or the sender key could not be read (or the Meta secret is unusable)."""
+    TABLE_UNAVAILABLE = "table_unavailable"
+    INTERNAL = "internal"
+    ALL = (SECRETS_UNAVAILABLE, TABLE_UNAVAILABLE, INTERNAL)

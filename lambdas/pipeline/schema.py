@@ -26,6 +26,12 @@ SEND_FAILED_AT = "send_failed_at"
 PK = "pk"
 SK = "sk"
 TTL = "expires_at"
+"""Epoch seconds after which DynamoDB's TTL deletes the item; on every item of every table."""
+
+# Webhook log, jobs and data: who an item is about (domain/senders.py)
+SENDER_HASH = "sender_hash"
+SENDER_INDEX = "by_sender"
+"""Sparse, keys only: every row and item that names exactly one person, by that person's hash."""
 
 
 class RowStatus:
@@ -37,8 +43,11 @@ class RowStatus:
     """Sent to the dead-letter queue as permanent."""
     UNPARSEABLE = "unparseable"
     ABANDONED = "abandoned"
+    ERASED = "erased"
+    """Emptied by an erasure request: the row keeps only its key, lane, tenant, kind and times, so a
+    message still on its way finds it finished and does nothing (domain/erasure.py)."""
 
-    TERMINAL = frozenset({DONE, EXPIRED, FAILED, UNPARSEABLE, ABANDONED})
+    TERMINAL = frozenset({DONE, EXPIRED, FAILED, UNPARSEABLE, ABANDONED, ERASED})
 
 
 def pending_shard(row_id: str) -> str:

@@ -32,10 +32,15 @@ class EnvVar:
     DEPENDENCIES = "DEPENDENCIES"
     """JSON: {dependency name: {"limit": int, "mode": "enforce"|"observe"}}."""
     META_SECRET_ARN = "META_SECRET_ARN"  # noqa: S105 (the name of a variable holding an ARN)
+    SENDER_KEY_ARN = "SENDER_KEY_ARN"
+    """The secret holding the key sender hashes are made with (adapters/sender_key.py)."""
     WEBHOOK = "WEBHOOK_SETTINGS"
     JOBS = "JOBS_SETTINGS"
     SWEEPER = "SWEEPER_SETTINGS"
+    ERASURE = "ERASURE_SETTINGS"
     IDEMPOTENCY_TTL_SECONDS = "IDEMPOTENCY_TTL_SECONDS"
+    RETENTION = "RETENTION_SETTINGS"
+    """JSON: seconds each kind of data is kept (RetentionSettings)."""
     METRICS_NAMESPACE = "POWERTOOLS_METRICS_NAMESPACE"
     SERVICE_NAME = "POWERTOOLS_SERVICE_NAME"
     REGION = "AWS_REGION"
@@ -187,7 +192,7 @@ def dependencies(environ: Mapping[str, str]) -> dict[str, DependencySettings]:
 
 
 def section(environ: Mapping[str, str], name: str) -> dict[str, Any]:
-    """One JSON settings block (WEBHOOK_SETTINGS, JOBS_SETTINGS, SWEEPER_SETTINGS)."""
+    """One JSON settings block (WEBHOOK_SETTINGS, JOBS_SETTINGS, SWEEPER_SETTINGS, ...)."""
     raw = _json(environ, name)
     if not isinstance(raw, dict):
         raise SettingsError(f"{name} must be a JSON object")
@@ -239,6 +244,36 @@ def sweeper(environ: Mapping[str, str]) -> SweeperSettings:
 
 
 @dataclass(frozen=True)
+class RetentionSettings:
+    """RETENTION_SETTINGS: seconds each kind of data is kept before DynamoDB's TTL deletes it
+    (stacks/config/privacy.Retention). Every function that writes an item stamps its expiry."""
+
+    raw_deliveries_seconds: int
+    jobs_seconds: int
+    effects_seconds: int
+    erasure_requests_seconds: int
+
+    @classmethod
+    def from_dict(cls, raw: Mapping[str, Any]) -> RetentionSettings:
+        try:
+            parsed = cls(
+                raw_deliveries_seconds=int(raw["raw_deliveries_seconds"]),
+                jobs_seconds=int(raw["jobs_seconds"]),
+                effects_seconds=int(raw["effects_seconds"]),
+                erasure_requests_seconds=int(raw["erasure_requests_seconds"]),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise SettingsError(f"retention settings are incomplete or malformed: {exc!r}") from exc
+        if min(vars(parsed).values()) < 1:
+            raise SettingsError("retention settings need every period >= 1 second")
+        return parsed
+
+
+def retention(environ: Mapping[str, str]) -> RetentionSettings:
+    return RetentionSettings.from_dict(section(environ, EnvVar.RETENTION))
+
+
+@dataclass(frozen=True)
 class ConsumerSettings:
     """Everything a lane consumer is deployed with (see stacks/runtime_env.consumer)."""
 
@@ -249,6 +284,7 @@ class ConsumerSettings:
     idempotency_ttl_seconds: int
     tables: Tables
     region: str
+    retention: RetentionSettings
 
     @property
     def dependency(self) -> DependencySettings | None:
@@ -278,6 +314,7 @@ class ConsumerSettings:
             idempotency_ttl_seconds=ttl,
             tables=Tables.from_environ(environ),
             region=region(environ),
+            retention=retention(environ),
         )
         _ = parsed.dependency  # a lane naming an undefined dependency fails the cold start, loudly
         return parsed
@@ -321,6 +358,43 @@ class WebhookSettings:
 
 def webhook(environ: Mapping[str, str]) -> WebhookSettings:
     return WebhookSettings.from_dict(section(environ, EnvVar.WEBHOOK))
+
+
+@dataclass(frozen=True)
+class ErasureSettings:
+    """ERASURE_SETTINGS, for the erasure function (Meta's data-deletion callback)."""
+
+    lane: str
+    """The lane erasures run on; its queue URL is in LANE_QUEUES."""
+    queued_limit: int
+    """How many erasures may wait on it at once (the jobs' per-tenant count)."""
+    deadline_seconds: float
+    max_body_bytes: int
+    secret_cache_seconds: float
+    secret_refresh_seconds: float
+
+    @classmethod
+    def from_dict(cls, raw: Mapping[str, Any]) -> ErasureSettings:
+        try:
+            parsed = cls(
+                lane=str(raw["lane"]),
+                queued_limit=int(raw["queued_limit"]),
+                deadline_seconds=float(raw["deadline_seconds"]),
+                max_body_bytes=int(raw["max_body_bytes"]),
+                secret_cache_seconds=float(raw["secret_cache_seconds"]),
+                secret_refresh_seconds=float(raw["secret_refresh_seconds"]),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise SettingsError(f"erasure settings are incomplete or malformed: {exc!r}") from exc
+        if parsed.queued_limit < 1 or parsed.deadline_seconds <= 0 or parsed.max_body_bytes < 1:
+            raise SettingsError("erasure settings need queued_limit >= 1, deadline_seconds > 0, max_body_bytes >= 1")
+        if not 1 <= parsed.secret_refresh_seconds <= parsed.secret_cache_seconds:
+            raise SettingsError("erasure settings need 1 <= secret_refresh_seconds <= secret_cache_seconds")
+        return parsed
+
+
+def erasure(environ: Mapping[str, str]) -> ErasureSettings:
+    return ErasureSettings.from_dict(section(environ, EnvVar.ERASURE))
 
 
 @dataclass(frozen=True)

@@ -133,7 +133,8 @@ def build_event(
         "routeKey": route.key,
         "rawPath": parts.path,
         "rawQueryString": parts.query,
-        "headers": headers,
+        # API Gateway tells the function how the caller reached it; this listener speaks plain HTTP.
+        "headers": {**headers, "x-forwarded-proto": "http"},
         "requestContext": {
             "accountId": ACCOUNT,
             "apiId": LOCAL_API_ID,

@@ -37,6 +37,9 @@ class ApiConfig:
     """POST /webhooks/meta: Meta's deliveries (and anyone posting forgeries)."""
     jobs: Throttle
     """POST /jobs and GET /jobs/{id}, each."""
+    erasure: Throttle = field(default_factory=lambda: Throttle(rate_limit=5, burst_limit=20))
+    """POST /meta/data-deletion (Meta's callback, a handful a day) and GET /meta/data-deletion/{code}
+    (a person checking their erasure), each."""
     other: Throttle = field(default_factory=lambda: Throttle(rate_limit=10, burst_limit=20))
     """The stage's default: the subscription handshake (GET /webhooks/meta, a few calls when Meta
     verifies the subscription) and any route added without a throttle of its own."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+from pipeline.domain import erasure as erasure_rules
 from pipeline.domain.callers import ALL_TENANTS
 from stacks.config.doors import (
     EDGE_REGION,
@@ -30,6 +31,7 @@ from stacks.config.lanes import (
     Traffic,
     catalogue,
 )
+from stacks.config.privacy import ErasureConfig, Retention
 
 LOCAL_ACCOUNT = "123456789012"
 """The account the local runtime deploys into (moto's default)."""
@@ -103,6 +105,9 @@ class Environment:
     sweeper: SweeperConfig = field(default_factory=SweeperConfig)
     alarms: AlarmConfig = field(default_factory=AlarmConfig)
     edge: EdgeConfig = field(default_factory=EdgeConfig)
+    retention: Retention = field(default_factory=Retention)
+    """How long each kind of data is kept (stacks/config/privacy.py)."""
+    erasure: ErasureConfig = field(default_factory=ErasureConfig)
     idempotency_ttl_seconds: int = 7 * 24 * 3600
     alarm_emails: tuple[str, ...] = ()
     powertools_version: str = "3.37.0"
@@ -121,6 +126,8 @@ class Environment:
                 f"{self.name}: the edge needs the stack in {EDGE_REGION} (AWS WAF for CloudFront exists only "
                 f"there), and this environment is pinned to {self.region}"
             )
+        if erasure_rules.LANE not in names:
+            raise ValueError(f"{self.name}: erasures run on lane {erasure_rules.LANE!r}, which it lacks")
         known = {d.name for d in self.dependencies}
         for lane in self.lanes:
             if lane.dependency and lane.dependency not in known:
@@ -202,6 +209,8 @@ _LOCAL_TIMINGS: dict[str, dict[str, object]] = {
         retry=RetryPolicy(1, 10),
         defer_seconds=2,
         default_expiry_seconds=600,
+        # An erasure's second pass within the runtime's clock, not 15 minutes later.
+        task_options=(("erase_again_seconds", "5"),),
         traffic=Traffic(peak_per_second=0.5, service_seconds=0.5),
     ),
     SCHEDULED: dict(
@@ -241,6 +250,9 @@ def _build() -> dict[str, Environment]:
             retain_stateful=False,
             termination_protection=False,
             tracing_active=True,
+            retention=Retention(
+                raw_deliveries_days=4, jobs_days=7, effects_days=14, erasure_requests_days=30, backup_days=7
+            ),
         ),
         "staging": Environment(
             name="staging",
@@ -253,6 +265,9 @@ def _build() -> dict[str, Environment]:
             retain_stateful=True,
             termination_protection=False,
             tracing_active=True,
+            retention=Retention(
+                raw_deliveries_days=7, jobs_days=14, effects_days=30, erasure_requests_days=30, backup_days=14
+            ),
         ),
         "prod": Environment(
             name="prod",
@@ -266,6 +281,11 @@ def _build() -> dict[str, Environment]:
             log_retention_days=90,
             retain_stateful=True,
             termination_protection=True,
+            # Raw bodies a week: past the lane queue's 4 days, and time to look at a delivery that
+            # went wrong. What the tasks made of them is the product's data, kept a quarter.
+            retention=Retention(
+                raw_deliveries_days=7, jobs_days=30, effects_days=90, erasure_requests_days=90, backup_days=35
+            ),
         ),
         "local": Environment(
             name="local",
@@ -300,6 +320,9 @@ def _build() -> dict[str, Environment]:
             sweeper=SweeperConfig(period_seconds=5, grace_seconds=8, patience_seconds=30, patience_cap_seconds=600),
             alarms=AlarmConfig(period_seconds=10, evaluation_periods=1, webhook_age_seconds=60),
             idempotency_ttl_seconds=3600,
+            retention=Retention(
+                raw_deliveries_days=4, jobs_days=4, effects_days=4, erasure_requests_days=4, backup_days=1
+            ),
         ),
     }
 
@@ -335,7 +358,9 @@ __all__ = [
     "Dependency",
     "EdgeConfig",
     "Environment",
+    "ErasureConfig",
     "JobsConfig",
+    "Retention",
     "SweeperConfig",
     "Throttle",
     "UnknownEnvironment",

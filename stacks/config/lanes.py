@@ -13,6 +13,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+QUEUE_RETENTION_DAYS = 4
+"""How long a lane queue keeps a message: the longest a message can outlive the send that made it."""
+DLQ_RETENTION_DAYS = 14
+"""SQS's maximum: the longest a person has to look at a dead letter before it is gone."""
+
 
 class BudgetMode(StrEnum):
     """How a budget acts. `observe` counts and logs what it would defer and defers nothing, so a
@@ -104,6 +109,9 @@ class Lane:
     task_options: tuple[tuple[str, str], ...] = field(default_factory=tuple)
     tick: Tick | None = None
     """A schedule that puts a tick on this lane (see Tick)."""
+    personal: bool = True
+    """Its work is about a person (a message, a comment, a conversation): its rows and effects carry
+    that person's hash, and each costs an index write (the `by_sender` index an erasure queries)."""
 
     def __post_init__(self) -> None:
         problems = []
@@ -242,6 +250,8 @@ def catalogue() -> tuple[Lane, ...]:
             default_expiry_seconds=24 * 3600,
             defer_seconds=60,
             traffic=Traffic(peak_per_second=0.2, service_seconds=10.0, payload_kib=8.0),
+            # A tenant's own records (catalogues, knowledge bases); erasures run here too, but rarely.
+            personal=False,
         ),
         Lane(
             name=SCHEDULED,
@@ -262,5 +272,6 @@ def catalogue() -> tuple[Lane, ...]:
             defer_seconds=1,
             traffic=Traffic(peak_per_second=0.2, service_seconds=0.5),
             tick=Tick(period_seconds=60, kind="scoring.tick"),
+            personal=False,
         ),
     )

@@ -1,5 +1,6 @@
 """The doors: an HTTP API with a throttle per route and access logs, the Meta webhook route (ingress
-function, authenticated by the HMAC signature it verifies) and the jobs API (IAM-authorised)."""
+function, authenticated by the HMAC signature it verifies), the jobs API (IAM-authorised), and the
+routes other constructs serve through it (`serve`: Meta's data-deletion callback)."""
 
 from __future__ import annotations
 
@@ -12,13 +13,14 @@ from aws_cdk import aws_apigatewayv2 as apigw
 from aws_cdk import aws_apigatewayv2_authorizers as authorizers
 from aws_cdk import aws_apigatewayv2_integrations as integrations
 from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_secretsmanager as secretsmanager
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from pipeline import metric_names
-from stacks.config.environments import Environment
+from stacks.config.environments import Environment, Throttle
 from stacks.constructs.alarms import OnCall
 from stacks.constructs.function import FunctionSpec, PipelineFunction, SharedCode, log_group
 from stacks.constructs.grants import READ, grant_rows
@@ -107,6 +109,7 @@ class Ingress(Construct):
         queues: dict[str, sqs.Queue],
         webhook_lanes: frozenset[str],
         secret: secretsmanager.ISecret,
+        sender_key: secretsmanager.ISecret,
         ingress_environment: dict[str, str],
         jobs_environment: dict[str, str],
         on_call: OnCall,
@@ -130,6 +133,7 @@ class Ingress(Construct):
         # A conditional PutItem (alone, or in a transaction for bodies split into parts).
         grant_rows(webhook_fn, tables.webhook_log, ("dynamodb:PutItem",))
         secret.grant_read(webhook_fn)
+        sender_key.grant_read(webhook_fn)
         for lane in sorted(webhook_lanes):
             queues[lane].grant_send_messages(webhook_fn)
 
@@ -152,6 +156,7 @@ class Ingress(Construct):
         # admission reads the lane's drain buckets.
         grant_rows(jobs_fn, tables.jobs, ("dynamodb:PutItem", "dynamodb:GetItem"))
         grant_rows(jobs_fn, tables.state, ("dynamodb:UpdateItem", *READ))
+        sender_key.grant_read(jobs_fn)
         for queue in queues.values():
             queue.grant_send_messages(jobs_fn)
             queue.grant(jobs_fn, "sqs:GetQueueAttributes")
@@ -188,7 +193,11 @@ class Ingress(Construct):
                 path="/jobs/{id}", methods=[apigw.HttpMethod.GET], integration=jobs_integration, authorizer=iam
             ),
         ]
-        self._route_throttles(env)
+        self._route_settings: dict[str, dict[str, float]] = {}
+        self._throttle(
+            [*self.webhook_routes, *self.jobs_routes],
+            {"POST /webhooks/meta": env.api.webhook, "POST /jobs": env.api.jobs, "GET /jobs/{id}": env.api.jobs},
+        )
 
         self._failure_alarms(env, on_call)
         self.signature_alarm = on_call.alarm(
@@ -202,22 +211,40 @@ class Ingress(Construct):
             "is not the one Meta signs with. See docs/RUNBOOK.md#rejected-signatures.",
         )
 
-    def _route_throttles(self, env: Environment) -> None:
+    def serve(
+        self,
+        function: lambda_.IFunction,
+        routes: dict[str, Throttle],
+        *,
+        integration_id: str,
+    ) -> list[apigw.HttpRoute]:
+        """Routes ("POST /path") to `function`, without an authoriser (the function authenticates
+        its caller), each with its own throttle."""
+        integration = integrations.HttpLambdaIntegration(integration_id, function)
+        served: list[apigw.HttpRoute] = []
+        for key in routes:
+            method, path = key.split(" ", 1)
+            served += self.api.add_routes(path=path, methods=[apigw.HttpMethod(method)], integration=integration)
+        self._throttle(served, routes)
+        return served
+
+    def _throttle(self, routes: list[apigw.HttpRoute], throttles: dict[str, Throttle]) -> None:
         """Each route its own bucket (the L2 stage sets only the default). API Gateway refuses
         settings for a route key it does not have yet, so the stage waits for its routes."""
-        throttled = {"POST /webhooks/meta": env.api.webhook, "POST /jobs": env.api.jobs, "GET /jobs/{id}": env.api.jobs}
-        routes = {}
-        for route in (*self.webhook_routes, *self.jobs_routes):
+        by_key = {}
+        for route in routes:
             resource = route.node.default_child
             assert isinstance(resource, apigw.CfnRoute)
-            routes[resource.route_key] = route
-        settings = {}
-        for key, throttle in throttled.items():
-            self.stage.node.add_dependency(routes[key])
-            settings[key] = {"ThrottlingRateLimit": throttle.rate_limit, "ThrottlingBurstLimit": throttle.burst_limit}
+            by_key[resource.route_key] = route
+        for key, throttle in throttles.items():
+            self.stage.node.add_dependency(by_key[key])
+            self._route_settings[key] = {
+                "ThrottlingRateLimit": throttle.rate_limit,
+                "ThrottlingBurstLimit": throttle.burst_limit,
+            }
         stage = self.stage.node.default_child
         assert isinstance(stage, apigw.CfnStage)
-        stage.add_property_override("RouteSettings", settings)
+        stage.add_property_override("RouteSettings", dict(self._route_settings))
 
     def _failure_alarms(self, env: Environment, on_call: OnCall) -> None:
         """A 5xx from the door means Meta retries and, if it keeps failing, disables the

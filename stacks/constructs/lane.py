@@ -10,14 +10,13 @@ from constructs import Construct
 
 from pipeline import metric_names
 from stacks.config.environments import Environment
-from stacks.config.lanes import Lane
+from stacks.config.lanes import DLQ_RETENTION_DAYS, QUEUE_RETENTION_DAYS, Lane
 from stacks.constructs.alarms import OnCall
 from stacks.constructs.function import FunctionSpec, PipelineFunction, SharedCode
 from stacks.runtime_env import lane_id, metrics_namespace, stack_name
 
-DLQ_RETENTION = Duration.days(14)
-"""SQS's maximum: the longest a person has to look at a dead letter before it is gone."""
-QUEUE_RETENTION = Duration.days(4)
+DLQ_RETENTION = Duration.days(DLQ_RETENTION_DAYS)
+QUEUE_RETENTION = Duration.days(QUEUE_RETENTION_DAYS)
 QUIET_GROUPS_AGE = "ApproximateAgeOfOldestMessageInQuietGroups"
 NOISY_GROUPS = "ApproximateNumberOfNoisyGroups"
 """Fair-queue metrics SQS publishes (namespace AWS/SQS, dimension QueueName)."""

@@ -1,6 +1,12 @@
 """The pipeline's tables: the webhook log and jobs (the obligations), processing state
 (idempotency markers, budgets, counters) and the data the lane tasks write.
 
+Every table expires items by DynamoDB's TTL on `expires_at`, which every writer sets (see
+stacks/config/privacy.py for how long each kind is kept), and keeps point-in-time recovery for the
+environment's `backup_days`: a deleted item stays restorable that long. The tables that hold what a
+person sent (webhook log, jobs, data) index it by that person's hash (`by_sender`, sparse, keys
+only), so an erasure request finds it with a query (domain/senders.py).
+
 Logical IDs are pinned: renaming a construct must never replace a table.
 """
 
@@ -24,18 +30,18 @@ class PipelineTables(Construct):
     def __init__(self, scope: Construct, construct_id: str, *, env: Environment) -> None:
         super().__init__(scope, construct_id)
         self._env = env
-        self.webhook_log = self._obligations(WEBHOOK_LOG_ID)
-        self.jobs = self._obligations(JOBS_ID)
+        self.webhook_log = self._by_sender(self._obligations(WEBHOOK_LOG_ID))
+        self.jobs = self._by_sender(self._obligations(JOBS_ID))
         self.state = self._table(
             STATE_ID,
             partition_key=dynamodb.Attribute(name=schema.PK, type=dynamodb.AttributeType.STRING),
-            time_to_live_attribute=schema.TTL,
         )
-        self.data = self._table(
-            DATA_ID,
-            partition_key=dynamodb.Attribute(name=schema.PK, type=dynamodb.AttributeType.STRING),
-            sort_key=dynamodb.Attribute(name=schema.SK, type=dynamodb.AttributeType.STRING),
-            time_to_live_attribute=schema.TTL,
+        self.data = self._by_sender(
+            self._table(
+                DATA_ID,
+                partition_key=dynamodb.Attribute(name=schema.PK, type=dynamodb.AttributeType.STRING),
+                sort_key=dynamodb.Attribute(name=schema.SK, type=dynamodb.AttributeType.STRING),
+            )
         )
 
     @property
@@ -57,6 +63,17 @@ class PipelineTables(Construct):
         )
         return table
 
+    @staticmethod
+    def _by_sender(table: dynamodb.Table) -> dynamodb.Table:
+        """Keys only: an erasure needs to know which items, and reads or deletes them by key. Only
+        items that carry a hash are in it, and an update that leaves the hash alone writes nothing."""
+        table.add_global_secondary_index(
+            index_name=schema.SENDER_INDEX,
+            partition_key=dynamodb.Attribute(name=schema.SENDER_HASH, type=dynamodb.AttributeType.STRING),
+            projection_type=dynamodb.ProjectionType.KEYS_ONLY,
+        )
+        return table
+
     def _table(self, logical_id: str, **keys: object) -> dynamodb.Table:
         env = self._env
         table = dynamodb.Table(
@@ -64,8 +81,9 @@ class PipelineTables(Construct):
             logical_id,
             billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
             point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
-                point_in_time_recovery_enabled=True
+                point_in_time_recovery_enabled=True, recovery_period_in_days=env.retention.backup_days
             ),
+            time_to_live_attribute=schema.TTL,
             encryption=dynamodb.TableEncryption.AWS_MANAGED,
             deletion_protection=env.retain_stateful,
             removal_policy=RemovalPolicy.RETAIN if env.retain_stateful else RemovalPolicy.DESTROY,

@@ -7,6 +7,7 @@ import json
 import pytest
 
 from pipeline import settings
+from pipeline.domain import erasure as erasure_rules
 from pipeline.domain.routing import WEBHOOK_LANES
 from stacks.constructs.lane import queue_logical_id
 from stacks.runtime_env import PERIOD_METADATA, lane_id
@@ -43,7 +44,7 @@ def _mapping_for(synthesized, lane_name: str) -> dict:
 
 def test_every_function_is_arm64_on_the_latest_python_with_powertools(synthesized):
     functions = synthesized.resources("AWS::Lambda::Function")
-    assert len(functions) == len(synthesized.env.lanes) + 3  # consumers, webhook, jobs, sweeper
+    assert len(functions) == len(synthesized.env.lanes) + 4  # consumers, webhook, jobs, erasure, sweeper
     for function in functions.values():
         props = function["Properties"]
         assert props["Runtime"] == "python3.14"
@@ -114,9 +115,18 @@ def test_http_api_routes_and_their_authorisation(synthesized):
     routes = {
         r["Properties"]["RouteKey"]: r["Properties"] for r in synthesized.resources("AWS::ApiGatewayV2::Route").values()
     }
-    assert set(routes) == {"GET /webhooks/meta", "POST /webhooks/meta", "POST /jobs", "GET /jobs/{id}"}
-    for key in ("GET /webhooks/meta", "POST /webhooks/meta"):
+    assert set(routes) == {
+        "GET /webhooks/meta",
+        "POST /webhooks/meta",
+        "POST /jobs",
+        "GET /jobs/{id}",
+        "POST /meta/data-deletion",
+        "GET /meta/data-deletion/{code}",
+    }
+    for key in ("GET /webhooks/meta", "POST /webhooks/meta", "POST /meta/data-deletion"):
         assert routes[key]["AuthorizationType"] == "NONE"  # HMAC-verified in the function
+    # The erasure status page: its credential is the confirmation code in the path
+    assert routes["GET /meta/data-deletion/{code}"]["AuthorizationType"] == "NONE"
     for key in ("POST /jobs", "GET /jobs/{id}"):
         assert routes[key]["AuthorizationType"] == "AWS_IAM"
     (api,) = synthesized.resources("AWS::ApiGatewayV2::Api").values()
@@ -139,6 +149,8 @@ def test_each_route_is_throttled_on_its_own_and_the_stage_logs_access(synthesize
         "POST /webhooks/meta": bucket(api.webhook),
         "POST /jobs": bucket(api.jobs),
         "GET /jobs/{id}": bucket(api.jobs),
+        "POST /meta/data-deletion": bucket(api.erasure),
+        "GET /meta/data-deletion/{code}": bucket(api.erasure),
     }
     assert props["DefaultRouteSettings"] == bucket(api.other)
     # And the stage is created after the routes it names (API Gateway refuses unknown route keys)
@@ -196,6 +208,7 @@ def test_outputs_name_every_lane_resource_for_the_operator_cli(synthesized):
         "DataTableName",
         "AlarmTopicArn",
         "MetaSecretArn",
+        "SenderKeyArn",
     ):
         assert key in outputs
 
@@ -216,12 +229,14 @@ def test_prod_is_protected_from_deletion(synth_env):
     assert synth_env("dev").stack.termination_protection is False
 
 
-def _table_actions(synthesized, handler: str) -> dict[str, set[str]]:
-    """DynamoDB actions granted to the functions with `handler`, by table logical ID."""
+def _table_actions(synthesized, handler: str, lanes: set[str] | None = None) -> dict[str, set[str]]:
+    """DynamoDB actions granted to the functions with `handler` (consumers: of `lanes` only, if
+    given), by table logical ID."""
     roles = {
         f["Properties"]["Role"]["Fn::GetAtt"][0]
         for f in synthesized.resources("AWS::Lambda::Function").values()
         if f["Properties"]["Handler"] == handler
+        and (lanes is None or json.loads(f["Properties"]["Environment"]["Variables"]["LANE"])["name"] in lanes)
     }
     granted: dict[str, set[str]] = {}
     for policy in synthesized.resources("AWS::IAM::Policy").values():
@@ -243,11 +258,24 @@ def test_each_function_may_do_only_what_its_code_does_to_each_table(synthesized)
     jobs = _table_actions(synthesized, "pipeline.handlers.jobs.handler")
     assert jobs["JobsTable"] == {"dynamodb:PutItem", "dynamodb:GetItem"}
     assert "WebhookLogTable" not in jobs
-    consumer = _table_actions(synthesized, "pipeline.handlers.consumer.handler")
+    others = {lane.name for lane in synthesized.env.lanes} - {erasure_rules.LANE}
+    consumer = _table_actions(synthesized, "pipeline.handlers.consumer.handler", others)
     assert "dynamodb:PutItem" not in consumer["WebhookLogTable"] | consumer["JobsTable"]
+    assert not any("dynamodb:BatchWriteItem" in actions for actions in consumer.values())
+    # Only the erasure lane's consumer puts tombstones over rows and deletes items and body parts
+    eraser = _table_actions(synthesized, "pipeline.handlers.consumer.handler", {erasure_rules.LANE})
+    assert {"dynamodb:PutItem", "dynamodb:BatchWriteItem"} <= eraser["WebhookLogTable"]
+    assert "dynamodb:PutItem" in eraser["JobsTable"]
+    assert "dynamodb:BatchWriteItem" in eraser["DataTable"]
+    assert "dynamodb:BatchWriteItem" in eraser["StateTable"]
+    erasure_door = _table_actions(synthesized, "pipeline.handlers.erasure.handler")
+    assert erasure_door == {
+        "JobsTable": {"dynamodb:PutItem", "dynamodb:GetItem"},
+        "StateTable": {"dynamodb:UpdateItem"},
+    }
     sweeper = _table_actions(synthesized, "pipeline.handlers.sweeper.handler")
     # Lane history (drain counts, depth sightings) read, and written with job counts.
     assert sweeper["StateTable"] == {"dynamodb:BatchGetItem", "dynamodb:UpdateItem"}
     assert "DataTable" not in sweeper
-    for grants in (jobs, consumer, sweeper):
+    for grants in (jobs, consumer, eraser, erasure_door, sweeper):
         assert not any("dynamodb:DeleteItem" in actions or "dynamodb:Scan" in actions for actions in grants.values())

@@ -106,3 +106,35 @@ def test_a_secret_cache_outside_its_bounds_is_refused(change, message):
 
     with pytest.raises(ValueError, match=message):
         WebhookConfig(**change)
+
+
+def test_every_environment_keeps_raw_deliveries_shortest_and_its_periods_reach_its_functions():
+    from pipeline.settings import RetentionSettings
+
+    for env in ENVIRONMENTS.values():
+        kept = env.retention
+        # Raw bodies are only a window for replays; what was made of them is the product's data.
+        assert kept.raw_deliveries_days <= kept.effects_days
+        parsed = RetentionSettings.from_dict(kept.seconds())
+        assert parsed.raw_deliveries_seconds == kept.raw_deliveries_days * 86400
+        assert parsed.effects_seconds == kept.effects_days * 86400
+    prod = ENVIRONMENTS["prod"].retention
+    assert (prod.raw_deliveries_days, prod.jobs_days, prod.effects_days, prod.backup_days) == (7, 30, 90, 35)
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"raw_deliveries_days": 3}, "as long as a lane queue keeps a message"),
+        ({"jobs_days": 2}, "as long as a lane queue keeps a message"),
+        ({"effects_days": 0}, "effects_days must be whole days"),
+        ({"effects_days": 1.5}, "effects_days must be whole days"),
+        ({"backup_days": 36}, "backup_days must be 1..35"),
+    ],
+    ids=["raw-shorter-than-the-queue", "jobs-shorter-than-the-queue", "no-effects", "fractional", "backup-too-long"],
+)
+def test_a_retention_that_would_lose_work_or_cannot_be_set_is_refused(change, message):
+    from stacks.config.privacy import Retention
+
+    with pytest.raises(ValueError, match=message):
+        Retention(**change)

@@ -21,6 +21,7 @@ def _pinned_ids(env) -> dict[str, str]:
         "StateTable": "AWS::DynamoDB::Table",
         "DataTable": "AWS::DynamoDB::Table",
         "MetaSecret": "AWS::SecretsManager::Secret",
+        "SenderKey": "AWS::SecretsManager::Secret",
     }
     for lane in env.lanes:
         ids[queue_logical_id(lane.name)] = "AWS::SQS::Queue"
@@ -43,7 +44,11 @@ def test_tables_are_on_demand_with_point_in_time_recovery(synthesized):
     for table in tables.values():
         props = table["Properties"]
         assert props["BillingMode"] == "PAY_PER_REQUEST"
-        assert props["PointInTimeRecoverySpecification"]["PointInTimeRecoveryEnabled"] is True
+        # The window in which a deleted (expired or erased) item can still be restored
+        assert props["PointInTimeRecoverySpecification"] == {
+            "PointInTimeRecoveryEnabled": True,
+            "RecoveryPeriodInDays": synthesized.env.retention.backup_days,
+        }
         assert props["SSESpecification"]["SSEEnabled"] is True
         retained = synthesized.env.retain_stateful
         assert table["DeletionPolicy"] == ("Retain" if retained else "Delete")
@@ -54,8 +59,9 @@ def test_obligation_tables_find_pending_rows_by_age(synthesized):
     for logical_id in ("WebhookLogTable", "JobsTable"):
         props = synthesized.resource(logical_id)["Properties"]
         assert props["KeySchema"] == [{"AttributeName": schema.ID, "KeyType": "HASH"}]
-        (index,) = props["GlobalSecondaryIndexes"]
-        assert index["IndexName"] == schema.PENDING_INDEX
+        indexes = {index["IndexName"]: index for index in props["GlobalSecondaryIndexes"]}
+        assert set(indexes) == {schema.PENDING_INDEX, schema.SENDER_INDEX}
+        index = indexes[schema.PENDING_INDEX]
         assert index["KeySchema"] == [
             {"AttributeName": schema.PENDING_SHARD, "KeyType": "HASH"},
             {"AttributeName": schema.PENDING_SINCE, "KeyType": "RANGE"},
@@ -63,14 +69,34 @@ def test_obligation_tables_find_pending_rows_by_age(synthesized):
         assert index["Projection"] == {"ProjectionType": "KEYS_ONLY"}
 
 
-def test_state_and_data_tables_expire_items_by_ttl(synthesized):
-    for logical_id in ("StateTable", "DataTable"):
+def test_every_table_expires_items_by_ttl(synthesized):
+    # Each holds personal data (bodies, payloads, messages) or what points at it
+    for logical_id in ("WebhookLogTable", "JobsTable", "StateTable", "DataTable"):
         props = synthesized.resource(logical_id)["Properties"]
         assert props["TimeToLiveSpecification"] == {"AttributeName": schema.TTL, "Enabled": True}
     assert [k["AttributeName"] for k in synthesized.resource("DataTable")["Properties"]["KeySchema"]] == [
         schema.PK,
         schema.SK,
     ]
+
+
+def test_tables_holding_what_people_sent_find_it_by_sender_hash(synthesized):
+    for logical_id in ("WebhookLogTable", "JobsTable", "DataTable"):
+        props = synthesized.resource(logical_id)["Properties"]
+        [index] = [i for i in props["GlobalSecondaryIndexes"] if i["IndexName"] == schema.SENDER_INDEX]
+        assert index["KeySchema"] == [{"AttributeName": schema.SENDER_HASH, "KeyType": "HASH"}]
+        assert index["Projection"] == {"ProjectionType": "KEYS_ONLY"}
+    assert "GlobalSecondaryIndexes" not in synthesized.resource("StateTable")["Properties"]
+
+
+def test_the_sender_key_is_generated_and_kept_with_the_data(synthesized):
+    secret = synthesized.resource("SenderKey")
+    generated = secret["Properties"]["GenerateSecretString"]
+    assert generated["GenerateStringKey"] == "sender_hash_key"
+    assert generated["PasswordLength"] >= 32
+    assert secret["DeletionPolicy"] == ("Retain" if synthesized.env.retain_stateful else "Delete")
+    # No rotation: a new key would make every existing index entry unfindable
+    assert not synthesized.resources("AWS::SecretsManager::RotationSchedule")
 
 
 def test_every_lane_queue_has_a_redrive_dlq_and_a_long_enough_visibility(synthesized):

@@ -25,6 +25,15 @@ META_PREVIOUS_APP_SECRET = "test-previous-app-secret"
 META_VERIFY_TOKEN = "test-verify-token"
 META_PREVIOUS_EXPIRES_AT = 1_800_000_000 + 24 * 3600
 """A day after the clock the door's tests start at: the previous secret is in force there."""
+SENDER_KEY = "test-sender-key-0123456789abcdefghijklmnopqrstuv"
+
+
+def _sender_index() -> dict:
+    return {
+        "IndexName": schema.SENDER_INDEX,
+        "KeySchema": [{"AttributeName": schema.SENDER_HASH, "KeyType": "HASH"}],
+        "Projection": {"ProjectionType": "KEYS_ONLY"},
+    }
 
 
 def _pending_table(client, name: str) -> None:
@@ -35,6 +44,7 @@ def _pending_table(client, name: str) -> None:
             {"AttributeName": schema.ID, "AttributeType": "S"},
             {"AttributeName": schema.PENDING_SHARD, "AttributeType": "S"},
             {"AttributeName": schema.PENDING_SINCE, "AttributeType": "N"},
+            {"AttributeName": schema.SENDER_HASH, "AttributeType": "S"},
         ],
         KeySchema=[{"AttributeName": schema.ID, "KeyType": "HASH"}],
         GlobalSecondaryIndexes=[
@@ -45,7 +55,8 @@ def _pending_table(client, name: str) -> None:
                     {"AttributeName": schema.PENDING_SINCE, "KeyType": "RANGE"},
                 ],
                 "Projection": {"ProjectionType": "KEYS_ONLY"},
-            }
+            },
+            _sender_index(),
         ],
     )
 
@@ -66,11 +77,13 @@ def _data_table(client, name: str) -> None:
         AttributeDefinitions=[
             {"AttributeName": schema.PK, "AttributeType": "S"},
             {"AttributeName": schema.SK, "AttributeType": "S"},
+            {"AttributeName": schema.SENDER_HASH, "AttributeType": "S"},
         ],
         KeySchema=[
             {"AttributeName": schema.PK, "KeyType": "HASH"},
             {"AttributeName": schema.SK, "KeyType": "RANGE"},
         ],
+        GlobalSecondaryIndexes=[_sender_index()],
     )
 
 
@@ -126,6 +139,9 @@ def deploy(env: Environment) -> Deployed:
             }
         ),
     )["ARN"]
+    sender_key_arn = secrets.create_secret(Name="sender-key", SecretString=json.dumps({"sender_hash_key": SENDER_KEY}))[
+        "ARN"
+    ]
     resources = Resources(
         webhook_table="webhook-log",
         jobs_table="jobs",
@@ -134,6 +150,7 @@ def deploy(env: Environment) -> Deployed:
         queue_urls=queue_urls,
         dlq_urls=dlq_urls,
         secret_arn=secret_arn,
+        sender_key_arn=sender_key_arn,
     )
     return Deployed(resources=resources, dlq_arns=dlq_arns, queue_arns=queue_arns)
 

@@ -50,6 +50,11 @@ def jobs_environ(deployed, env_local) -> dict[str, str]:
 
 
 @pytest.fixture
+def erasure_environ(deployed, env_local) -> dict[str, str]:
+    return _with_region(runtime_env.erasure(env_local, deployed.resources, json.dumps))
+
+
+@pytest.fixture
 def sweeper_environ(deployed, env_local) -> dict[str, str]:
     return _with_region(runtime_env.sweeper(env_local, deployed.resources, json.dumps))
 

@@ -3,14 +3,18 @@
 Job row (jobs table, key `id`): `lane`, `kind`, `tenant`, `status` ("queued" until terminal),
 `attempts`, `deferrals`, `created_at`, `updated_at`, `deadline` (optional), `last_error`
 (optional), `payload` (the JSON payload as a native DynamoDB value, as the sweeper replays it),
-`replays`, `request_hash` and `idempotency_key` (when given), and while pending
+`replays`, `request_hash` and `idempotency_key` (when given), `sender_hash` (when the payload names
+the person the job is about: domain/senders.person_in_job), `expires_at` (when DynamoDB's TTL
+deletes it: the jobs retention, counted from the deadline when that is later), and while pending
 `pending_shard`/`pending_since`, exactly as the webhook log.
 
 Tenant counter (state table, `pk` = `jobs.queued_key(lane, tenant)` = `queued#<lane>#<tenant>`):
 Number `jobs.QUEUED` = `queued`. `create` adds one in the same transaction that writes the job, on
-condition it is under the limit. Whatever first makes the job terminal must take one away in the
-same commit as that status change (the consumers' job bookkeeping does), or the tenant's count
-only ever grows and the tenant is eventually refused for good.
+condition it is under the limit, and moves the counter's `expires_at` to the new job's (a tenant
+that stops submitting loses its counter with its last job's row). Whatever first makes the job
+terminal must take one away in the same commit as that status change (the consumers' job
+bookkeeping does), or the tenant's count only ever grows and the tenant is eventually refused for
+good.
 """
 
 from __future__ import annotations
@@ -113,7 +117,7 @@ def job_from_item(item: dict[str, Any]) -> Job:
     )
 
 
-def _row(job_id: str, request: JobRequest, now: float) -> dict[str, Any]:
+def _row(job_id: str, request: JobRequest, now: float, expires_at: int, sender_hash: str | None) -> dict[str, Any]:
     item: dict[str, Any] = {
         schema.ID: {"S": job_id},
         LANE: {"S": request.lane},
@@ -129,9 +133,12 @@ def _row(job_id: str, request: JobRequest, now: float) -> dict[str, Any]:
         REQUEST_HASH: {"S": request.fingerprint},
         schema.PENDING_SHARD: {"S": schema.pending_shard(job_id)},
         schema.PENDING_SINCE: _number(now),
+        schema.TTL: {"N": str(expires_at)},
     }
     if request.deadline is not None:
         item[DEADLINE] = _number(request.deadline)
+    if sender_hash is not None:
+        item[schema.SENDER_HASH] = {"S": sender_hash}
     if request.idempotency_key is not None:
         item[IDEMPOTENCY_KEY] = {"S": request.idempotency_key}
     return item
@@ -146,14 +153,22 @@ class JobsTable:
     def _counter(self, lane: str, tenant: str) -> dict[str, Any]:
         return {schema.PK: {"S": jobs.queued_key(lane, tenant)}}
 
-    def create(self, job_id: str, request: JobRequest, now: float, tenant_limit: int) -> CreateResult:
+    def create(
+        self,
+        job_id: str,
+        request: JobRequest,
+        now: float,
+        tenant_limit: int,
+        expires_at: int,
+        sender_hash: str | None = None,
+    ) -> CreateResult:
         """Write the job and count it against its tenant, atomically: an existing id (the same
         idempotency key) or a tenant at its limit writes nothing. One TransactWriteItems."""
         items = [
             {
                 "Put": {
                     "TableName": self._jobs,
-                    "Item": _row(job_id, request, now),
+                    "Item": _row(job_id, request, now, expires_at, sender_hash),
                     "ConditionExpression": "attribute_not_exists(#id)",
                     "ExpressionAttributeNames": {"#id": schema.ID},
                     "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
@@ -163,13 +178,14 @@ class JobsTable:
                 "Update": {
                     "TableName": self._state,
                     "Key": self._counter(request.lane, request.tenant),
-                    "UpdateExpression": "ADD #q :one SET #u = :now",
+                    "UpdateExpression": "ADD #q :one SET #u = :now, #ttl = :ttl",
                     "ConditionExpression": "attribute_not_exists(#q) OR #q < :limit",
-                    "ExpressionAttributeNames": {"#q": jobs.QUEUED, "#u": UPDATED_AT},
+                    "ExpressionAttributeNames": {"#q": jobs.QUEUED, "#u": UPDATED_AT, "#ttl": schema.TTL},
                     "ExpressionAttributeValues": {
                         ":one": {"N": "1"},
                         ":limit": {"N": str(tenant_limit)},
                         ":now": _number(now),
+                        ":ttl": {"N": str(expires_at)},
                     },
                 }
             },

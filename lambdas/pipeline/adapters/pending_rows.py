@@ -4,7 +4,9 @@ Finding overdue rows is a query of the sparse `pending_by_age` index, one per sh
 The index is KEYS_ONLY, so the rows themselves are then read with a consistent BatchGetItem: a row
 the consumer finished between the query and the read is seen as finished. Every write is
 conditional on the row still being pending with the replay count we read, which is what keeps two
-overlapping sweeps from replaying (or abandoning) the same row twice.
+overlapping sweeps from replaying (or abandoning) the same row twice. A row DynamoDB's TTL deleted
+between the query and the read is not found (its index entry goes with it), and none of these
+writes can bring it back: each requires the row to be pending.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ _LOADED = (
     row_envelopes.ATTEMPTS,
     REPLAYS,
     REPLAYED_AT,
+    schema.TTL,
 )
 ABANDON_REASON = "abandon_reason"
 
@@ -179,6 +182,7 @@ class PendingRows:
         except (UnreplayableRow, TypeError, ValueError) as exc:
             problem = f"cannot rebuild its message: {exc}"
         replayed_at = item.get(REPLAYED_AT)
+        expires_at = item.get(schema.TTL)
         return PendingRow(
             source=self.source,
             id=str(item[schema.ID]),
@@ -191,6 +195,7 @@ class PendingRows:
             send_failed=schema.SEND_FAILED_AT in item,
             envelope=envelope,
             problem=problem,
+            expires_at=None if expires_at is None else float(expires_at),
         )
 
     # Writing, each conditional on the row being as we read it

@@ -10,6 +10,11 @@ Row layout (table key `id` = `wh-<sha256 of the raw body>`):
 - the raw bytes: `body` (Binary, part 0), `body_encoding` (domain/webhook_body.ENCODINGS), `body_size` (raw
   length), `body_parts` (count). Parts 1.. are items `<id>#part<n>` holding `body` and `part_of`.
   `load_body` puts them back together; consumers should read bodies through it.
+- `expires_at` (schema.TTL) on the row and on each part: the raw-delivery retention, counted from
+  receipt. A redelivery of the same bytes finds the row and leaves its expiry as it was.
+- `sender_hash` (schema.SENDER_HASH) when the delivery names exactly one person: the key of the
+  sparse `by_sender` index an erasure queries. A delivery naming several has none (an item has one
+  index key); the consumer indexes those when it processes them (tasks/privacy.py).
 
 The write is one conditional PutItem (a TransactWriteItems when the body needs parts) that returns
 the existing row when the body was seen before, so a redelivery costs no extra read.
@@ -60,7 +65,11 @@ class LogEntry:
     body: StoredBody
     route: Route | None
     """None for an unparseable body."""
+    expires_at: int
+    """When DynamoDB's TTL deletes the row and its parts (domain/retention.py)."""
     unparseable_reason: str | None = None
+    sender_hash: str | None = None
+    """The one person the delivery names, hashed (domain/senders.py); None for none or several."""
 
 
 @dataclass(frozen=True)
@@ -84,7 +93,10 @@ def _row(entry: LogEntry) -> dict[str, Any]:
         BODY_ENCODING: {"S": entry.body.encoding},
         BODY_SIZE: {"N": str(entry.body.size)},
         BODY_PARTS: {"N": str(len(entry.body.parts))},
+        schema.TTL: {"N": str(entry.expires_at)},
     }
+    if entry.sender_hash is not None:
+        item[schema.SENDER_HASH] = {"S": entry.sender_hash}
     if entry.route is None:
         item[STATUS] = {"S": schema.RowStatus.UNPARSEABLE}
         item[UNPARSEABLE_REASON] = {"S": entry.unparseable_reason or "unknown"}
@@ -169,6 +181,7 @@ class WebhookLog:
                 schema.ID: {"S": webhook_body.part_id(entry.id, index)},
                 PART_OF: {"S": entry.id},
                 BODY: {"B": part},
+                schema.TTL: {"N": str(entry.expires_at)},
             }
             items.append({"Put": {"TableName": self._table, "Item": part_item}})
         return items

@@ -43,7 +43,7 @@ from typing import Any
 
 from pipeline import schema
 from pipeline.domain import budgets as budget_rules
-from pipeline.domain import marks, retry
+from pipeline.domain import marks, retention, retry, senders
 from pipeline.domain import outcomes as out
 from pipeline.domain import settle_reserve as reserve_rules
 from pipeline.domain.budgets import Budget, Grant, Mode
@@ -64,13 +64,14 @@ from pipeline.domain.ports import (
     ObligationStore,
     Observer,
     Reader,
+    SenderHasher,
     location_id,
 )
 from pipeline.domain.records import Received, receive
 from pipeline.domain.service_times import ServiceTimes
 from pipeline.domain.task_context import TaskRun
 from pipeline.domain.time_limit import run_with_limit
-from pipeline.domain.work import TaskFn, TaskResult, Vendor
+from pipeline.domain.work import Eraser, TaskFn, TaskResult, Vendor
 from pipeline.metric_names import Outcome
 from pipeline.settings import LaneSettings
 
@@ -86,6 +87,8 @@ class ConsumerConfig:
     lane: LaneSettings
     dependency: Budget | None
     marker_ttl_seconds: int
+    effects_retention_seconds: int
+    """How long what the tasks write is kept: every write without an expiry of its own gets one."""
 
     @property
     def reserve_seconds(self) -> float:
@@ -114,6 +117,8 @@ class Adapters:
     observer: Observer
     vendor: Vendor
     calls: CallTimes
+    senders: SenderHasher
+    eraser: Eraser
 
 
 class Consumer:
@@ -339,6 +344,8 @@ class Consumer:
                 dependency=self._config.dependency,
                 limit_seconds=limit,
                 on_over_budget=lambda grant: self._io.observer.over_budget(received, grant),
+                hasher=self._io.senders.hash,
+                eraser=self._io.eraser,
             )
             started = self._clock()
             result = run_with_limit(self._task, context, limit, name=f"{self._lane.name}:{envelope.kind}")
@@ -366,8 +373,11 @@ class Consumer:
         strays = sorted({str(write.table) for write in result.writes if write.table not in TASK_TABLES})
         if strays:
             raise PermanentError("task_wrote_obligation", f"a task may not write {', '.join(strays)}")
+        now = self._clock()
+        effects = retention.stamp(result.writes, retention.expiry(now, self._config.effects_retention_seconds))
+        effects = senders.attributed(effects, _sender_of(obligation))
         if marks.effect_is_mark(obligation, result.keyed, called_out):
-            applied = self._io.committer.apply(result.writes)
+            applied = self._io.committer.apply(effects)
             outcome = Outcome.DONE if applied.state is CommitState.COMMITTED else Outcome.DUPLICATE
             detail = dict(result.detail)
             if applied.skipped and outcome is Outcome.DONE:
@@ -380,13 +390,13 @@ class Consumer:
             obligation,
             envelope,
             status=schema.RowStatus.DONE,
-            now=self._clock(),
+            now=now,
             attempts=attempt,
             marker_ttl_seconds=self._config.marker_ttl_seconds,
             outcome=final,
         )
         assert mark is not None  # finishing as done always has a mark
-        writes: tuple[Write, ...] = (() if result.superseded else result.writes) + job_finished(
+        writes: tuple[Write, ...] = (() if result.superseded else effects) + job_finished(
             envelope, obligation.status, schema.RowStatus.DONE
         )
         committed = self._io.committer.commit(mark, writes)
@@ -591,3 +601,10 @@ class Consumer:
     def _malformed(received: Received) -> Classified:
         error = classify(PermanentError("malformed", received.problem or "not an envelope"))
         return replace(error, error_class="MalformedEnvelope")
+
+
+def _sender_of(obligation: Obligation) -> str | None:
+    """The one person the record's row is about (the door's or the jobs API's index key), if any."""
+    found = obligation.found
+    value = None if found is None or obligation.internal else found.get(schema.SENDER_HASH)
+    return value if senders.is_hash(value) else None

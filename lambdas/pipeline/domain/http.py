@@ -43,6 +43,8 @@ class HttpRequest:
     request_id: str | None = None
     caller: str | None = None
     """The IAM caller's ARN, on IAM-authorised routes (API Gateway checked the signature)."""
+    domain_name: str | None = None
+    """The host the caller addressed (requestContext.domainName)."""
 
     @classmethod
     def from_event(cls, event: Mapping[str, Any]) -> HttpRequest:
@@ -63,7 +65,17 @@ class HttpRequest:
             path_parameters={str(k): str(v) for k, v in (event.get("pathParameters") or {}).items()},
             request_id=context.get("requestId"),
             caller=str(caller) if caller else None,
+            domain_name=str(context["domainName"]) if context.get("domainName") else None,
         )
+
+    def base_url(self) -> str | None:
+        """Scheme and host as the caller addressed them (API Gateway says which scheme in
+        X-Forwarded-Proto), for links a response hands back; None when the event names no host."""
+        host = self.domain_name or self.headers.get("host")
+        if not host:
+            return None
+        scheme = self.headers.get("x-forwarded-proto", "https").split(",")[0].strip() or "https"
+        return f"{scheme}://{host}"
 
     def query_values(self) -> dict[str, list[str]]:
         """Every value of every query parameter. The raw string is preferred because API Gateway

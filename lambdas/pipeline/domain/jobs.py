@@ -22,6 +22,8 @@ MAX_DEADLINE_AHEAD_SECONDS = 366 * 24 * 3600
 QUEUED_PREFIX = "queued#"
 QUEUED = "queued"
 """Number attribute on a tenant's counter item: that tenant's jobs on the lane not yet terminal."""
+RESERVED_KIND_PREFIX = "privacy."
+"""Kinds the pipeline makes itself (an erasure, domain/erasure.py); the jobs API refuses them."""
 
 # The job row stores the payload as a native DynamoDB value (the sweeper replays it from there),
 # so it must fit DynamoDB's document limits. The row itself is one level, leaving 31 for payload.
@@ -171,6 +173,11 @@ def parse_request(
     kind = body.get("kind")
     if not isinstance(kind, str) or _KIND.fullmatch(kind) is None:
         problems.append("kind must be 1-64 letters, digits, '_', '.', ':' or '-', starting with a letter or digit")
+    elif kind.startswith(RESERVED_KIND_PREFIX):
+        problems.append(
+            f"kinds {RESERVED_KIND_PREFIX}* are the pipeline's own: an erasure is asked for through Meta's "
+            "data-deletion callback or `lanectl erase`"
+        )
     tenant = body.get("tenant")
     if not tenant_ids.is_valid(tenant):
         problems.append(f"tenant must be 1-{tenant_ids.MAX_LENGTH} letters, digits, '_', '.', ':', '@' or '-'")

@@ -120,3 +120,10 @@ class CallTimes(Protocol):
     def restart(self) -> float:
         """Start counting afresh; returns the slowest call of the stretch it closes."""
         ...
+
+
+class SenderHasher(Protocol):
+    def hash(self, sender: str) -> str:
+        """A person's index key (domain/senders.py); the key behind it is read on first use, so a
+        failure to read it is raised here, and the record is retried like any other AWS failure."""
+        ...

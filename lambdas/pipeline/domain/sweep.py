@@ -40,6 +40,11 @@ period, a busy lane's replayed row was replayed again each grace period until it
 A row that has been replayed `max_replays` times and is still pending most likely kills whatever
 processes it, so it is marked abandoned, loudly, instead of being fed to the consumer forever.
 
+A row past its `expires_at` is left alone: its retention has run out and DynamoDB's TTL is about to
+delete it (TTL deletes some time after the expiry, not at it). Replaying it would have its task
+store, for another full effect retention, personal data that was due to go. Nothing the sweeper
+writes can bring a deleted row back: every write is an update conditional on the row being pending.
+
 No boto3 here: the handler plugs in the table, queue and clock adapters.
 """
 
@@ -136,6 +141,11 @@ class PendingRow:
     envelope: Envelope | None = None
     problem: str | None = None
     """Why no envelope could be built from the row; such a row can only be abandoned."""
+    expires_at: float | None = None
+    """When the row's retention runs out (schema.TTL); None for a row written without one."""
+
+    def expired(self, now: float) -> bool:
+        return self.expires_at is not None and self.expires_at <= now
 
     @property
     def never_sent(self) -> bool:
@@ -268,6 +278,8 @@ class SourceReport:
     contended: int = 0
     """Another sweep, or the consumer finishing the row, got there between our read and write."""
     replay_failed: int = 0
+    expired: int = 0
+    """Past its retention: left for DynamoDB's TTL, never replayed."""
 
 
 @dataclass
@@ -320,6 +332,10 @@ class Sweep:
         return report
 
     def _one(self, store: RowStore, row: PendingRow, now: float, report: SourceReport) -> None:
+        if row.expired(now):
+            report.expired += 1
+            self.log.warning("a pending row's retention ran out; left for its TTL", extra=_fields(row))
+            return
         if row.envelope is None:
             self._abandon(store, row, now, report, row.problem or "the row cannot be turned into a message")
             return

@@ -7,12 +7,13 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
+from pipeline.domain import senders
 from pipeline.domain.budgets import Budget, Grant
 from pipeline.domain.effects import TASK_TABLES, Table
 from pipeline.domain.envelope import Envelope
 from pipeline.domain.errors import DependencyBusy
 from pipeline.domain.ports import Budgets, Reader
-from pipeline.domain.work import Vendor
+from pipeline.domain.work import Eraser, Vendor
 
 
 class TaskRun:
@@ -30,6 +31,8 @@ class TaskRun:
         dependency: Budget | None,
         limit_seconds: float,
         on_over_budget: Callable[[Grant], None],
+        hasher: Callable[[str], str],
+        eraser: Eraser,
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self.envelope = envelope
@@ -37,6 +40,7 @@ class TaskRun:
         self.lane = lane
         self.now = now
         self.vendor: Vendor = _Watched(vendor, self)
+        self.eraser = eraser
         self.called_out = False
         """Whether the task called the vendor or held its dependency: such work is not safe to
         repeat just because its writes are (see marks.effect_is_mark)."""
@@ -46,6 +50,7 @@ class TaskRun:
         self._dependency = dependency
         self._limit = limit_seconds
         self._on_over_budget = on_over_budget
+        self._hasher = hasher
         self._monotonic = monotonic
         self._deadline = monotonic() + limit_seconds
 
@@ -59,6 +64,9 @@ class TaskRun:
 
     def remaining(self) -> float:
         return max(0.0, self._deadline - self._monotonic())
+
+    def sender_hash(self, person: str) -> str | None:
+        return self._hasher(person) if senders.normalise(person) else None
 
     @contextmanager
     def dependency(self) -> Iterator[None]:

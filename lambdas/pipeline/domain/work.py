@@ -17,7 +17,7 @@ A task is a plain function `run(ctx: TaskContext) -> TaskResult`:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -32,6 +32,39 @@ class Vendor(Protocol):
     def complete(self, prompt: str, *, timeout: float) -> str: ...
 
 
+@dataclass(frozen=True)
+class Erasable:
+    """What the `by_sender` indexes hold for one person."""
+
+    log_ids: tuple[str, ...] = ()
+    job_ids: tuple[str, ...] = ()
+    data_keys: tuple[tuple[str, str], ...] = ()
+    """(pk, sk) of data-table items."""
+
+    @property
+    def empty(self) -> bool:
+        return not (self.log_ids or self.job_ids or self.data_keys)
+
+
+class Eraser(Protocol):
+    """Finding and erasing one person's rows and items (adapters/erasure.py). Every call is safe to
+    repeat: an erasure that dies half way is run again from the start."""
+
+    def find(self, sender_hash: str) -> Erasable: ...
+
+    def erase_log_rows(self, log_ids: Sequence[str]) -> tuple[int, int]:
+        """Empty each row to its tombstone and delete its body parts: (rows, parts)."""
+        ...
+
+    def erase_jobs(self, job_ids: Sequence[str]) -> int:
+        """Empty each job row to its tombstone (a queued one leaves its tenant's count)."""
+        ...
+
+    def delete(self, table: Table, keys: Sequence[Mapping[str, str]]) -> int:
+        """Delete items of the data or state table."""
+        ...
+
+
 class TaskContext(Protocol):
     envelope: Envelope
     payload: Any
@@ -39,6 +72,8 @@ class TaskContext(Protocol):
     now: float
     """Epoch seconds when the task started; use it for every timestamp the task writes."""
     vendor: Vendor
+    eraser: Eraser
+    """Only the erasure task uses it (tasks/erase.py): the one task that removes what others wrote."""
 
     def option(self, name: str, default: str) -> str:
         """One of the lane's task options from the catalogue, as text."""
@@ -54,6 +89,11 @@ class TaskContext(Protocol):
 
     def remaining(self) -> float:
         """Seconds left before the task's hard time limit: the timeout for external calls."""
+        ...
+
+    def sender_hash(self, person: str) -> str | None:
+        """The index key of a person an item is about (domain/senders.py), for its `sender_hash`
+        attribute, so an erasure request finds the item; None for an empty id."""
         ...
 
 

@@ -18,10 +18,12 @@ from pipeline.adapters.call_times import CallTimes
 from pipeline.adapters.clients import Clients
 from pipeline.adapters.consumer_observer import ConsumerObserver
 from pipeline.adapters.drain import LaneDrain
+from pipeline.adapters.erasure import DynamoEraser
 from pipeline.adapters.lane_queue import SqsLaneQueue
 from pipeline.adapters.lane_state import LaneStateReader
 from pipeline.adapters.leases import LeaseBudgets
 from pipeline.adapters.observability import logger_for, metrics_for
+from pipeline.adapters.sender_key import SenderKey
 from pipeline.adapters.state import ItemReader, ObligationReader, TableNames
 from pipeline.adapters.transactions import Committer
 from pipeline.adapters.vendor import SimulatedVendor
@@ -70,11 +72,13 @@ def create_handler(
     calls.watch(dynamodb)
     calls.watch(clients.sqs)
     dependency = config.dependency
+    committer = Committer(dynamodb, names)
     consumer = Consumer(
         ConsumerConfig(
             lane=lane,
             dependency=(budgets.dependency(dependency.name, dependency.limit, dependency.mode) if dependency else None),
             marker_ttl_seconds=config.idempotency_ttl_seconds,
+            effects_retention_seconds=config.retention.effects_seconds,
         ),
         task,
         Adapters(
@@ -88,12 +92,15 @@ def create_handler(
                     "lease not given back; it expires on its own", exc, budget=grant.budget.key
                 ),
             ),
-            committer=Committer(dynamodb, names),
+            committer=committer,
             queue=SqsLaneQueue(clients.sqs, config.queue_url, config.dlq_url),
             drain=LaneDrain(LaneStateReader(clients.sqs, dynamodb, config.tables.state, {}), lane.name),
             observer=observer,
             vendor=vendor or SimulatedVendor.from_options(lane.options, random.Random(rng.random())),  # noqa: S311
             calls=calls,
+            senders=SenderKey(clients.secretsmanager, settings.require(environ, settings.EnvVar.SENDER_KEY_ARN)),
+            # Every lane has one; only the erasure task calls it, and only its lane may (IAM).
+            eraser=DynamoEraser(dynamodb, names, committer, config.retention, clock),
         ),
         clock=clock,
         rng=rng,

@@ -31,10 +31,12 @@ from pipeline.adapters.clients import Clients
 from pipeline.adapters.observability import logger_for, metrics_for
 from pipeline.adapters.queues import Outgoing, QueueSender
 from pipeline.adapters.secrets import MetaSecrets, MetaSecretSource, SecretsMisconfigured, SecretsUnavailable
+from pipeline.adapters.sender_key import SenderKey, SenderKeyUnavailable
 from pipeline.adapters.webhook_log import LogEntry, Recorded, WebhookLog, WebhookLogUnavailable
-from pipeline.domain import http, routing, signature, webhook, webhook_body
+from pipeline.domain import http, retention, routing, senders, signature, webhook, webhook_body
 from pipeline.domain.envelope import Envelope
 from pipeline.domain.http import HttpRequest
+from pipeline.domain.ports import SenderHasher
 from pipeline.domain.signature import SignatureCheck
 from pipeline.metric_names import WebhookFailure
 
@@ -68,21 +70,28 @@ class Sender(Protocol):
 
 @dataclass(frozen=True)
 class IngressPorts:
-    """The door's three dependencies; the benchmark swaps them for stubs to time the code alone."""
+    """The door's dependencies; the benchmark swaps them for stubs to time the code alone."""
 
     secrets: SecretSource
     log: DeliveryLog
     queue: Sender
+    senders: SenderHasher
+    """The key the one person a delivery names is indexed by (read once per instance)."""
 
 
 @dataclass(frozen=True)
 class IngressConfig:
     webhook: settings.WebhookSettings
     queue_urls: Mapping[str, str]
+    retention: settings.RetentionSettings
 
     @classmethod
     def from_environ(cls, environ: Mapping[str, str]) -> IngressConfig:
-        config = cls(webhook=settings.webhook(environ), queue_urls=settings.lane_queues(environ))
+        config = cls(
+            webhook=settings.webhook(environ),
+            queue_urls=settings.lane_queues(environ),
+            retention=settings.retention(environ),
+        )
         missing = sorted(routing.WEBHOOK_LANES - set(config.queue_urls))
         if missing:
             raise settings.SettingsError(f"{settings.EnvVar.LANE_QUEUES} lacks webhook lanes: {', '.join(missing)}")
@@ -184,12 +193,22 @@ class _Door:
         telemetry = self._telemetry.bind(**{CORRELATION_ID: log_id})
         parsed = webhook.parse(raw, self._config.webhook.max_json_depth)
         route = None if parsed.payload is None else routing.route(parsed.payload)
+        person = senders.only_person(parsed.payload)
+        try:
+            sender_hash = None if person is None else self._ports.senders.hash(person)
+        except SenderKeyUnavailable as exc:
+            # The row would be unfindable by an erasure request; Meta retries the delivery.
+            telemetry.error("cannot read the sender key; answering 500 so Meta retries", error=str(exc))
+            telemetry.count(metric_names.WEBHOOK_FAILED, **{metric_names.REASON: WebhookFailure.SECRETS_UNAVAILABLE})
+            return _failed()
         entry = LogEntry(
             id=log_id,
             received_at=now,
             body=webhook_body.pack(raw),
             route=route,
+            expires_at=retention.expiry(now, self._config.retention.raw_deliveries_seconds),
             unparseable_reason=None if parsed.problem is None else parsed.problem.value,
+            sender_hash=sender_hash,
         )
         try:
             recorded = self._ports.log.record(entry)
@@ -288,6 +307,7 @@ def create_handler(
         ),
         log=WebhookLog(clients.dynamodb, tables.webhook_log),
         queue=QueueSender(clients.sqs),
+        senders=SenderKey(clients.secretsmanager, settings.require(environ, settings.EnvVar.SENDER_KEY_ARN)),
     )
     return build_handler(config, ports, logger_for(environ, SERVICE), metrics_for(environ, SERVICE), clock)
 

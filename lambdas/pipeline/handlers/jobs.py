@@ -38,12 +38,15 @@ from pipeline.adapters.jobs_table import (
 from pipeline.adapters.lane_state import CachedLaneState, LaneStateReader
 from pipeline.adapters.observability import logger_for, metrics_for
 from pipeline.adapters.queues import Outgoing, QueueSender
-from pipeline.domain import admission, http, jobs
+from pipeline.adapters.sender_key import SenderKey, SenderKeyUnavailable
+from pipeline.domain import admission, http, jobs, retention, senders
 from pipeline.domain.admission import LaneProfile, LaneSnapshot
 from pipeline.domain.callers import principal_of
 from pipeline.domain.envelope import Envelope
 from pipeline.domain.http import HttpRequest
 from pipeline.domain.jobs import Job, JobRequest
+from pipeline.domain.ports import SenderHasher
+from pipeline.settings import RetentionSettings
 
 SERVICE = "jobs"
 IDEMPOTENCY_HEADER = "idempotency-key"
@@ -51,7 +54,15 @@ Handler = Callable[[Mapping[str, Any], Any], dict[str, Any]]
 
 
 class JobStore(Protocol):
-    def create(self, job_id: str, request: JobRequest, now: float, tenant_limit: int) -> CreateResult: ...
+    def create(
+        self,
+        job_id: str,
+        request: JobRequest,
+        now: float,
+        tenant_limit: int,
+        expires_at: int,
+        sender_hash: str | None = None,
+    ) -> CreateResult: ...
 
     def get(self, job_id: str) -> Job | None: ...
 
@@ -69,6 +80,7 @@ class JobsPorts:
     store: JobStore
     lanes: LaneStates
     queue: Sender
+    senders: SenderHasher
 
 
 @dataclass(frozen=True)
@@ -76,6 +88,7 @@ class JobsConfig:
     settings: settings.JobsSettings
     queue_urls: Mapping[str, str]
     profiles: Mapping[str, LaneProfile]
+    retention: RetentionSettings
 
     @property
     def max_body_bytes(self) -> int:
@@ -104,7 +117,9 @@ class JobsConfig:
             )
             for name, lane in lanes.items()
         }
-        return cls(settings=jobs_settings, queue_urls=queue_urls, profiles=profiles)
+        return cls(
+            settings=jobs_settings, queue_urls=queue_urls, profiles=profiles, retention=settings.retention(environ)
+        )
 
 
 def _job_id_from(request: HttpRequest) -> str:
@@ -194,7 +209,12 @@ class _Api:
             return http.error(503, message, headers={"retry-after": retry_after})
         job_id = jobs.job_id(job_request.tenant, job_request.idempotency_key)
         telemetry = self._telemetry.bind(**{CORRELATION_ID: job_id})
-        result = self._ports.store.create(job_id, job_request, now, self._config.settings.tenant_queued_limit)
+        expires_at = retention.expiry(now, self._config.retention.jobs_seconds, not_before=job_request.deadline)
+        person = senders.person_in_job(job_request.payload)
+        sender_hash = None if person is None else self._ports.senders.hash(person)
+        result = self._ports.store.create(
+            job_id, job_request, now, self._config.settings.tenant_queued_limit, expires_at, sender_hash
+        )
         if isinstance(result, TenantLimited):
             telemetry.info("tenant at its queued-job limit", outcome="tenant_limited", **fields)
             telemetry.count(metric_names.JOB_TENANT_LIMITED, **{metric_names.LANE: lane})
@@ -255,6 +275,13 @@ def build_handler(
             telemetry.exception("jobs table unavailable")
             telemetry.count(metric_names.JOB_FAILED, **{metric_names.REASON: metric_names.JobFailure.TABLE_UNAVAILABLE})
             return http.error(500, "internal error")
+        except SenderKeyUnavailable as exc:
+            # Written unindexed, the job could not be found by an erasure request: refuse it.
+            telemetry.error("cannot read the sender key", error=str(exc))
+            telemetry.count(
+                metric_names.JOB_FAILED, **{metric_names.REASON: metric_names.JobFailure.SECRETS_UNAVAILABLE}
+            )
+            return http.error(500, "internal error")
         except Exception:
             telemetry.exception("jobs request failed")
             telemetry.count(metric_names.JOB_FAILED, **{metric_names.REASON: metric_names.JobFailure.INTERNAL})
@@ -285,6 +312,7 @@ def create_handler(
             on_error=lane_state_failed,
         ),
         queue=QueueSender(clients.sqs),
+        senders=SenderKey(clients.secretsmanager, settings.require(environ, settings.EnvVar.SENDER_KEY_ARN)),
     )
     return build_handler(config, ports, logger, metrics_for(environ, SERVICE), clock)
 

@@ -19,6 +19,10 @@ three model calls and three replies. Two kinds of work on this lane do it:
 The turn's id derives from the message (`turn-<conversation ref>-<message id>`), so a repeated
 follow-up is a duplicate the consumer's done-marker absorbs.
 
+The stored message and the reply carry the hash of the person the conversation is with (the
+payload's `sender`, or the conversation id itself, which is usually their phone number or account
+id), so an erasure request finds them; the turn carries that hash, never the id, to its reply.
+
 A conversation id names a person's thread (often their phone number or account id), so it never
 reaches a log: the turn's id, the outcome's detail and error messages (all logged by the consumer)
 carry `conversation_ref`, a digest of tenant and conversation. Someone who knows the conversation
@@ -33,16 +37,20 @@ from collections.abc import Mapping
 from typing import Any
 
 from pipeline import schema
+from pipeline.domain import senders
 from pipeline.domain.effects import Check, OnConflict, Put, Table, Update
 from pipeline.domain.envelope import Envelope
 from pipeline.domain.errors import PermanentError, TransientError
 from pipeline.domain.work import FollowUp, TaskContext, TaskResult
+from pipeline.tasks import privacy
 
 INBOUND = "ai.inbound"
 TURN = "ai.turn"
 MARKER_TTL_SECONDS = 2 * 24 * 3600
 """Outlives any turn: the lane's default expiry drops a turn long before its marker goes."""
 PROMPT_TEXT_LIMIT = 4000
+CONVERSATION_PREFIX = "conversation#"
+MARKER_PREFIX = "turn-marker#"
 
 
 class TurnBeforeStamp(TransientError):
@@ -50,11 +58,19 @@ class TurnBeforeStamp(TransientError):
 
 
 def marker_key(tenant: str, conversation: str) -> dict[str, str]:
-    return {schema.PK: f"turn-marker#{tenant}#{conversation}"}
+    return {schema.PK: f"{MARKER_PREFIX}{tenant}#{conversation}"}
 
 
 def conversation_pk(tenant: str, conversation: str) -> str:
-    return f"conversation#{tenant}#{conversation}"
+    return f"{CONVERSATION_PREFIX}{tenant}#{conversation}"
+
+
+def marker_of(data_pk: str) -> dict[str, str] | None:
+    """The turn marker (state table) of the conversation a data item belongs to, or None: it holds
+    the latest message's text, so erasing a conversation erases its marker too."""
+    if not data_pk.startswith(CONVERSATION_PREFIX):
+        return None
+    return {schema.PK: MARKER_PREFIX + data_pk[len(CONVERSATION_PREFIX) :]}
 
 
 def conversation_ref(tenant: str, conversation: str) -> str:
@@ -99,15 +115,20 @@ def stamp(ctx: TaskContext) -> TaskResult:
         },
         on_conflict=OnConflict.SKIP,  # a newer message holds the marker: leave it there
     )
+    person = str(payload.get("sender") or conversation)
     stored = Put(
         table=Table.DATA,
-        item={
-            schema.PK: conversation_pk(tenant, conversation),
-            schema.SK: f"in#{message_id}",
-            "text": text,
-            "sent_at": seq,
-            "stored_at": ctx.now,
-        },
+        item=privacy.about(
+            ctx,
+            person,
+            {
+                schema.PK: conversation_pk(tenant, conversation),
+                schema.SK: f"in#{message_id}",
+                "text": text,
+                "sent_at": seq,
+                "stored_at": ctx.now,
+            },
+        ),
         condition="attribute_not_exists(#pk)",
         names={"#pk": schema.PK},
         on_conflict=OnConflict.SKIP,
@@ -121,7 +142,7 @@ def stamp(ctx: TaskContext) -> TaskResult:
         source="internal",
         created_at=ctx.now,
         deadline=ctx.envelope.deadline,
-        payload={"conversation": conversation, "token": message_id, "seq": seq},
+        payload={"conversation": conversation, "token": message_id, "seq": seq, "sender_hash": ctx.sender_hash(person)},
     )
     return TaskResult(
         writes=(marker, stored),
@@ -146,15 +167,18 @@ def turn(ctx: TaskContext) -> TaskResult:
         raise TurnBeforeStamp(f"marker for conversation {ref} predates message {token}")
     with ctx.dependency():
         reply = ctx.vendor.complete(str(marker.get("text", "")), timeout=ctx.remaining())
+    reply_item = {
+        schema.PK: conversation_pk(tenant, conversation),
+        schema.SK: f"reply#{token}",
+        "text": reply,
+        "answers": token,
+        "answered_at": ctx.now,
+    }
+    if senders.is_hash(payload.get("sender_hash")):
+        reply_item[schema.SENDER_HASH] = payload["sender_hash"]
     answer = Put(
         table=Table.DATA,
-        item={
-            schema.PK: conversation_pk(tenant, conversation),
-            schema.SK: f"reply#{token}",
-            "text": reply,
-            "answers": token,
-            "answered_at": ctx.now,
-        },
+        item=reply_item,
         condition="attribute_not_exists(#pk)",
         names={"#pk": schema.PK},
         on_conflict=OnConflict.SKIP,

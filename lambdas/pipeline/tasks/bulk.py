@@ -1,4 +1,5 @@
-"""bulk lane: imports in pages, each page its own message (`import.page` jobs).
+"""bulk lane: imports in pages, each page its own message (`import.page` jobs), and erasures
+(`privacy.erase`, tasks/erase.py), which are as patient and as rare.
 
 Paging keeps every message small and every failure small: a bad page is retried or dead-lettered
 alone, and the rest of the import carries on. Payload: `import_id`, `page` (0-based),
@@ -19,6 +20,7 @@ from pipeline import schema
 from pipeline.domain.effects import Put, Table, Update, Write
 from pipeline.domain.errors import PermanentError
 from pipeline.domain.work import TaskContext, TaskResult
+from pipeline.tasks import erase
 
 PAGE = "import.page"
 
@@ -51,8 +53,10 @@ def _page(payload: Any) -> tuple[str, int, list[Mapping[str, Any]], int | None]:
 
 
 def run(ctx: TaskContext) -> TaskResult:
+    if ctx.envelope.kind == erase.KIND:
+        return erase.run(ctx)
     if ctx.envelope.kind != PAGE:
-        raise PermanentError("unknown_kind", f"the bulk lane runs {PAGE}, not {ctx.envelope.kind}")
+        raise PermanentError("unknown_kind", f"the bulk lane runs {PAGE} and {erase.KIND}, not {ctx.envelope.kind}")
     import_id, page, rows, total = _page(ctx.payload)
     tenant = ctx.envelope.tenant
     by_id = {str(row["id"]): row for row in rows}  # last copy of a repeated id wins, as a re-import would

@@ -17,7 +17,7 @@ from pipeline import schema
 from pipeline.domain.effects import OnConflict, Put, Table
 from pipeline.domain.errors import PermanentError
 from pipeline.domain.work import TaskContext, TaskResult
-from pipeline.tasks import meta
+from pipeline.tasks import meta, privacy
 from pipeline.tasks.messages import comment_key
 
 PROMPT_TEXT_LIMIT = 2000
@@ -35,18 +35,21 @@ def _comments(payload: object) -> tuple[list[meta.Comment], int]:
     raise PermanentError("not_a_comment", "payload is neither a Meta delivery nor a comment")
 
 
-def triage(tenant: str, comment: meta.Comment, label: str, now: float) -> Put:
+def triage(tenant: str, comment: meta.Comment, label: str, now: float, sender_hash: str | None = None) -> Put:
     # Triage is stored once; a later (edited) copy does not relabel what a person may have acted on.
+    item = {
+        **comment_key(tenant, comment.id),
+        "post_id": comment.post_id,
+        "author": comment.author,
+        "text": comment.text,
+        "label": label,
+        "triaged_at": now,
+    }
+    if sender_hash is not None:
+        item[schema.SENDER_HASH] = sender_hash
     return Put(
         table=Table.DATA,
-        item={
-            **comment_key(tenant, comment.id),
-            "post_id": comment.post_id,
-            "author": comment.author,
-            "text": comment.text,
-            "label": label,
-            "triaged_at": now,
-        },
+        item=item,
         condition="attribute_not_exists(#pk) OR #label = :untriaged",
         names={"#pk": schema.PK, "#label": "label"},
         values={":untriaged": "untriaged"},
@@ -58,14 +61,18 @@ def triage(tenant: str, comment: meta.Comment, label: str, now: float) -> Put:
 def run(ctx: TaskContext) -> TaskResult:
     comments, ignored = _comments(ctx.payload)
     unique = {comment.id: comment for comment in comments}
+    index = privacy.delivery_index(ctx)
     if not unique:
-        return TaskResult(detail={"comments": 0, "ignored": ignored})
+        return TaskResult(writes=index, detail={"comments": 0, "ignored": ignored})
     labels: dict[str, str] = {}
     with ctx.dependency():
         for comment in unique.values():
             prompt = "classify:" + comment.text[:PROMPT_TEXT_LIMIT]
             labels[comment.id] = ctx.vendor.complete(prompt, timeout=ctx.remaining())
-    writes = tuple(triage(ctx.envelope.tenant, c, labels[c.id], ctx.now) for c in unique.values())
+    writes = (
+        tuple(triage(ctx.envelope.tenant, c, labels[c.id], ctx.now, ctx.sender_hash(c.author)) for c in unique.values())
+        + index
+    )
     counts: dict[str, int] = {}
     for label in labels.values():
         counts[label] = counts.get(label, 0) + 1

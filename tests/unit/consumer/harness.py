@@ -28,11 +28,11 @@ import boto3
 from moto.core.botocore_stubber import BotocoreStubber
 
 from ops.runtime import event_source
-from pipeline import schema
+from pipeline import schema, settings
 from pipeline.adapters.clients import Clients
 from pipeline.adapters.webhook_log import LogEntry, WebhookLog
 from pipeline.domain import jobs as job_rules
-from pipeline.domain import webhook_body
+from pipeline.domain import retention, webhook_body
 from pipeline.domain.envelope import Envelope
 from pipeline.domain.routing import Route
 from pipeline.handlers.consumer import create_handler
@@ -240,7 +240,13 @@ class LaneHarness:
         received = received_at if received_at is not None else time.time()
         route = Route(lane=lane or self.lane, tenant=tenant, kind="whatsapp.messages")
         WebhookLog(boto3.client("dynamodb", region_name=REGION), "webhook-log").record(
-            LogEntry(id=row_id, received_at=received, body=webhook_body.pack(raw), route=route)
+            LogEntry(
+                id=row_id,
+                received_at=received,
+                body=webhook_body.pack(raw),
+                route=route,
+                expires_at=retention.expiry(received, settings.retention(self.environ).raw_deliveries_seconds),
+            )
         )
         return Envelope(
             id=row_id,

@@ -31,6 +31,21 @@ def test_the_first_delivery_of_an_instance_also_reads_the_secret(door, aws_calls
     assert aws_calls.calls == ["secretsmanager.GetSecretValue", "dynamodb.PutItem", "sqs.SendMessage"]
 
 
+def test_the_first_delivery_naming_a_person_also_reads_the_sender_key_once(door, aws_calls):
+    door(post(encode(whatsapp_message("first"))), None)
+    door(post(encode(whatsapp_message("second"))), None)
+
+    # The Meta secret, then the sender key; the hash itself is computed in the function
+    assert aws_calls.calls == [
+        "secretsmanager.GetSecretValue",
+        "secretsmanager.GetSecretValue",
+        "dynamodb.PutItem",
+        "sqs.SendMessage",
+        "dynamodb.PutItem",
+        "sqs.SendMessage",
+    ]
+
+
 def test_a_pending_redelivery_costs_the_failed_write_and_a_send_but_no_read(door, aws_calls):
     raw = encode(whatsapp_message("again"))
     door(post(raw), None)

@@ -158,11 +158,13 @@ def test_an_unreadable_secret_is_a_500_and_is_read_again_after_a_pause(door, aws
     assert door(post(raw), None)["statusCode"] == 200
 
 
-def test_the_secret_is_read_once_per_instance(door, aws_calls):
+def test_the_secrets_are_read_once_per_instance(door, aws_calls):
     for text in ("one", "two", "three"):
         door(post(encode(whatsapp_message(text))), None)
 
-    assert aws_calls.calls.count("secretsmanager.GetSecretValue") == 1
+    # The Meta secret and the sender key, each on the first delivery
+    assert aws_calls.calls.count("secretsmanager.GetSecretValue") == 2
+    assert aws_calls.calls[:2] == ["secretsmanager.GetSecretValue"] * 2
 
 
 def test_an_unexpected_error_is_a_500_not_a_crash(ingress_environ, clients, clock, monkeypatch, metrics):

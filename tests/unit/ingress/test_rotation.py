@@ -13,6 +13,7 @@ import pytest
 from pipeline.adapters.observability import logger_for, metrics_for
 from pipeline.adapters.queues import QueueSender
 from pipeline.adapters.secrets import MetaSecrets, MetaSecretSource
+from pipeline.adapters.sender_key import SenderKey
 from pipeline.adapters.webhook_log import WebhookLog
 from pipeline.domain import http, webhook
 from pipeline.handlers import ingress
@@ -57,6 +58,7 @@ def spied(ingress_environ, clients, clock):
         secrets=secrets,
         log=WebhookLog(clients.dynamodb, ingress_environ["WEBHOOK_TABLE"]),
         queue=QueueSender(clients.sqs),
+        senders=SenderKey(clients.secretsmanager, ingress_environ["SENDER_KEY_ARN"]),
     )
     door = ingress.build_handler(
         config, ports, logger_for(ingress_environ, "ingress"), metrics_for(ingress_environ, "ingress"), clock

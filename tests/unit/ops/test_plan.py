@@ -72,12 +72,13 @@ def test_plan_cost_section(lanectl):
         "of peak)" in result.out
     )
     # A 2 KB text: its compressed row (1 unit), its stored message as the done-mark (2), a tenth of
-    # a drain count; one consistent read of the row.
-    assert _row(result.out, "messages", "cost")[0:4] == ["messages", "webhook", "131.4M", "3.1/1"]
+    # a drain count, and the row's and the message's entries in the sender index (1 each); one
+    # consistent read of the row.
+    assert _row(result.out, "messages", "cost")[0:4] == ["messages", "webhook", "131.4M", "5.1/1"]
     # Production passes tracing through: no traces are priced.
     assert _row(result.out, "messages", "cost")[9] == "$0.00"
     assert _row(result.out, "scheduled", "cost")[1] == "tick"
-    assert "47 alarms $4.70" in result.out
+    assert "51 alarms $5.10" in result.out
     assert "total: about $" in result.out
 
 
@@ -223,3 +224,21 @@ def test_strict_plan_as_json_lists_the_warnings_and_fails(capsys):
     warnings = json.loads(capsys.readouterr().out)["warnings"]
     assert any(w.startswith("engagement: MaximumConcurrency") for w in warnings), warnings
     assert any(w.startswith("llm: 324.0 calls busy at peak") for w in warnings), warnings
+
+
+def test_storage_is_priced_for_each_kind_of_data_as_long_as_the_environment_keeps_it():
+    from stacks.config.privacy import Retention
+
+    lane = ENVIRONMENTS["prod"].lane("messages")
+    month = Retention(raw_deliveries_days=7, effects_days=30)
+    quarter = Retention(raw_deliveries_days=7, effects_days=90)
+
+    # 131.4M messages a month, each leaving a 2 KiB effect: 60 more days of it at $0.25 + $0.20
+    # (storage and point-in-time recovery) a GB-month
+    extra = (
+        pricing.lane_cost(lane, 0.25, retention=quarter).dynamodb
+        - pricing.lane_cost(lane, 0.25, retention=month).dynamodb
+    )
+    assert extra == pytest.approx(131_400_000 * 2.0 * 60 / 1024**2 / 30 * 0.45)
+    # The raw row (0.95 KiB stored) for its own week, the effect for its own month
+    assert pricing.stored_kib_days(lane, month) == pytest.approx((2.0 * 0.4 + 0.15) * 7 + 2.0 * 30)

@@ -8,6 +8,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from pipeline.domain import senders
 from pipeline.domain.effects import Table
 from pipeline.domain.envelope import Envelope
 
@@ -92,6 +93,9 @@ class FakeContext:
 
     def remaining(self) -> float:
         return 5.0
+
+    def sender_hash(self, person: str) -> str | None:
+        return senders.sender_hash(b"fake-sender-key", person) if senders.normalise(person) else None
 
 
 def envelope(

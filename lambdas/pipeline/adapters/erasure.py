@@ -1,0 +1,163 @@
+"""One person's rows and items, found through the `by_sender` indexes and erased (tasks/erase.py).
+
+Finding is a query of each keys-only index, never a scan, and never reads a body. A row is emptied
+by one conditional put of its tombstone (domain/erasure.py): a webhook row on condition it still
+exists (nothing here brings back a row TTL deleted), a job row on condition its status is the one
+read, committed with its tenant's queued count when it was still queued (as any job leaving
+`queued` does). A webhook row's body parts go first, so that an erasure stopped half way leaves a
+row that can still be found and erased, never parts that nothing points at. Items are deleted in
+batches of 25.
+
+Index reads are eventually consistent: an item written a moment before may not be in them yet,
+which is why the task asks again until they are empty.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from pipeline import schema
+from pipeline.adapters import items
+from pipeline.adapters.state import TableNames
+from pipeline.adapters.webhook_log import BODY_PARTS
+from pipeline.domain import erasure, retention, webhook_body
+from pipeline.domain.effects import KEY_ATTRIBUTES, OnConflict, Put, Table, Write
+from pipeline.domain.errors import TransientError
+from pipeline.domain.job_bookkeeping import queued_decrement
+from pipeline.domain.ports import CommitState, Committer
+from pipeline.domain.work import Erasable
+from pipeline.settings import RetentionSettings
+
+BATCH_WRITE_LIMIT = 25
+UNPROCESSED_RETRIES = 5
+JOB_ATTEMPTS = 3
+"""A job row's status may change between its read and its tombstone (a consumer finishing it):
+read and try again, this many times."""
+STATUS = "status"
+
+
+class ErasureIncomplete(TransientError):
+    reason = "erasure_incomplete"
+
+
+class DynamoEraser:
+    def __init__(
+        self,
+        dynamodb: Any,
+        tables: TableNames,
+        committer: Committer,
+        kept: RetentionSettings,
+        clock: Callable[[], float],
+        *,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self._dynamodb = dynamodb
+        self._tables = tables
+        self._committer = committer
+        self._kept = kept
+        self._clock = clock
+        self._sleep = sleep
+
+    # Finding
+
+    def find(self, sender_hash: str) -> Erasable:
+        return Erasable(
+            log_ids=tuple(str(item[schema.ID]) for item in self._query(Table.WEBHOOK_LOG, sender_hash)),
+            job_ids=tuple(str(item[schema.ID]) for item in self._query(Table.JOBS, sender_hash)),
+            data_keys=tuple(
+                (str(item[schema.PK]), str(item[schema.SK])) for item in self._query(Table.DATA, sender_hash)
+            ),
+        )
+
+    def _query(self, table: Table, sender_hash: str) -> list[dict[str, Any]]:
+        kwargs: dict[str, Any] = {
+            "TableName": self._tables[table],
+            "IndexName": schema.SENDER_INDEX,
+            "KeyConditionExpression": "#hash = :hash",
+            "ExpressionAttributeNames": {"#hash": schema.SENDER_HASH},
+            "ExpressionAttributeValues": {":hash": {"S": sender_hash}},
+        }
+        found: list[dict[str, Any]] = []
+        while True:
+            response = self._dynamodb.query(**kwargs)
+            found.extend(items.from_item(raw) or {} for raw in response.get("Items", []))
+            if not response.get("LastEvaluatedKey"):
+                return found
+            kwargs["ExclusiveStartKey"] = response["LastEvaluatedKey"]
+
+    def _row(self, table: Table, row_id: str) -> dict[str, Any] | None:
+        response = self._dynamodb.get_item(
+            TableName=self._tables[table], Key={schema.ID: {"S": row_id}}, ConsistentRead=True
+        )
+        return items.from_item(response.get("Item"))
+
+    # Erasing
+
+    def erase_log_rows(self, log_ids: Sequence[str]) -> tuple[int, int]:
+        rows = parts = 0
+        for log_id in log_ids:
+            row = self._row(Table.WEBHOOK_LOG, log_id)
+            if row is None:
+                continue  # TTL deleted it meanwhile
+            count = int(row.get(BODY_PARTS) or 1)
+            parts += self.delete(
+                Table.WEBHOOK_LOG, [{schema.ID: webhook_body.part_id(log_id, n)} for n in range(1, count)]
+            )
+            now = self._clock()
+            tombstone = Put(
+                table=Table.WEBHOOK_LOG,
+                item=erasure.log_tombstone(
+                    row, now=now, expires_at=retention.expiry(now, self._kept.raw_deliveries_seconds)
+                ),
+                condition="attribute_exists(#id)",
+                names={"#id": schema.ID},
+                on_conflict=OnConflict.FAIL,
+            )
+            rows += self._committer.commit(tombstone, ()).state is CommitState.COMMITTED
+        return rows, parts
+
+    def erase_jobs(self, job_ids: Sequence[str]) -> int:
+        return sum(self._erase_job(job_id) for job_id in job_ids)
+
+    def _erase_job(self, job_id: str) -> bool:
+        for _ in range(JOB_ATTEMPTS):
+            row = self._row(Table.JOBS, job_id)
+            if row is None or row.get(STATUS) == schema.RowStatus.ERASED:
+                return False
+            status = str(row.get(STATUS) or "")
+            now = self._clock()
+            tombstone = Put(
+                table=Table.JOBS,
+                item=erasure.job_tombstone(row, now=now, expires_at=retention.expiry(now, self._kept.jobs_seconds)),
+                condition="#status = :read",
+                names={"#status": STATUS},
+                values={":read": status},
+                on_conflict=OnConflict.FAIL,
+            )
+            released: tuple[Write, ...] = ()
+            if status == schema.RowStatus.QUEUED and row.get("lane") and row.get("tenant"):
+                released = (queued_decrement(str(row["lane"]), str(row["tenant"])),)
+            if self._committer.commit(tombstone, released).state is CommitState.COMMITTED:
+                return True
+        raise ErasureIncomplete(f"job {job_id} kept changing while it was being erased")
+
+    def delete(self, table: Table, keys: Sequence[Mapping[str, str]]) -> int:
+        for start in range(0, len(keys), BATCH_WRITE_LIMIT):
+            self._delete_batch(table, keys[start : start + BATCH_WRITE_LIMIT])
+        return len(keys)
+
+    def _delete_batch(self, table: Table, keys: Sequence[Mapping[str, str]]) -> None:
+        name = self._tables[table]
+        names = KEY_ATTRIBUTES[table]
+        request: dict[str, Any] = {
+            name: [{"DeleteRequest": {"Key": items.to_item({n: key[n] for n in names})}} for key in keys]
+        }
+        for attempt in range(UNPROCESSED_RETRIES):
+            response = self._dynamodb.batch_write_item(RequestItems=request)
+            request = response.get("UnprocessedItems") or {}
+            if not request:
+                return
+            self._sleep(min(1.0, 0.05 * 2**attempt))  # unprocessed items mean throttling
+        raise ErasureIncomplete(f"{sum(len(v) for v in request.values())} deletes left unprocessed")

@@ -1,0 +1,159 @@
+"""Who a piece of work is about, as a key that finds their items without naming them.
+
+An erasure request names a person by a phone number or one of Meta's ids; their data is in rows and
+items keyed by message, comment and conversation ids. So every item about a person carries
+`sender_hash` (schema.SENDER_HASH): an HMAC-SHA256 of their normalised id under a key only the
+pipeline holds (adapters/sender_key.py), and the tables index it (schema.SENDER_INDEX). The index
+finds a person's items with a query, never a scan of the bodies, and holds no id in clear: without
+the key, a hash cannot be tested against the small space of phone numbers.
+
+One normalisation for every source, because the erasure request does not say which kind of id it
+names: a phone number in any usual spelling (`+1 (555) 123-4567`, `0015551234567`) becomes its
+digits with the country code, as WhatsApp's `wa_id` already is; Meta's ids are digits and stay as
+they are. A national number without its country code cannot be told apart from another country's,
+so erasure requests must give the international form.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import replace
+from typing import Any
+
+from pipeline import schema
+from pipeline.domain.effects import Put, Table, Write
+
+HASH_HEX_DIGITS = 32
+"""128 bits: no two people collide in practice, and the index stays small."""
+INTERNATIONAL_PREFIX = "00"
+_PHONE_SPELLING = re.compile(r"\+?[0-9][0-9 ().\-]*")
+_HASH = re.compile(rf"[0-9a-f]{{{HASH_HEX_DIGITS}}}")
+JOB_PERSON_FIELDS = ("sender", "from", "author", "recipient", "conversation")
+"""Where a job's payload names the person it is about, first match wins: the inbound AI turns
+(`conversation`, a phone number or account id), triage of a single comment (`from`), and any job
+that says so with `sender`."""
+
+
+def normalise(sender: str) -> str:
+    text = sender.strip()
+    if _PHONE_SPELLING.fullmatch(text):
+        digits = "".join(char for char in text if char.isdigit())
+        rest = digits[len(INTERNATIONAL_PREFIX) :]
+        # No country code starts with 0, so what follows a dialled 00 never does either (and a
+        # second normalisation changes nothing).
+        if not text.startswith("+") and digits.startswith(INTERNATIONAL_PREFIX) and rest[:1] not in ("", "0"):
+            return rest
+        return digits
+    return text
+
+
+def sender_hash(key: bytes, sender: str) -> str:
+    """The index key of one person: HMAC-SHA256 under the pipeline's key, hex, truncated."""
+    normalised = normalise(sender)
+    if not normalised:
+        raise ValueError("an empty sender id has no hash")
+    return hmac.new(key, normalised.encode("utf-8"), hashlib.sha256).hexdigest()[:HASH_HEX_DIGITS]
+
+
+def is_hash(value: object) -> bool:
+    return isinstance(value, str) and _HASH.fullmatch(value) is not None
+
+
+def _id(value: Any) -> str:
+    if isinstance(value, bool) or not isinstance(value, str | int):
+        return ""
+    return str(value)
+
+
+def _mappings(value: Any) -> Iterator[Mapping[str, Any]]:
+    if isinstance(value, list):
+        yield from (item for item in value if isinstance(item, Mapping))
+
+
+def _ids_in_change(value: Mapping[str, Any]) -> Iterator[str]:
+    for message in _mappings(value.get("messages")):
+        yield _id(message.get("from"))
+    for contact in _mappings(value.get("contacts")):
+        yield _id(contact.get("wa_id"))
+    for status in _mappings(value.get("statuses")):
+        yield _id(status.get("recipient_id"))
+    author = value.get("from")
+    if isinstance(author, Mapping):  # a comment or a feed change
+        yield _id(author.get("id"))
+
+
+def people_in_delivery(payload: Any) -> frozenset[str]:
+    """Every person a Meta delivery names (normalised): message senders, WhatsApp contacts,
+    status recipients, comment authors, both ends of a Messenger or Instagram event; never the
+    business itself (each entry's id: the page, or the WhatsApp Business Account)."""
+    found: set[str] = set()
+    businesses: set[str] = set()
+    entries = payload.get("entry") if isinstance(payload, Mapping) else None
+    for entry in _mappings(entries):
+        businesses.add(normalise(_id(entry.get("id"))))
+        for change in _mappings(entry.get("changes")):
+            value = change.get("value")
+            if isinstance(value, Mapping):
+                found.update(_ids_in_change(value))
+        for event in _mappings(entry.get("messaging")):
+            for end in ("sender", "recipient"):
+                party = event.get(end)
+                if isinstance(party, Mapping):
+                    found.add(_id(party.get("id")))
+    return frozenset(normalise(person) for person in found if person) - businesses - {""}
+
+
+def only_person(payload: Any) -> str | None:
+    """The one person a delivery names, or None for none or several. The door indexes its row by
+    them, free on the write it makes anyway; a delivery naming several is indexed by its task."""
+    people = people_in_delivery(payload)
+    return next(iter(people)) if len(people) == 1 else None
+
+
+def person_in_job(payload: Any) -> str | None:
+    """The person a job's payload is about (see JOB_PERSON_FIELDS), or None."""
+    if not isinstance(payload, Mapping):
+        return None
+    for name in JOB_PERSON_FIELDS:
+        value = payload.get(name)
+        if isinstance(value, Mapping):
+            value = value.get("id")
+        person = normalise(_id(value))
+        if person:
+            return person
+    return None
+
+
+# A delivery that names several people cannot carry one index key on its row, so each of them gets
+# an index item in the data table pointing at it (written by the task that processes it).
+DELIVERY_INDEX_PREFIX = "sender#"
+DELIVERY_PREFIX = "webhook#"
+
+
+def delivery_index_key(sender: str, log_id: str) -> tuple[str, str]:
+    """(pk, sk) of the index item saying that `sender` (a hash) is named in the delivery `log_id`."""
+    return f"{DELIVERY_INDEX_PREFIX}{sender}", f"{DELIVERY_PREFIX}{log_id}"
+
+
+def indexed_delivery(pk: str, sk: str) -> str | None:
+    """The log id an index item points at, or None for any other item."""
+    if pk.startswith(DELIVERY_INDEX_PREFIX) and sk.startswith(DELIVERY_PREFIX):
+        return sk[len(DELIVERY_PREFIX) :]
+    return None
+
+
+def attributed(writes: tuple[Write, ...], sender: str | None) -> tuple[Write, ...]:
+    """`writes` with `sender` (a hash) on every data-table put that names no one itself: what the
+    work of a row about one person stores is about that person too (a job's payload may name them
+    in a way its task does not read, and a task may simply not say)."""
+    if sender is None:
+        return writes
+    return tuple(
+        replace(write, item={**write.item, schema.SENDER_HASH: sender})
+        if isinstance(write, Put) and write.table is Table.DATA and schema.SENDER_HASH not in write.item
+        else write
+        for write in writes
+    )

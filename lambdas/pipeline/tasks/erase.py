@@ -1,0 +1,98 @@
+"""Erasure: everything about one person, found by their hash and erased (`privacy.erase` jobs on
+the bulk lane; see domain/erasure.py for how a request becomes one).
+
+Rows first, then items: a message still on its way to a lane finds its row erased and writes
+nothing, so no item about the person is made after their rows are gone. Then the indexes are
+asked again (they are eventually consistent, and a task may have been writing as this one read)
+until they hold nothing; a person still turning up after `ROUNDS` rounds is retried later.
+
+A delivery that names several people is indexed only when its task processes it (its row cannot
+carry one index key for each), so one still queued when the erasure runs is not found, and its task
+then stores what it says about the person. So the erasure runs again `erase_again_seconds` later
+(a lane option: 15 minutes, SQS's longest delay), as internal work of its own; lanes that hold a
+delivery longer than that have paged long before.
+
+What goes: webhook rows that name the person, with their body parts (a delivery naming several
+people goes whole: its raw body is not cut apart), job rows about them, every data item that
+carries their hash (messages, statuses, comments, triage, conversation turns and replies, index
+items), and the turn markers of their conversations. What stays is not readable about them:
+tombstones of the rows, done-markers keyed by digests, and counters.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping
+from typing import Any
+
+from pipeline import schema
+from pipeline.domain import erasure, senders
+from pipeline.domain.effects import Table
+from pipeline.domain.envelope import Envelope
+from pipeline.domain.errors import PermanentError, TransientError
+from pipeline.domain.work import Erasable, FollowUp, TaskContext, TaskResult
+from pipeline.tasks import ai
+
+KIND = erasure.KIND
+ROUNDS = 3
+AGAIN_OPTION = "erase_again_seconds"
+AGAIN_SECONDS = "900"
+AGAIN_SUFFIX = "-again"
+
+
+class StillFinding(TransientError):
+    reason = "erasure_still_finding"
+
+
+def _sender_hash(payload: Any) -> str:
+    if not isinstance(payload, Mapping) or not senders.is_hash(payload.get("sender_hash")):
+        raise PermanentError("bad_erasure", "payload must carry the sender_hash to erase")
+    return str(payload["sender_hash"])
+
+
+def _erase(ctx: TaskContext, found: Erasable, counts: Counter[str]) -> None:
+    deliveries = set(found.log_ids)
+    markers: dict[str, dict[str, str]] = {}
+    for pk, sk in found.data_keys:
+        log_id = senders.indexed_delivery(pk, sk)
+        if log_id is not None:
+            deliveries.add(log_id)
+        marker = ai.marker_of(pk)
+        if marker is not None:
+            markers[marker[schema.PK]] = marker
+    rows, parts = ctx.eraser.erase_log_rows(sorted(deliveries))
+    counts["webhook_rows"] += rows
+    counts["body_parts"] += parts
+    counts["jobs"] += ctx.eraser.erase_jobs(sorted(found.job_ids))
+    counts["items"] += ctx.eraser.delete(Table.DATA, [{schema.PK: pk, schema.SK: sk} for pk, sk in found.data_keys])
+    counts["markers"] += ctx.eraser.delete(Table.STATE, list(markers.values()))
+
+
+def _again(ctx: TaskContext, sender_hash: str) -> tuple[FollowUp, ...]:
+    """The second pass, after the first only (it is internal work: its id is done once)."""
+    envelope = ctx.envelope
+    if envelope.source == "internal":
+        return ()
+    again = Envelope(
+        id=envelope.id + AGAIN_SUFFIX,
+        lane=ctx.lane,
+        tenant=envelope.tenant,
+        kind=KIND,
+        source="internal",
+        created_at=ctx.now,
+        deadline=envelope.deadline,
+        payload={"sender_hash": sender_hash},
+    )
+    return (FollowUp(again, delay_seconds=int(ctx.option(AGAIN_OPTION, AGAIN_SECONDS))),)
+
+
+def run(ctx: TaskContext) -> TaskResult:
+    sender_hash = _sender_hash(ctx.payload)
+    counts: Counter[str] = Counter()
+    for _ in range(ROUNDS):
+        found = ctx.eraser.find(sender_hash)
+        if found.empty:
+            # Counts only: the detail is logged, and a hash is not for logs either.
+            return TaskResult(follow_ups=_again(ctx, sender_hash), detail={"erased": dict(counts)})
+        _erase(ctx, found, counts)
+    raise StillFinding(f"items about the person still turn up after {ROUNDS} rounds")

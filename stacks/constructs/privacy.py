@@ -1,0 +1,121 @@
+"""Personal data's own resources: the key sender hashes are made with, the function behind Meta's
+data-deletion callback, and what the erasure lane's consumer may do beyond other consumers."""
+
+from __future__ import annotations
+
+import json
+
+from aws_cdk import RemovalPolicy
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_secretsmanager as secretsmanager
+from aws_cdk import aws_sqs as sqs
+from constructs import Construct
+
+from pipeline import metric_names, schema
+from pipeline.adapters.sender_key import KEY_FIELD
+from stacks.config.environments import Environment
+from stacks.constructs.alarms import OnCall
+from stacks.constructs.function import FunctionSpec, PipelineFunction, SharedCode
+from stacks.constructs.grants import grant_index_query, grant_rows
+from stacks.constructs.tables import PipelineTables
+from stacks.runtime_env import metrics_namespace
+
+SENDER_KEY_ID = "SenderKey"
+
+
+class SenderKey(Construct):
+    """A key generated at the first deploy and never rotated: every row and item about a person is
+    indexed by an HMAC under it (lambdas/pipeline/domain/senders.py), and a new key would make all of
+    those unfindable by an erasure request. Kept, like the tables, where the environment keeps its
+    data: deleting it with the stack orphans every index entry in retained tables."""
+
+    def __init__(self, scope: Construct, construct_id: str, *, env: Environment) -> None:
+        super().__init__(scope, construct_id)
+        self.secret = secretsmanager.Secret(
+            self,
+            "Secret",
+            description=f"lanes-{env.name}: the key sender hashes are made with; never rotate it",
+            generate_secret_string=secretsmanager.SecretStringGenerator(
+                secret_string_template=json.dumps({}),
+                generate_string_key=KEY_FIELD,
+                exclude_punctuation=True,
+                password_length=64,
+            ),
+            removal_policy=RemovalPolicy.RETAIN if env.retain_stateful else RemovalPolicy.DESTROY,
+        )
+        child = self.secret.node.default_child
+        assert isinstance(child, secretsmanager.CfnSecret)
+        child.override_logical_id(SENDER_KEY_ID)
+
+
+class ErasureDoor(Construct):
+    """The function behind Meta's data-deletion callback and the erasure status page: verifies the
+    signed request, writes the erasure's job row and sends it to the erasure lane. Its routes are
+    served by the Ingress API (Ingress.serve), each with its own throttle."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        env: Environment,
+        shared: SharedCode,
+        tables: PipelineTables,
+        queue: sqs.IQueue,
+        meta_secret: secretsmanager.ISecret,
+        sender_key: secretsmanager.ISecret,
+        environment: dict[str, str],
+        on_call: OnCall,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        self.door = PipelineFunction(
+            self,
+            "Function",
+            shared=shared,
+            spec=FunctionSpec(
+                handler="pipeline.handlers.erasure.handler",
+                environment=environment,
+                timeout_seconds=10,
+                memory_mb=256,
+                description="Meta data-deletion callback: verify, request the erasure, answer with its status page",
+            ),
+        )
+        function = self.door.function
+        # The erasure's job row with its count (one transaction), and the status page's read of it.
+        grant_rows(function, tables.jobs, ("dynamodb:PutItem", "dynamodb:GetItem"))
+        grant_rows(function, tables.state, ("dynamodb:UpdateItem",))
+        meta_secret.grant_read(function)
+        sender_key.grant_read(function)
+        queue.grant_send_messages(function)
+        namespace = metrics_namespace(env)
+        self.failure_alarms = [
+            on_call.alarm(
+                self,
+                f"{metric_names.ERASURE_FAILED}{''.join(part.capitalize() for part in reason.split('_'))}",
+                metric=cloudwatch.Metric(
+                    namespace=namespace,
+                    metric_name=metric_names.ERASURE_FAILED,
+                    dimensions_map={metric_names.REASON: reason, "service": "erasure"},
+                    period=on_call.period(),
+                    statistic="Sum",
+                ),
+                threshold=1,
+                comparison=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+                evaluation_periods=1,
+                description=f"Meta's data-deletion callback answered 5xx ({reason}): a person's request to be "
+                "forgotten was not taken. See docs/RUNBOOK.md#erasure-failures.",
+            )
+            for reason in metric_names.ErasureFailure.ALL
+        ]
+
+
+def grant_erasure(function: lambda_.IFunction, tables: PipelineTables) -> None:
+    """What the erasure task (tasks/erase.py) does beyond any consumer: query the sender indexes,
+    put tombstones over rows, and delete items and body parts in batches."""
+    for table in (tables.webhook_log, tables.jobs, tables.data):
+        grant_index_query(function, table, schema.SENDER_INDEX)
+    grant_rows(function, tables.webhook_log, ("dynamodb:PutItem", "dynamodb:BatchWriteItem"))
+    grant_rows(function, tables.jobs, ("dynamodb:PutItem",))
+    grant_rows(function, tables.data, ("dynamodb:BatchWriteItem",))
+    grant_rows(function, tables.state, ("dynamodb:BatchWriteItem",))

@@ -1,0 +1,99 @@
+"""`lanectl erase` for on-call: the same erasure as Meta's callback, asked for by a person's id,
+which never leaves the operator's process; the code it prints reads the result."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+
+import boto3
+import pytest
+
+from ops.cli import Runtime, run
+from ops.output import Console
+from pipeline import schema
+from pipeline.domain import erasure, senders
+from tests.support.aws import REGION, SENDER_KEY
+from tests.unit.ops.support import FakeClock
+from tests.unit.tasks.payloads import text_message, whatsapp
+
+ANA = "15550001"
+
+
+@pytest.fixture
+def stack(pipeline):
+    """`lanes-dev` as lanectl finds it: outputs naming the tables, the erasure lane's queue and the
+    sender key that the pipeline on moto uses."""
+    resources = pipeline.deployed.resources
+    outputs = {
+        "JobsTableName": resources.jobs_table,
+        "StateTableName": resources.state_table,
+        "BulkQueueUrl": resources.queue_urls[erasure.LANE],
+        "SenderKeyArn": resources.sender_key_arn,
+    }
+    template = {
+        "Resources": {"Topic": {"Type": "AWS::SNS::Topic"}},
+        "Outputs": {key: {"Value": value} for key, value in outputs.items()},
+    }
+    boto3.client("cloudformation", region_name=REGION).create_stack(
+        StackName="lanes-dev", TemplateBody=json.dumps(template)
+    )
+    return outputs
+
+
+@pytest.fixture
+def lanectl(capsys, pipeline):
+    def invoke(*argv: str) -> tuple[int, str, str]:
+        environ = {k: v for k, v in os.environ.items() if not k.startswith("LANES_")}
+        clock = FakeClock(now=pipeline.clock.now)  # the pipeline's time: the erasure is due a week after
+        code = run(list(argv), Runtime(console=Console(), environ=environ, clock=clock, sleep=clock.sleep))
+        captured = capsys.readouterr()
+        return code, captured.out, captured.err
+
+    return invoke
+
+
+def test_on_call_erases_a_person_by_their_number_and_reads_the_result_by_code(pipeline, stack, lanectl):
+    # Given Ana's message was stored
+    pipeline.deliver(whatsapp(messages=[text_message("wamid.1", "hello", sender=ANA)]))
+    pipeline.drain()
+
+    # When on-call erases her by her number, as she spelled it in her email
+    code, out, _ = lanectl("erase", "--env", "dev", "--sender", "+1 555 0001", "--wait", "0")
+
+    # Then a confirmation code is printed, the erasure is pending, and her number appears nowhere
+    assert code == 0
+    confirmation = re.search(r"confirmation code ([0-9a-f]{32})", out).group(1)
+    assert "status: pending" in out
+    assert ANA not in out
+    assert "555 0001" not in out
+    # and the job written names her by hash only
+    [row] = [r for r in pipeline.items("jobs") if r["kind"]["S"] == erasure.KIND]
+    assert row["payload"]["M"]["sender_hash"]["S"] == senders.sender_hash(SENDER_KEY.encode(), ANA)
+    assert row["payload"]["M"]["requested_by"]["S"] == erasure.OPERATOR
+
+    # When its lane runs it, the code reads the result
+    pipeline.drain()
+    code, out, _ = lanectl("erase", "--env", "dev", "--status", confirmation)
+    assert code == 0
+    assert "\nstatus: done (requested " in "\n" + out
+    assert not [i for i in pipeline.items("data") if schema.SENDER_HASH in i]
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected", "message"),
+    [
+        (("--sender", "  "), 2, "give the person as --sender"),
+        (("--sender-hash", "ABC"), 2, "--sender-hash must be 32 lowercase hex digits"),
+        (("--status", "not-a-code"), 2, "a confirmation code is 32 lowercase hex digits"),
+        (("--status", "0" * 32), 1, "no erasure has the code"),
+    ],
+    ids=["blank-sender", "bad-hash", "bad-code", "unknown-code"],
+)
+def test_bad_input_is_refused_with_what_to_give_instead(pipeline, stack, lanectl, argv, expected, message):
+    code, _, err = lanectl("erase", "--env", "dev", *argv)
+
+    assert code == expected
+    assert message in err
+    assert [r for r in pipeline.items("jobs") if r["kind"]["S"] == erasure.KIND] == []

@@ -1,0 +1,78 @@
+"""Everything written about a person is found by their hash with one query per table, never a scan:
+through the real door, jobs API and tasks on moto."""
+
+from __future__ import annotations
+
+import boto3
+
+from pipeline import schema
+from pipeline.domain import senders, webhook
+from tests.support.aws import REGION, SENDER_KEY
+from tests.unit.ingress.conftest import encode
+from tests.unit.tasks.payloads import comment_change, feed, status, text_message, whatsapp
+
+KEY = SENDER_KEY.encode()
+ANA, BEN = "15550001", "15550002"
+
+
+def _found(table: str, person: str) -> set[str]:
+    """What the table's by_sender index holds for `person`: ids, or data keys as `pk|sk`."""
+    response = boto3.client("dynamodb", region_name=REGION).query(
+        TableName=table,
+        IndexName=schema.SENDER_INDEX,
+        KeyConditionExpression="#h = :h",
+        ExpressionAttributeNames={"#h": schema.SENDER_HASH},
+        ExpressionAttributeValues={":h": {"S": senders.sender_hash(KEY, person)}},
+    )
+    keys = set()
+    for item in response["Items"]:
+        keys.add(item[schema.ID]["S"] if schema.ID in item else f"{item[schema.PK]['S']}|{item[schema.SK]['S']}")
+    return keys
+
+
+def test_a_delivery_from_one_person_is_found_by_its_row_and_by_what_was_stored(pipeline):
+    # Given a text from Ana, and later the status of a message sent to her
+    text = whatsapp(messages=[text_message("wamid.1", "at 5?", sender="+1 555 0001")])
+    read = whatsapp(statuses=[status("wamid.9", "read")])  # recipient 15550001
+    for payload in (text, read):
+        pipeline.deliver(payload)
+    pipeline.drain()
+
+    # Then Ana's hash finds both rows and both items
+    assert _found("webhook-log", ANA) == {webhook.log_id(encode(text)), webhook.log_id(encode(read))}
+    assert _found("data", ANA) == {"msg#waba-100#wamid.1|message", "msg#waba-100#wamid.9|status"}
+
+
+def test_a_delivery_naming_two_people_is_found_by_each_through_their_index_items(pipeline):
+    # Given one delivery carrying a message from Ana and one from Ben
+    batch = whatsapp(messages=[text_message("wamid.a", "hi", sender=ANA), text_message("wamid.b", "hello", sender=BEN)])
+    pipeline.deliver(batch)
+    pipeline.drain()
+    log_id = webhook.log_id(encode(batch))
+
+    # Then the row itself carries no index key, and each person finds their message and the row
+    assert _found("webhook-log", ANA) == set() == _found("webhook-log", BEN)
+    for person, wamid in ((ANA, "wamid.a"), (BEN, "wamid.b")):
+        pk, sk = senders.delivery_index_key(senders.sender_hash(KEY, person), log_id)
+        assert _found("data", person) == {f"msg#waba-100#{wamid}|message", f"{pk}|{sk}"}
+
+
+def test_jobs_and_what_their_tasks_store_are_found_by_the_person_they_are_about(pipeline):
+    # Given a reply turn for Ana's conversation and a comment of Ben's to triage, as jobs, and a
+    # comment of someone else's from Meta
+    turn = {"conversation": ANA, "message_id": "m-1", "text": "open?"}
+    triage = {"comment_id": "c-2", "message": "refund", "post_id": "p-1", "from": {"id": BEN}}
+    submitted = [
+        pipeline.submit({"lane": "ai", "kind": "ai.inbound", "tenant": "shop-1", "payload": turn}),
+        pipeline.submit({"lane": "engagement", "kind": "comment.triage", "tenant": "page-2", "payload": triage}),
+    ]
+    pipeline.deliver(feed(comment_change("c-3", "nice")))
+    pipeline.drain()
+    ana_job, ben_job = (response["headers"]["location"].rsplit("/", 1)[1] for response in submitted)
+
+    # Then each finds their job row and what the task stored, and nothing of the other's
+    assert _found("jobs", ANA) == {ana_job}
+    assert _found("data", ANA) == {f"conversation#shop-1#{ANA}|in#m-1", f"conversation#shop-1#{ANA}|reply#m-1"}
+    assert _found("jobs", BEN) == {ben_job}
+    assert _found("data", BEN) == {"comment#page-2#c-2|triage"}
+    assert _found("data", "user-9") == {"comment#page-200#c-3|triage"}
