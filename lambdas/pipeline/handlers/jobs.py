@@ -84,7 +84,7 @@ class JobsPorts:
 
 
 @dataclass(frozen=True)
-class JobsConfig:
+class JobsApiSettings:
     settings: settings.JobsSettings
     queue_urls: Mapping[str, str]
     profiles: Mapping[str, LaneProfile]
@@ -97,7 +97,7 @@ class JobsConfig:
         return 2 * self.settings.max_payload_bytes + 4096
 
     @classmethod
-    def from_environ(cls, environ: Mapping[str, str]) -> JobsConfig:
+    def from_environ(cls, environ: Mapping[str, str]) -> JobsApiSettings:
         lanes = settings.lanes(environ)
         queue_urls = settings.lane_queues(environ)
         jobs_settings = settings.jobs(environ)
@@ -131,7 +131,7 @@ def _job_id_from(request: HttpRequest) -> str:
 
 class _Api:
     def __init__(
-        self, config: JobsConfig, ports: JobsPorts, telemetry: RequestTelemetry, clock: Callable[[], float]
+        self, config: JobsApiSettings, ports: JobsPorts, telemetry: RequestTelemetry, clock: Callable[[], float]
     ) -> None:
         self._config = config
         self._ports = ports
@@ -258,7 +258,7 @@ class _Api:
 
 
 def build_handler(
-    config: JobsConfig,
+    config: JobsApiSettings,
     ports: JobsPorts,
     logger: Logger,
     metrics: EphemeralMetrics,
@@ -295,7 +295,7 @@ def create_handler(
 ) -> Handler:
     """The handler for one instance, from the variables the template gives the function. No AWS
     call is made here: lane state is read on the first job for each lane."""
-    config = JobsConfig.from_environ(environ)
+    config = JobsApiSettings.from_environ(environ)
     tables = settings.Tables.from_environ(environ)
     clients = clients or Clients(region=settings.region(environ))
     logger = logger_for(environ, SERVICE)
