@@ -9,9 +9,9 @@ import uuid
 
 import pytest
 
+from ops.drive import wait_for
 from ops.meta_payloads import whatsapp_message
 from pipeline.domain import signed_request, webhook_body
-from tests.e2e.conftest import wait_for
 
 pytestmark = [pytest.mark.xdist_group("e2e"), pytest.mark.slow]
 
@@ -66,7 +66,7 @@ def _two_people_write(pipeline) -> tuple[str, str, str, str]:
     said, other_said = f"erase me {uuid.uuid4().hex}", f"keep me {uuid.uuid4().hex}"
     for sender, text, wamid in ((person, said, "wamid.p"), (other, other_said, "wamid.o")):
         assert pipeline.client.deliver(whatsapp_message(tenant, wamid, text, sender=sender)).status == 200
-        wait_for(lambda w=wamid: _stored(pipeline, tenant, w), timeout=30, message="the message to be stored")
+        wait_for(lambda w=wamid: _stored(pipeline, tenant, w), timeout=30, what="the message to be stored")
     return tenant, person, said, other_said
 
 
@@ -90,7 +90,7 @@ def test_metas_data_deletion_callback_erases_the_person_and_only_them(pipeline):
         page = pipeline.client.request("GET", answer["url"].removeprefix(pipeline.api_url.rstrip("/")))
         return page.status == 200 and page.json()["status"] == "done"
 
-    wait_for(done, timeout=60, message="the erasure to be done")
+    wait_for(done, timeout=60, what="the erasure to be done")
     # And nothing readable about the person is left, while the other customer's message is
     everything = _tables_as_text(pipeline)
     assert person not in everything
