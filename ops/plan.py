@@ -183,14 +183,11 @@ def _capacity_table(plans: list[LanePlan], env: Environment) -> Table:
 
 def _cost_lines(env: Environment, average_fraction: float) -> list[str | Table]:
     prices = pricing.LIST_PRICES
+    costs = pricing.environment_cost(env, average_fraction, prices)
     rows = []
-    total = 0.0
     for lane in env.lanes:
-        cost = pricing.lane_cost(
-            lane, average_fraction, prices, tracing_active=env.tracing_active, retention=env.retention
-        )
+        cost = costs.lanes[lane.name]
         per = pricing.units(lane)
-        total += cost.total
         rows.append(
             (
                 lane.name,
@@ -206,8 +203,7 @@ def _cost_lines(env: Environment, average_fraction: float) -> list[str | Table]:
                 money(cost.total),
             )
         )
-    fixed = pricing.fixed_cost(len(env.lanes), env.sweeper.period_seconds, prices)
-    total += fixed.total
+    fixed = costs.fixed
     lines: list[str | Table] = [
         f"monthly cost at list prices ({prices.region}, {prices.as_of}, no free tier; {prices.hours_per_month:g} h; "
         f"average traffic = {average_fraction:.0%} of peak)"
@@ -223,19 +219,18 @@ def _cost_lines(env: Environment, average_fraction: float) -> list[str | Table]:
         f"fixed: idle SQS polling {money(fixed.idle_polling)}, sweeper {money(fixed.sweeper)}, "
         f"{fixed.alarm_count} alarms {money(fixed.alarms)}, dashboard {money(fixed.dashboard)}"
     )
-    edge = pricing.edge_cost(env.lanes, average_fraction, prices)
+    edge = costs.edge
     edge_detail = (
         f"{edge.requests / 1e6:,.1f}M webhook requests: CloudFront {money(edge.cloudfront)}, AWS WAF "
         f"{money(edge.waf)}, web ACL and {pricing.EDGE_RULES} rules {money(edge.fixed)}"
     )
     if env.edge.enabled:
-        total += edge.total
         lines += _wrapped(f"edge (CloudFront + AWS WAF, on): {money(edge.total)} ({edge_detail})")
     else:
         lines += _wrapped(
             f"edge (CloudFront + AWS WAF): off; on, it would add about {money(edge.total)} ({edge_detail})"
         )
-    lines.append(f"total: about {money(total)} a month")
+    lines.append(f"total: about {money(costs.total)} a month")
     usage = pricing.ASSUMED
     lines += _wrapped(
         "assumed: full consumer batches; every webhook or job through the API (one request, one door invocation of "

@@ -18,11 +18,8 @@ def _money(dollars: float) -> float:
     return round(dollars, 2)
 
 
-def _lane(plan: LanePlan, env: Environment, average_fraction: float) -> dict[str, Any]:
+def _lane(plan: LanePlan, env: Environment, cost: pricing.Cost) -> dict[str, Any]:
     lane = plan.lane
-    cost = pricing.lane_cost(
-        lane, average_fraction, pricing.LIST_PRICES, tracing_active=env.tracing_active, retention=env.retention
-    )
     units = pricing.units(lane)
     return {
         "lane": lane.name,
@@ -55,16 +52,9 @@ def document(env: Environment, plans: list[LanePlan], *, utilisation: float, ave
     prices = pricing.LIST_PRICES
     dependencies, dependency_warnings = dependency_lines(env, plans)
     account, account_warnings = account_lines(env)
-    lanes = [_lane(plan, env, average_fraction) for plan in plans]
-    fixed = pricing.fixed_cost(len(env.lanes), env.sweeper.period_seconds, prices)
-    edge = pricing.edge_cost(env.lanes, average_fraction, prices)
-    lanes_cost = sum(
-        pricing.lane_cost(
-            lane, average_fraction, prices, tracing_active=env.tracing_active, retention=env.retention
-        ).total
-        for lane in env.lanes
-    )
-    total = lanes_cost + fixed.total + (edge.total if env.edge.enabled else 0.0)
+    costs = pricing.environment_cost(env, average_fraction, prices)
+    lanes = [_lane(plan, env, costs.lanes[plan.lane.name]) for plan in plans]
+    fixed, edge, total = costs.fixed, costs.edge, costs.total
     return {
         "environment": env.name,
         "utilisation": utilisation,

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 from pipeline import metric_names
 from pipeline.domain.routing import WEBHOOK_LANES
+from stacks.config.environments import Environment
 from stacks.config.lanes import Lane
 from stacks.config.privacy import Retention
 
@@ -357,4 +358,33 @@ def edge_cost(lanes: Sequence[Lane], average_fraction: float, prices: Prices = L
         + to_origin_gb * prices.cloudfront_to_origin_per_gb,
         waf=requests / million * prices.waf_per_million_requests,
         fixed=prices.waf_web_acl_per_month + EDGE_RULES * prices.waf_rule_per_month,
+    )
+
+
+@dataclass(frozen=True)
+class EnvironmentCost:
+    """Everything `lanectl plan` prices for one environment: the text and the JSON read this."""
+
+    lanes: dict[str, Cost]
+    fixed: FixedCost
+    edge: EdgeCost
+    edge_enabled: bool
+
+    @property
+    def total(self) -> float:
+        lanes = sum(cost.total for cost in self.lanes.values())
+        return lanes + self.fixed.total + (self.edge.total if self.edge_enabled else 0.0)
+
+
+def environment_cost(env: Environment, average_fraction: float, prices: Prices = LIST_PRICES) -> EnvironmentCost:
+    return EnvironmentCost(
+        lanes={
+            lane.name: lane_cost(
+                lane, average_fraction, prices, tracing_active=env.tracing_active, retention=env.retention
+            )
+            for lane in env.lanes
+        },
+        fixed=fixed_cost(len(env.lanes), env.sweeper.period_seconds, prices),
+        edge=edge_cost(env.lanes, average_fraction, prices),
+        edge_enabled=env.edge.enabled,
     )
