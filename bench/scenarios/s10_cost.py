@@ -201,13 +201,22 @@ def _ours(h: Harness, p: Params) -> tuple[Tally, dict[str, Any]]:
 
 
 def _delivery(meta: Any, waba: str, wamid: str, n: int, size: int) -> dict[str, Any]:
-    """A WhatsApp text delivery of about `size` bytes, its text drawn from a varied vocabulary."""
-    rng = random.Random(n)
+    """A WhatsApp text delivery of about `size` bytes."""
     empty = len(json.dumps(meta.whatsapp_message(waba, wamid, ""), ensure_ascii=False).encode())
+    return meta.whatsapp_message(waba, wamid, varied_text(n, max(1, size - empty)))
+
+
+def varied_text(seed: int, size: int) -> str:
+    """`size` characters of words from a customer-service vocabulary, with a number now and then:
+    compresses about as a real message does, where a repeated phrase would compress to nothing."""
+    rng = random.Random(seed)
     words: list[str] = []
-    while sum(len(w) + 1 for w in words) < size - empty:
-        words.append(rng.choice(VOCABULARY) if rng.random() > 0.1 else str(rng.randint(1, 99999)))
-    return meta.whatsapp_message(waba, wamid, " ".join(words)[: max(1, size - empty)])
+    length = 0
+    while length < size:
+        word = rng.choice(VOCABULARY) if rng.random() > 0.1 else str(rng.randint(1, 99999))
+        words.append(word)
+        length += len(word) + 1
+    return " ".join(words)[:size]
 
 
 _WORDS = (
