@@ -58,6 +58,8 @@ class Phase:
     flood_finished: float
     pages_done: int
     shed: int
+    server_errors: int = 0
+    """5xx answers to import pages, each retried with the page's idempotency key."""
     not_started: int = 0
     """Records of the messages lane returned unstarted (too little time left in their invocation)."""
     dead_lettered: int = 0
@@ -117,6 +119,7 @@ class Import:
     import_id: str
     same_lane: bool
     shed: int = 0
+    server_errors: int = 0
 
     def send_page(self, s: Session, p: Params, n: int) -> int:
         importer, page = self.importers[n % p.importers], n // p.importers
@@ -129,13 +132,23 @@ class Import:
             "rows": _page_rows(page, p.rows),
             "total_pages": per_importer,
         }
+        # A client as the API asks for: one key per page, so a retried page is one job.
+        key = f"{self.import_id}-{importer}-{page}"
+        status = 0
         for _ in range(20):
-            response = s.client.submit_job(lane="bulk", kind="import.page", tenant=importer, payload=body)
-            if response.status != 503:
-                return response.status
-            self.shed += 1  # admission said the bulk lane is behind: come back when it says
-            time.sleep(min(5.0, float(response.headers.get("retry-after", "1"))))
-        return 503
+            response = s.client.submit_job(
+                lane="bulk", kind="import.page", tenant=importer, payload=body, idempotency_key=key
+            )
+            status = response.status
+            if status == 503:
+                self.shed += 1  # admission said the bulk lane is behind: come back when it says
+                time.sleep(min(5.0, float(response.headers.get("retry-after", "1"))))
+            elif status >= 500:
+                self.server_errors += 1  # counted and reported; retried as any client retries a 5xx
+                time.sleep(0.2)
+            else:
+                return status
+        return status
 
     def pages_done(self, s: Session) -> int:
         if self.same_lane:
@@ -168,7 +181,9 @@ def _phase(s: Session, p: Params, label: str, same_lane: bool) -> Phase:
     statuses = fan_out([lambda n=n: flood.send_page(s, p, n) for n in range(p.pages)], p.producers)
     producer.join()
     if any(code not in (200, 202) for code in statuses):
-        raise RuntimeError(f"import pages refused: {sorted(set(statuses))}")
+        errors = s.log.lines(lambda function, line: "Jobs" in function and line.get("level") == "ERROR")
+        detail = "; ".join(f"{line.get('message')}: {str(line.get('exception', ''))[-400:]}" for _, line in errors[:3])
+        raise RuntimeError(f"import pages refused: {sorted(set(statuses))}; the jobs function logged: {detail}")
     tenants = {waba for waba, _ in sent}
     if p.wait_for_import:
         poll(
@@ -197,6 +212,7 @@ def _phase(s: Session, p: Params, label: str, same_lane: bool) -> Phase:
         flood_finished=finished,
         pages_done=flood.pages_done(s),
         shed=flood.shed,
+        server_errors=flood.server_errors,
     )
     if not p.wait_for_import and not same_lane:
         # What is left of the import would only compete with the next run for the machine.
@@ -252,6 +268,7 @@ def run(h: Harness, p: Params = FULL) -> Result:
         f"{fmt(shared.flood_finished - shared.flood_started)} s ({shared.pages_done}/{p.pages} pages)",
     )
     result.figure("import pages shed by admission (503, retried)", str(own.shed), "0 (webhooks are never shed)")
+    result.figure("import pages answered 5xx (retried with the same key)", str(own.server_errors), "-")
     result.figure(
         "messages-lane records re-sent for want of time (not_started, cut_short)",
         str(own.not_started),
