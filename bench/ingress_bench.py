@@ -200,10 +200,11 @@ def _stubbed_handler() -> Callable[[dict[str, Any], Any], dict[str, Any]]:
     from pipeline.adapters.secrets import MetaSecretSource
     from pipeline.adapters.sender_key import SenderKey
     from pipeline.adapters.webhook_log import WebhookLog
+    from pipeline.domain.webhook_door import WebhookDoorPorts
     from pipeline.handlers import ingress
 
     environ = _environ()
-    ports = ingress.IngressPorts(
+    ports = WebhookDoorPorts(
         secrets=MetaSecretSource(_StubSecrets(), "arn", time.time),
         log=WebhookLog(_StubDynamoDB(), "webhook-log"),
         queue=QueueSender(_StubSQS()),

@@ -10,17 +10,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pipeline.domain.envelope import Envelope
+from pipeline.domain.envelope import Envelope, Outgoing
 
 MAX_DELAY_SECONDS = 900
 SEND_BATCH_LIMIT = 10
-
-
-@dataclass(frozen=True)
-class Outgoing:
-    envelope: Envelope
-    delay_seconds: int = 0
-    attributes: Mapping[str, str] | None = None
 
 
 @dataclass(frozen=True)
