@@ -195,8 +195,8 @@ def _stdout_to_devnull() -> Iterator[None]:
 
 
 def _stubbed_handler() -> Callable[[dict[str, Any], Any], dict[str, Any]]:
+    from pipeline.adapters.lane_queue import QueueSender
     from pipeline.adapters.observability import logger_for, metrics_for
-    from pipeline.adapters.queues import QueueSender
     from pipeline.adapters.secrets import MetaSecretSource
     from pipeline.adapters.sender_key import SenderKey
     from pipeline.adapters.webhook_log import WebhookLog

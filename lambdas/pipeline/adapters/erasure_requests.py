@@ -6,8 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 from pipeline.adapters.jobs_table import Created, Duplicate, JobsTable, TenantLimited
-from pipeline.adapters.queues import Outgoing, QueueSender
+from pipeline.adapters.lane_queue import QueueSender
 from pipeline.domain import erasure, jobs, retention
+from pipeline.domain.envelope import Outgoing
 from pipeline.domain.erasure import ErasuresBusy, Requested
 
 

@@ -24,8 +24,8 @@ from pipeline import metric_names, settings
 from pipeline.adapters.clients import Clients
 from pipeline.adapters.erasure_requests import ErasureRequests
 from pipeline.adapters.jobs_table import JobsTable
+from pipeline.adapters.lane_queue import QueueSender
 from pipeline.adapters.observability import logger_for, metrics_for
-from pipeline.adapters.queues import QueueSender
 from pipeline.adapters.secrets import MetaSecretSource
 from pipeline.adapters.sender_key import SenderKey
 from pipeline.domain.erasure_callback import ErasureCallback, ErasureCallbackPorts

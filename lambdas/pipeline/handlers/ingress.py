@@ -24,8 +24,8 @@ from aws_lambda_powertools.metrics import EphemeralMetrics
 
 from pipeline import metric_names, settings
 from pipeline.adapters.clients import Clients
+from pipeline.adapters.lane_queue import QueueSender
 from pipeline.adapters.observability import logger_for, metrics_for
-from pipeline.adapters.queues import QueueSender
 from pipeline.adapters.secrets import MetaSecretSource
 from pipeline.adapters.sender_key import SenderKey
 from pipeline.adapters.webhook_log import WebhookLog

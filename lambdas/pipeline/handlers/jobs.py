@@ -24,9 +24,9 @@ from aws_lambda_powertools.metrics import EphemeralMetrics
 from pipeline import metric_names, settings
 from pipeline.adapters.clients import Clients
 from pipeline.adapters.jobs_table import JobsTable
-from pipeline.adapters.lane_state import CachedLaneState, LaneStateReader
+from pipeline.adapters.lane_queue import QueueSender
+from pipeline.adapters.lane_views import CachedLaneState, LaneStateReader
 from pipeline.adapters.observability import logger_for, metrics_for
-from pipeline.adapters.queues import QueueSender
 from pipeline.adapters.sender_key import SenderKey
 from pipeline.domain.admission import LaneProfile
 from pipeline.domain.jobs import JobsTableUnavailable

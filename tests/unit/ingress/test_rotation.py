@@ -10,8 +10,8 @@ import json
 import boto3
 import pytest
 
+from pipeline.adapters.lane_queue import QueueSender
 from pipeline.adapters.observability import logger_for, metrics_for
-from pipeline.adapters.queues import QueueSender
 from pipeline.adapters.secrets import MetaSecrets, MetaSecretSource
 from pipeline.adapters.sender_key import SenderKey
 from pipeline.adapters.webhook_log import WebhookLog
