@@ -1,11 +1,6 @@
 """The Meta webhook door's rules (`GET/POST /webhooks/meta`): verify, cap, log, route, enqueue,
 answer. handlers/ingress.py wires them to AWS; the contract is the handler's docstring.
 
-The signature header's form is checked before anything else, so a request without a well-formed one
-costs neither a secret read nor a pass over its body. A well-formed signature that does not match
-may ask the secret source for one early read (rate-limited per instance): that is how a rotation
-is seen before the cache expires.
-
 Every 500 is raised as `http.Failed` with its reason, after logging why: the handler answers and
 counts it, the same way as for a bug.
 """

@@ -1,5 +1,6 @@
 """Meta's data-deletion callback (`POST /meta/data-deletion`) and the status of an erasure
-(`GET /meta/data-deletion/{code}`).
+(`GET /meta/data-deletion/{code}`). The rules are domain/erasure_callback.py; this module builds
+their ports and wires them.
 
 Meta calls the callback when a person removes the app or asks for their data to be deleted, with a
 `signed_request` (domain/signed_request.py). A request whose signature is missing or malformed is

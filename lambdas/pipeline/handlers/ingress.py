@@ -1,4 +1,5 @@
 """The Meta webhook door (`GET/POST /webhooks/meta`): verify, cap, log, route, enqueue, answer.
+The rules are domain/webhook_door.py; this module builds their ports and wires them to Lambda.
 
 A new delivery costs exactly two AWS calls (the conditional log write, the send); the secret is
 cached per instance (adapters/secrets.py). The signature header's form is checked before anything

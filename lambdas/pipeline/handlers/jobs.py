@@ -1,4 +1,5 @@
-"""The jobs API (`POST /jobs`, `GET /jobs/{id}`), IAM-authorised at API Gateway.
+"""The jobs API (`POST /jobs`, `GET /jobs/{id}`), IAM-authorised at API Gateway. The rules are
+domain/jobs_api.py; this module reads the function's settings, builds the ports and wires them.
 
 Every request is bound to its caller's IAM identity: the environment's config grants each
 principal the tenants it may act for (domain/callers.py). A caller with no grant is refused 403
