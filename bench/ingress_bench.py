@@ -195,15 +195,16 @@ def _stdout_to_devnull() -> Iterator[None]:
 
 
 def _stubbed_handler() -> Callable[[dict[str, Any], Any], dict[str, Any]]:
+    from pipeline.adapters.lane_queue import QueueSender
     from pipeline.adapters.observability import logger_for, metrics_for
-    from pipeline.adapters.queues import QueueSender
     from pipeline.adapters.secrets import MetaSecretSource
     from pipeline.adapters.sender_key import SenderKey
     from pipeline.adapters.webhook_log import WebhookLog
+    from pipeline.domain.webhook_door import WebhookDoorPorts
     from pipeline.handlers import ingress
 
     environ = _environ()
-    ports = ingress.IngressPorts(
+    ports = WebhookDoorPorts(
         secrets=MetaSecretSource(_StubSecrets(), "arn", time.time),
         log=WebhookLog(_StubDynamoDB(), "webhook-log"),
         queue=QueueSender(_StubSQS()),

@@ -8,6 +8,7 @@ import uuid
 from typing import TYPE_CHECKING
 
 from ops.drive import poll
+from pipeline.adapters import lane_queue
 
 if TYPE_CHECKING:
     from ops.demo import Demo
@@ -61,10 +62,7 @@ def admission(d: Demo) -> None:
 
 
 def _dead_letters(d: Demo) -> int:
-    attributes = d.s.aws("sqs").get_queue_attributes(
-        QueueUrl=d.s.queue_url(AI_LANE, dlq=True), AttributeNames=["ApproximateNumberOfMessages"]
-    )["Attributes"]
-    return int(attributes["ApproximateNumberOfMessages"])
+    return lane_queue.depth(d.s.aws("sqs"), d.s.queue_url(AI_LANE, dlq=True)).visible
 
 
 def _replies(d: Demo, tenant: str) -> int:

@@ -12,6 +12,7 @@ from ops.context import Context
 from ops.errors import NOTHING_TO_DO, OpsError
 from ops.output import JSON, TEXT, duration, table
 from ops.resolve import known_lane
+from pipeline.adapters import lane_queue
 
 PEEK_NOTE = (
     "peek receives each message, holds it for at most {hold} s and makes it visible again at once; "
@@ -44,7 +45,7 @@ def list_dlqs(ctx: Context, *, output: str = TEXT) -> int:
     rows = []
     for lane in ctx.env.lanes:
         resources = deployment.lane(lane.name)
-        depth = messages.depth(sqs, resources.dlq_url)
+        depth = lane_queue.depth(sqs, resources.dlq_url)
         age, source = (
             (None, "-") if depth.total == 0 else _oldest_age(ctx, resources.dlq_name, resources.dlq_url, depth.visible)
         )
@@ -93,10 +94,10 @@ def peek_dlq(ctx: Context, lane_name: str, count: int, *, output: str = TEXT) ->
     known_lane(ctx.env, lane_name)
     resources = ctx.deployment().lane(lane_name)
     sqs = ctx.aws.client("sqs")
-    depth = messages.depth(sqs, resources.dlq_url)
+    depth = lane_queue.depth(sqs, resources.dlq_url)
     if depth.total == 0:
         raise OpsError(f"the {lane_name} dead-letter queue is empty: nothing to peek", NOTHING_TO_DO)
-    lane_max = messages.max_receives(sqs, resources.queue_url)
+    lane_max = lane_queue.max_receives(sqs, resources.queue_url)
     peeked = messages.peek(sqs, resources.dlq_url, count)
     if not peeked:
         raise OpsError(

@@ -16,7 +16,7 @@ from ops.errors import AWS, FAILED, OK, USAGE, OpsError
 from ops.resolve import output_prefix
 from pipeline.adapters.erasure_requests import ErasureRequests, ErasuresBusy
 from pipeline.adapters.jobs_table import JobsTable, JobsTableUnavailable
-from pipeline.adapters.queues import QueueSender
+from pipeline.adapters.lane_queue import QueueSender
 from pipeline.adapters.sender_key import SenderKey, SenderKeyUnavailable
 from pipeline.domain import erasure, senders
 from stacks.config.privacy import DAY

@@ -56,15 +56,13 @@ class StackView:
                 request = response.get("UnprocessedKeys") or {}
 
     def depth(self) -> dict[str, int]:
+        """Messages waiting or in flight per lane (delayed ones are not load yet)."""
+        from pipeline.adapters import lane_queue
+
         depth = {}
         for lane, url in self.queues.items():
-            attributes = self._sqs.get_queue_attributes(
-                QueueUrl=url,
-                AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"],
-            )["Attributes"]
-            depth[lane] = int(attributes["ApproximateNumberOfMessages"]) + int(
-                attributes["ApproximateNumberOfMessagesNotVisible"]
-            )
+            read = lane_queue.depth(self._sqs, url)
+            depth[lane] = read.visible + read.in_flight
         return depth
 
 

@@ -1,4 +1,5 @@
-"""Reading SQS queues for an operator: depth, the oldest message's age, and a peek.
+"""Reading SQS queues for an operator: the oldest message's age, and a peek. A queue's depth and
+redrive policy are read through the lambdas' own adapter (pipeline/adapters/lane_queue.py).
 
 SQS has no read that leaves a message untouched: every receive hides it for the visibility
 timeout and raises its ApproximateReceiveCount. So a peek receives with a short hold, pages
@@ -10,7 +11,6 @@ lane's max receives), never from it.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -28,41 +28,6 @@ RECEIVE_WAIT_SECONDS = 1
 """A long poll asks every SQS server, so an empty answer means empty (a short poll samples)."""
 BATCH = 10
 MAX_RECEIVES_REASON = "max receives exceeded"
-
-
-@dataclass(frozen=True)
-class Depth:
-    visible: int
-    in_flight: int
-    delayed: int
-
-    @property
-    def total(self) -> int:
-        return self.visible + self.in_flight + self.delayed
-
-
-def depth(sqs: Any, url: str) -> Depth:
-    attributes = sqs.get_queue_attributes(
-        QueueUrl=url,
-        AttributeNames=[
-            "ApproximateNumberOfMessages",
-            "ApproximateNumberOfMessagesNotVisible",
-            "ApproximateNumberOfMessagesDelayed",
-        ],
-    )["Attributes"]
-    return Depth(
-        visible=int(attributes.get("ApproximateNumberOfMessages", 0)),
-        in_flight=int(attributes.get("ApproximateNumberOfMessagesNotVisible", 0)),
-        delayed=int(attributes.get("ApproximateNumberOfMessagesDelayed", 0)),
-    )
-
-
-def max_receives(sqs: Any, url: str) -> int | None:
-    """The deployed redrive policy's maxReceiveCount (the catalogue may have changed since)."""
-    raw = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["RedrivePolicy"])["Attributes"].get("RedrivePolicy")
-    if not raw:
-        return None
-    return int(json.loads(raw)["maxReceiveCount"])
 
 
 def oldest_age_from_metrics(cloudwatch: Any, queue_name: str, now: float) -> float | None:

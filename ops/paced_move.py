@@ -17,6 +17,7 @@ from ops.errors import FAILED, INTERRUPTED, OK, OpsError
 from ops.messages import Message
 from ops.progress import Progress
 from ops.resolve import LaneResources
+from pipeline.adapters import lane_queue
 
 MOVE_HOLD_SECONDS = 60
 """How long a message being moved stays hidden: ample for one send and one delete."""
@@ -116,7 +117,7 @@ class PacedMove:
             )
 
     def _summary(self) -> str:
-        left = messages.depth(self._sqs, self._lane.dlq_url)
+        left = lane_queue.depth(self._sqs, self._lane.dlq_url)
         text = f"moved {self.moved} message(s) back to the {self._lane.name} queue"
         if self._tenant is not None:
             text += f" (tenant {self._tenant}; {len(self._skipped)} of other tenants left in place)"

@@ -22,6 +22,7 @@ from ops.output import duration
 from ops.paced_move import PacedMove
 from ops.progress import Progress
 from ops.resolve import LaneResources, known_lane
+from pipeline.adapters import lane_queue
 
 MAX_RATE = 500
 """StartMessageMoveTask's own ceiling for MaxNumberOfMessagesPerSecond."""
@@ -59,7 +60,7 @@ def redrive(ctx: Context, lane_name: str, *, rate: int, dry_run: bool, tenant: s
     known_lane(ctx.env, lane_name)
     resources = ctx.deployment().lane(lane_name)
     sqs = ctx.aws.client("sqs")
-    depth = messages.depth(sqs, resources.dlq_url)
+    depth = lane_queue.depth(sqs, resources.dlq_url)
     if depth.total == 0:
         raise OpsError(f"the {lane_name} dead-letter queue is empty: nothing to redrive", NOTHING_TO_DO)
     tasks = move_tasks(sqs, resources.dlq_arn)
@@ -94,7 +95,7 @@ def _dry_run(
     ctx: Context,
     sqs: Any,
     resources: LaneResources,
-    depth: messages.Depth,
+    depth: lane_queue.Depth,
     *,
     rate: int,
     tenant: str | None,

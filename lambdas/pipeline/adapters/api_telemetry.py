@@ -1,4 +1,5 @@
-"""Logs and metrics for one API request (the webhook door and the jobs API).
+"""Logs and metrics for one API request (the webhook door, the jobs API, the erasure callback):
+the doors' `Telemetry` port (domain/ports.py).
 
 The correlation id (the delivery's log id, or the job id) and the request's other context travel
 in each log call's `extra` fields, never in the logger's appended keys: those are shared by every
@@ -16,9 +17,8 @@ from typing import Any
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.metrics import EphemeralMetrics, MetricUnit
 
-CORRELATION_ID = "correlation_id"
 _CALLER = 3
-"""Log `location` names the handler line that logged, not this wrapper."""
+"""Log `location` names the line that logged (in the door's rules), not this wrapper."""
 
 
 class RequestTelemetry:

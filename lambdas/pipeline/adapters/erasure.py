@@ -20,7 +20,7 @@ from typing import Any
 
 from pipeline import schema
 from pipeline.adapters import items
-from pipeline.adapters.state import TableNames
+from pipeline.adapters.tables import TableNames
 from pipeline.adapters.webhook_log import BODY_PARTS
 from pipeline.domain import erasure, retention, webhook_body
 from pipeline.domain.effects import KEY_ATTRIBUTES, OnConflict, Put, Table, Write

@@ -3,24 +3,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from pipeline.adapters.jobs_table import Created, Duplicate, JobsTable, TenantLimited
-from pipeline.adapters.queues import Outgoing, QueueSender
+from pipeline.adapters.lane_queue import QueueSender
 from pipeline.domain import erasure, jobs, retention
-
-
-class ErasuresBusy(RuntimeError):
-    """As many erasures are queued as the lane lets one tenant queue: try again later."""
-
-
-@dataclass(frozen=True)
-class Requested:
-    code: str
-    job_id: str
-    sent: bool
-    """False when the send failed: the row is pending, and the sweeper sends it."""
+from pipeline.domain.envelope import Outgoing
+from pipeline.domain.erasure import ErasuresBusy, Requested
 
 
 class ErasureRequests:

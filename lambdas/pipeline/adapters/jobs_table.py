@@ -19,7 +19,6 @@ good.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
@@ -27,7 +26,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from pipeline import schema
 from pipeline.domain import jobs
-from pipeline.domain.jobs import Job, JobRequest
+from pipeline.domain.jobs import Created, CreateResult, Duplicate, Job, JobRequest, JobsTableUnavailable, TenantLimited
 
 LANE = "lane"
 KIND = "kind"
@@ -43,30 +42,6 @@ PAYLOAD = "payload"
 REPLAYS = "replays"
 REQUEST_HASH = "request_hash"
 IDEMPOTENCY_KEY = "idempotency_key"
-
-
-class JobsTableUnavailable(RuntimeError):
-    """DynamoDB did not answer; nothing is known to have been written."""
-
-
-@dataclass(frozen=True)
-class Created:
-    pass
-
-
-@dataclass(frozen=True)
-class Duplicate:
-    job: Job | None
-    """The job already holding this id (None if DynamoDB did not return it)."""
-    request_hash: str | None
-
-
-@dataclass(frozen=True)
-class TenantLimited:
-    pass
-
-
-CreateResult = Created | Duplicate | TenantLimited
 
 
 def _number(value: float) -> dict[str, str]:

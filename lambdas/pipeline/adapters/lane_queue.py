@@ -1,19 +1,130 @@
-"""The consumer's SQS calls beyond what the event source mapping does (receive and delete).
+"""A lane's SQS queue (and its dead-letter queue): every SQS call the pipeline makes on one.
 
-Per batch at most: one SendMessageBatch per ten deferrals, one ChangeMessageVisibilityBatch per
-ten retries, and a SendMessage per dead letter (rare, and each carries its own attributes).
+- Sending (`QueueSender`): the doors, the sweeper and the erasure requests send envelopes; every
+  message carries `MessageGroupId` = tenant, which on a standard queue turns on SQS fair queues,
+  so one tenant's backlog does not raise every other tenant's dwell time.
+- The consumer's calls beyond what the event source mapping does (receive and delete):
+  `SqsLaneQueue`. Per batch at most one SendMessageBatch per ten deferrals, one
+  ChangeMessageVisibilityBatch per ten retries, and a SendMessage per dead letter (rare, and each
+  carries its own attributes).
+- Reading it (`depth`, `max_receives`): admission, the sweeper and `lanectl` all read a queue's
+  depth here, one GetQueueAttributes each time.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from pipeline.adapters.queues import Outgoing, QueueSender
-from pipeline.domain.envelope import Envelope
+from pipeline.domain.envelope import Envelope, Outgoing
 from pipeline.domain.work import FollowUp
 
+MAX_DELAY_SECONDS = 900
+
 BATCH_LIMIT = 10
+"""SQS takes at most ten entries in one batch call."""
+DEPTH_ATTRIBUTES = (
+    "ApproximateNumberOfMessages",
+    "ApproximateNumberOfMessagesNotVisible",
+    "ApproximateNumberOfMessagesDelayed",
+)
+
+
+@dataclass(frozen=True)
+class Depth:
+    """What a queue holds, approximately, as SQS counts it."""
+
+    visible: int
+    in_flight: int
+    delayed: int
+    """Deferred messages wait here: their rows are waiting, not lost."""
+
+    @property
+    def total(self) -> int:
+        return self.visible + self.in_flight + self.delayed
+
+
+def depth(sqs: Any, url: str) -> Depth:
+    """One GetQueueAttributes; raises botocore errors to the caller, which decides what an
+    unknown depth means (admission admits, the sweeper waits, lanectl says so)."""
+    attributes = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=list(DEPTH_ATTRIBUTES))["Attributes"]
+    return Depth(
+        visible=int(attributes.get("ApproximateNumberOfMessages", 0)),
+        in_flight=int(attributes.get("ApproximateNumberOfMessagesNotVisible", 0)),
+        delayed=int(attributes.get("ApproximateNumberOfMessagesDelayed", 0)),
+    )
+
+
+def max_receives(sqs: Any, url: str) -> int | None:
+    """The deployed redrive policy's maxReceiveCount (the catalogue may have changed since)."""
+    raw = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["RedrivePolicy"])["Attributes"].get("RedrivePolicy")
+    if not raw:
+        return None
+    return int(json.loads(raw)["maxReceiveCount"])
+
+
+@dataclass(frozen=True)
+class SendFailure:
+    envelope: Envelope
+    code: str
+    message: str
+
+
+def _attributes(attributes: Mapping[str, str] | None) -> dict[str, Any]:
+    return {
+        name: {"DataType": "String", "StringValue": value} for name, value in (attributes or {}).items() if value != ""
+    }
+
+
+def _delay(seconds: int) -> int:
+    return max(0, min(MAX_DELAY_SECONDS, int(seconds)))
+
+
+class QueueSender:
+    def __init__(self, sqs: Any) -> None:
+        self._sqs = sqs
+
+    def send(self, queue_url: str, message: Outgoing) -> str:
+        """One SendMessage; returns the message id. Raises botocore errors to the caller, which
+        decides whether a failed send loses anything (it never should: the row is the record)."""
+        kwargs: dict[str, Any] = {
+            "QueueUrl": queue_url,
+            "MessageBody": message.envelope.to_json(),
+            "MessageGroupId": message.envelope.tenant,
+        }
+        if message.delay_seconds:
+            kwargs["DelaySeconds"] = _delay(message.delay_seconds)
+        attributes = _attributes(message.attributes)
+        if attributes:
+            kwargs["MessageAttributes"] = attributes
+        return str(self._sqs.send_message(**kwargs)["MessageId"])
+
+    def send_batch(self, queue_url: str, messages: Sequence[Outgoing]) -> list[SendFailure]:
+        """SendMessageBatch in chunks of ten; returns the entries SQS refused (empty when all
+        were accepted)."""
+        failures: list[SendFailure] = []
+        for start in range(0, len(messages), BATCH_LIMIT):
+            chunk = messages[start : start + BATCH_LIMIT]
+            entries = []
+            for index, message in enumerate(chunk):
+                entry: dict[str, Any] = {
+                    "Id": str(index),
+                    "MessageBody": message.envelope.to_json(),
+                    "MessageGroupId": message.envelope.tenant,
+                }
+                if message.delay_seconds:
+                    entry["DelaySeconds"] = _delay(message.delay_seconds)
+                attributes = _attributes(message.attributes)
+                if attributes:
+                    entry["MessageAttributes"] = attributes
+                entries.append(entry)
+            response = self._sqs.send_message_batch(QueueUrl=queue_url, Entries=entries)
+            for failed in response.get("Failed", []):
+                message = chunk[int(failed["Id"])]
+                failures.append(SendFailure(message.envelope, failed.get("Code", ""), failed.get("Message", "")))
+        return failures
 
 
 class FollowUpNotSent(RuntimeError):

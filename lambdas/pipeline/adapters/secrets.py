@@ -19,15 +19,11 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from pipeline.domain.meta_secret import MetaSecrets, SecretsMisconfigured
+from pipeline.domain.meta_secret import MetaSecrets, SecretsMisconfigured, SecretsUnavailable
 
 RETRY_SECONDS = 5.0
 DEFAULT_CACHE_SECONDS = 120.0
 DEFAULT_REFRESH_SECONDS = 30.0
-
-
-class SecretsUnavailable(RuntimeError):
-    """Secrets Manager could not be read (throttled, unreachable, access denied)."""
 
 
 class MetaSecretSource:

@@ -14,13 +14,10 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from pipeline.domain import senders
+from pipeline.domain.senders import SenderKeyUnavailable
 
 KEY_FIELD = "sender_hash_key"
 MIN_KEY_CHARACTERS = 32
-
-
-class SenderKeyUnavailable(RuntimeError):
-    """The key could not be read, or what was read is not a usable key."""
 
 
 class SenderKey:

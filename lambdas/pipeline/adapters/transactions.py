@@ -27,7 +27,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from pipeline.adapters import items
-from pipeline.adapters.state import TableNames
+from pipeline.adapters.tables import TableNames
 from pipeline.domain.effects import Check, OnConflict, Put, Update, Write, item_key
 from pipeline.domain.errors import PermanentError
 from pipeline.domain.ports import CommitResult, CommitState

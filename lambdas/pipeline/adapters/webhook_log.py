@@ -23,15 +23,13 @@ the existing row when the body was seen before, so a redelivery costs no extra r
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
 from pipeline import schema
 from pipeline.domain import webhook_body
-from pipeline.domain.routing import Route
-from pipeline.domain.webhook_body import StoredBody
+from pipeline.domain.webhook import LogEntry, Recorded, WebhookLogUnavailable
 
 STATUS = "status"
 RECEIVED_AT = "received_at"
@@ -52,32 +50,6 @@ _NEW_ROW_ONLY = {
     "ExpressionAttributeNames": {"#id": schema.ID},
     "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
 }
-
-
-class WebhookLogUnavailable(RuntimeError):
-    """The row could not be written or read; nothing was recorded."""
-
-
-@dataclass(frozen=True)
-class LogEntry:
-    id: str
-    received_at: float
-    body: StoredBody
-    route: Route | None
-    """None for an unparseable body."""
-    expires_at: int
-    """When DynamoDB's TTL deletes the row and its parts (domain/retention.py)."""
-    unparseable_reason: str | None = None
-    sender_hash: str | None = None
-    """The one person the delivery names, hashed (domain/senders.py); None for none or several."""
-
-
-@dataclass(frozen=True)
-class Recorded:
-    created: bool
-    existing_status: str | None = None
-    """When not created: the status of the row already there (None if DynamoDB did not say)."""
-    existing_received_at: float | None = None
 
 
 def _number(value: float) -> dict[str, str]:

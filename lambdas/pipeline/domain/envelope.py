@@ -8,6 +8,7 @@ payload travels inline when it is small, otherwise `ref` points at the row that 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, replace
 from datetime import datetime
 from typing import Any
@@ -103,3 +104,12 @@ class Envelope:
         if envelope.payload is None and envelope.ref is None:
             raise MalformedEnvelope("envelope has neither payload nor ref")
         return envelope
+
+
+@dataclass(frozen=True)
+class Outgoing:
+    """An envelope on its way to a lane queue, with the delay and message attributes to send."""
+
+    envelope: Envelope
+    delay_seconds: int = 0
+    attributes: Mapping[str, str] | None = None

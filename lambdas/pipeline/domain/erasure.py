@@ -20,6 +20,7 @@ import json
 import re
 import secrets
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -47,6 +48,18 @@ FAILED = "failed"
 _LOG_ROW_KEPT = ("lane", "tenant", "kind", "received_at")
 _JOB_ROW_KEPT = ("lane", "tenant", "kind", "created_at", "deadline", "attempts", "deferrals")
 ERASED_AT = "erased_at"
+
+
+class ErasuresBusy(RuntimeError):
+    """As many erasures are queued as the lane lets one tenant queue: try again later."""
+
+
+@dataclass(frozen=True)
+class Requested:
+    code: str
+    job_id: str
+    sent: bool
+    """False when the send failed: the row is pending, and the sweeper sends it."""
 
 
 def new_code(token_hex: Callable[[int], str] = secrets.token_hex) -> str:

@@ -1,7 +1,9 @@
 """API Gateway HTTP API (payload format 2.0) requests and responses, as plain values.
 
-Both doors read events through here so that header-name case, base64 bodies, duplicate query
-parameters and body caps are handled once. Pure: no AWS, no environment.
+The doors' rules (domain/webhook_door.py, domain/jobs_api.py, domain/erasure_callback.py) take an
+`HttpRequest` and return a `Reply`; the handlers turn the event into the one and the other into
+what API Gateway takes back. Every door reads events through here so that header-name case, base64
+bodies, duplicate query parameters and body caps are handled once. Pure: no AWS, no environment.
 """
 
 from __future__ import annotations
@@ -114,20 +116,42 @@ class HttpRequest:
         return raw
 
 
+class Failed(Exception):
+    """The request cannot be answered because something it needs failed: the door answers 500
+    and counts `reason`. Whoever raises it has already logged why."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+@dataclass(frozen=True)
+class Reply:
+    """A door's answer as plain values; `to_event` is the shape API Gateway takes back."""
+
+    status: int
+    body: str = ""
+    content_type: str = TEXT
+    headers: Mapping[str, str] = field(default_factory=dict)
+
+    def to_event(self) -> dict[str, Any]:
+        return {
+            "statusCode": self.status,
+            "headers": {"content-type": self.content_type, "x-content-type-options": "nosniff", **self.headers},
+            "body": self.body,
+            "isBase64Encoded": False,
+        }
+
+
 def response(
     status: int, body: str = "", *, content_type: str = TEXT, headers: Mapping[str, str] | None = None
-) -> dict[str, Any]:
-    return {
-        "statusCode": status,
-        "headers": {"content-type": content_type, "x-content-type-options": "nosniff", **(headers or {})},
-        "body": body,
-        "isBase64Encoded": False,
-    }
+) -> Reply:
+    return Reply(status, body, content_type, dict(headers or {}))
 
 
-def json_response(status: int, payload: Any, *, headers: Mapping[str, str] | None = None) -> dict[str, Any]:
+def json_response(status: int, payload: Any, *, headers: Mapping[str, str] | None = None) -> Reply:
     return response(status, json.dumps(payload, separators=(",", ":")), content_type=JSON, headers=headers)
 
 
-def error(status: int, message: str, *, headers: Mapping[str, str] | None = None) -> dict[str, Any]:
+def error(status: int, message: str, *, headers: Mapping[str, str] | None = None) -> Reply:
     return json_response(status, {"message": message}, headers=headers)

@@ -246,3 +246,27 @@ def envelope(job_id: str, request: JobRequest, now: float) -> Envelope:
         payload=request.payload if inline else None,
         ref=None if inline else job_id,
     )
+
+
+class JobsTableUnavailable(RuntimeError):
+    """DynamoDB did not answer; nothing is known to have been written."""
+
+
+@dataclass(frozen=True)
+class Created:
+    pass
+
+
+@dataclass(frozen=True)
+class Duplicate:
+    job: Job | None
+    """The job already holding this id (None if DynamoDB did not return it)."""
+    request_hash: str | None
+
+
+@dataclass(frozen=True)
+class TenantLimited:
+    pass
+
+
+CreateResult = Created | Duplicate | TenantLimited

@@ -28,6 +28,10 @@ class SecretsMisconfigured(RuntimeError):
     """The secret was read but cannot be used: not JSON, no app secret, a bad expiry."""
 
 
+class SecretsUnavailable(RuntimeError):
+    """Secrets Manager could not be read (throttled, unreachable, access denied)."""
+
+
 def _expiry(value: Any) -> float:
     """Epoch seconds from a number or an ISO 8601 time with its offset (`...Z`, `...+00:00`)."""
     if isinstance(value, bool):

@@ -1,7 +1,10 @@
-"""What the consumer needs from the outside world, as interfaces the adapters implement.
+"""What the rules need from the outside world, as interfaces the adapters implement: the
+consumer's first, then the doors' (the webhook door, the jobs API and the erasure callback).
 
-Keeping these as protocols lets the record pipeline (domain/consumer.py) stay free of boto3,
-and lets a test replace one piece (a task, the vendor, the clock) without touching the rest.
+Keeping these as protocols lets the record pipeline (domain/consumer.py) and the doors
+(domain/webhook_door.py, domain/jobs_api.py, domain/erasure_callback.py) stay free of boto3, and
+lets a test replace one piece (a task, the vendor, the clock, a table) without touching the rest.
+The values and errors that cross these interfaces live beside the rules they belong to.
 """
 
 from __future__ import annotations
@@ -11,11 +14,16 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Protocol
 
+from pipeline.domain.admission import LaneSnapshot
 from pipeline.domain.budgets import Budget, Grant
 from pipeline.domain.effects import Table, Write
-from pipeline.domain.envelope import Envelope
+from pipeline.domain.envelope import Envelope, Outgoing
+from pipeline.domain.erasure import Requested
+from pipeline.domain.jobs import CreateResult, Job, JobRequest
+from pipeline.domain.meta_secret import MetaSecrets
 from pipeline.domain.outcomes import RecordOutcome
 from pipeline.domain.records import Received
+from pipeline.domain.webhook import LogEntry, Recorded
 from pipeline.domain.work import FollowUp
 
 Location = tuple[Table, Mapping[str, Any]]
@@ -127,3 +135,88 @@ class SenderHasher(Protocol):
         """A person's index key (domain/senders.py); the key behind it is read on first use, so a
         failure to read it is raised here, and the record is retried like any other AWS failure."""
         ...
+
+
+# The doors'
+
+
+class Sender(Protocol):
+    def send(self, queue_url: str, message: Outgoing) -> str:
+        """One message to a lane queue; returns its id. Raises when SQS did not take it."""
+        ...
+
+
+class SecretSource(Protocol):
+    """Meta's app secrets, cached per instance (adapters/secrets.py)."""
+
+    def get(self) -> MetaSecrets:
+        """Raises SecretsUnavailable, or SecretsMisconfigured for a secret that cannot be used."""
+        ...
+
+    def refresh(self) -> MetaSecrets | None:
+        """One early read, at most once per interval; None when it is too soon or it failed."""
+        ...
+
+
+class DeliveryLog(Protocol):
+    def record(self, entry: LogEntry) -> Recorded:
+        """Write the delivery's row unless it exists. Raises WebhookLogUnavailable."""
+        ...
+
+    def mark_unsent(self, log_id: str, since: float) -> None:
+        """Put the row where the sweeper looks; raises when it could not."""
+        ...
+
+
+class JobStore(Protocol):
+    def create(
+        self,
+        job_id: str,
+        request: JobRequest,
+        now: float,
+        tenant_limit: int,
+        expires_at: int,
+        sender_hash: str | None = None,
+    ) -> CreateResult:
+        """The job row and its tenant's count in one transaction. Raises JobsTableUnavailable."""
+        ...
+
+    def get(self, job_id: str) -> Job | None: ...
+
+
+class LaneStates(Protocol):
+    def get(self, lane: str) -> LaneSnapshot | None:
+        """The lane as admission sees it, or None when it could not be read (admission admits)."""
+        ...
+
+
+class Erasures(Protocol):
+    def request(self, sender_hash: str, requested_by: str, *, now: float, code: str | None = None) -> Requested:
+        """Write an erasure job and send it. Raises ErasuresBusy or JobsTableUnavailable."""
+        ...
+
+    def status(self, code: str) -> dict[str, Any] | None: ...
+
+
+CORRELATION_ID = "correlation_id"
+"""The log field naming what a request is about once it is known: the delivery's or the job's id."""
+
+
+class Telemetry(Protocol):
+    """One request's log lines and metric counts (adapters/api_telemetry.py)."""
+
+    def bind(self, **fields: Any) -> Telemetry: ...
+
+    def info(self, message: str, **fields: Any) -> None: ...
+
+    def warning(self, message: str, **fields: Any) -> None: ...
+
+    def error(self, message: str, **fields: Any) -> None: ...
+
+    def critical(self, message: str, **fields: Any) -> None: ...
+
+    def exception(self, message: str, **fields: Any) -> None: ...
+
+    def count(self, name: str, /, **dimensions: str) -> None: ...
+
+    def count_also_by(self, name: str, also_by: Mapping[str, str], /, **dimensions: str) -> None: ...

@@ -37,6 +37,10 @@ JOB_PERSON_FIELDS = ("sender", "from", "author", "recipient", "conversation")
 that says so with `sender`."""
 
 
+class SenderKeyUnavailable(RuntimeError):
+    """The key could not be read, or what was read is not a usable key."""
+
+
 def normalise(sender: str) -> str:
     text = sender.strip()
     if _PHONE_SPELLING.fullmatch(text):

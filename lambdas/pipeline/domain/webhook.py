@@ -14,6 +14,7 @@ from typing import Any
 from pipeline.domain import strict_json
 from pipeline.domain.envelope import INLINE_PAYLOAD_LIMIT, Envelope
 from pipeline.domain.routing import Route
+from pipeline.domain.webhook_body import StoredBody
 
 LOG_ID_PREFIX = "wh-"
 SOURCE = "webhook"
@@ -28,6 +29,32 @@ INLINE_BODY_LIMIT = INLINE_PAYLOAD_LIMIT // 2
 # escapes, which `json.loads` turns into the raw characters the envelope would then carry. A
 # body that mentions any of them (even a valid escaped surrogate pair) travels by reference.
 _SQS_UNSAFE = re.compile(r"[\ufffe\uffff]|\\u(?:[dD][89a-fA-F][0-9a-fA-F]{2}|[fF]{3}[eEfF])")
+
+
+class WebhookLogUnavailable(RuntimeError):
+    """The row could not be written or read; nothing was recorded."""
+
+
+@dataclass(frozen=True)
+class LogEntry:
+    id: str
+    received_at: float
+    body: StoredBody
+    route: Route | None
+    """None for an unparseable body."""
+    expires_at: int
+    """When DynamoDB's TTL deletes the row and its parts (domain/retention.py)."""
+    unparseable_reason: str | None = None
+    sender_hash: str | None = None
+    """The one person the delivery names, hashed (domain/senders.py); None for none or several."""
+
+
+@dataclass(frozen=True)
+class Recorded:
+    created: bool
+    existing_status: str | None = None
+    """When not created: the status of the row already there (None if DynamoDB did not say)."""
+    existing_received_at: float | None = None
 
 
 class Unparseable(StrEnum):

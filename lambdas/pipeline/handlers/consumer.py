@@ -17,14 +17,13 @@ from pipeline import settings
 from pipeline.adapters.call_times import CallTimes
 from pipeline.adapters.clients import Clients
 from pipeline.adapters.consumer_observer import ConsumerObserver
-from pipeline.adapters.drain import LaneDrain
 from pipeline.adapters.erasure import DynamoEraser
 from pipeline.adapters.lane_queue import SqsLaneQueue
-from pipeline.adapters.lane_state import LaneStateReader
 from pipeline.adapters.leases import LeaseBudgets
 from pipeline.adapters.observability import logger_for, metrics_for
 from pipeline.adapters.sender_key import SenderKey
-from pipeline.adapters.state import ItemReader, ObligationReader, TableNames
+from pipeline.adapters.state_table import LaneCounts, LaneDrain
+from pipeline.adapters.tables import ItemReader, ObligationReader, TableNames
 from pipeline.adapters.transactions import Committer
 from pipeline.adapters.vendor import SimulatedVendor
 from pipeline.domain import budgets
@@ -94,7 +93,7 @@ def create_handler(
             ),
             committer=committer,
             queue=SqsLaneQueue(clients.sqs, config.queue_url, config.dlq_url),
-            drain=LaneDrain(LaneStateReader(clients.sqs, dynamodb, config.tables.state, {}), lane.name),
+            drain=LaneDrain(LaneCounts(dynamodb, config.tables.state), lane.name),
             observer=observer,
             vendor=vendor or SimulatedVendor.from_options(lane.options, random.Random(rng.random())),  # noqa: S311
             calls=calls,

@@ -1,4 +1,5 @@
-"""The jobs API (`POST /jobs`, `GET /jobs/{id}`), IAM-authorised at API Gateway.
+"""The jobs API (`POST /jobs`, `GET /jobs/{id}`), IAM-authorised at API Gateway. The rules are
+domain/jobs_api.py; this module reads the function's settings, builds the ports and wires them.
 
 Every request is bound to its caller's IAM identity: the environment's config grants each
 principal the tenants it may act for (domain/callers.py). A caller with no grant is refused 403
@@ -14,73 +15,34 @@ obligation: a failed send still answers 202 and the sweeper replays the row.
 
 from __future__ import annotations
 
-import functools
-import os
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
 
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.metrics import EphemeralMetrics
 
-from pipeline import metric_names, schema, settings
-from pipeline.adapters.api_telemetry import CORRELATION_ID, RequestTelemetry
+from pipeline import metric_names, settings
 from pipeline.adapters.clients import Clients
-from pipeline.adapters.jobs_table import (
-    Created,
-    CreateResult,
-    Duplicate,
-    JobsTable,
-    JobsTableUnavailable,
-    TenantLimited,
-)
-from pipeline.adapters.lane_state import CachedLaneState, LaneStateReader
+from pipeline.adapters.jobs_table import JobsTable
+from pipeline.adapters.lane_queue import QueueSender
+from pipeline.adapters.lane_views import CachedLaneState, LaneStateReader
 from pipeline.adapters.observability import logger_for, metrics_for
-from pipeline.adapters.queues import Outgoing, QueueSender
-from pipeline.adapters.sender_key import SenderKey, SenderKeyUnavailable
-from pipeline.domain import admission, http, jobs, retention, senders
-from pipeline.domain.admission import LaneProfile, LaneSnapshot
-from pipeline.domain.callers import principal_of
-from pipeline.domain.envelope import Envelope
-from pipeline.domain.http import HttpRequest
-from pipeline.domain.jobs import Job, JobRequest
-from pipeline.domain.ports import SenderHasher
+from pipeline.adapters.sender_key import SenderKey
+from pipeline.domain.admission import LaneProfile
+from pipeline.domain.jobs import JobsTableUnavailable
+from pipeline.domain.jobs_api import JobsApi, JobsApiPorts, JobsApiRules
+from pipeline.handlers.http_door import Failures, Handler, entry_point, http_handler
+from pipeline.metric_names import JobFailure
 from pipeline.settings import RetentionSettings
 
 SERVICE = "jobs"
-IDEMPOTENCY_HEADER = "idempotency-key"
-Handler = Callable[[Mapping[str, Any], Any], dict[str, Any]]
-
-
-class JobStore(Protocol):
-    def create(
-        self,
-        job_id: str,
-        request: JobRequest,
-        now: float,
-        tenant_limit: int,
-        expires_at: int,
-        sender_hash: str | None = None,
-    ) -> CreateResult: ...
-
-    def get(self, job_id: str) -> Job | None: ...
-
-
-class LaneStates(Protocol):
-    def get(self, lane: str) -> LaneSnapshot | None: ...
-
-
-class Sender(Protocol):
-    def send(self, queue_url: str, message: Outgoing) -> str: ...
-
-
-@dataclass(frozen=True)
-class JobsPorts:
-    store: JobStore
-    lanes: LaneStates
-    queue: Sender
-    senders: SenderHasher
+FAILURES = Failures(
+    metric_names.JOB_FAILED,
+    JobFailure.INTERNAL,
+    "jobs request failed",
+    {JobsTableUnavailable: (JobFailure.TABLE_UNAVAILABLE, "jobs table unavailable")},
+)
 
 
 @dataclass(frozen=True)
@@ -122,172 +84,28 @@ class JobsApiSettings:
         )
 
 
-def _job_id_from(request: HttpRequest) -> str:
-    job_id = request.path_parameters.get("id")
-    if job_id is None and "/jobs/" in request.path:
-        job_id = request.path.rsplit("/jobs/", 1)[1]
-    return job_id or ""
-
-
-class _Api:
-    def __init__(
-        self, config: JobsApiSettings, ports: JobsPorts, telemetry: RequestTelemetry, clock: Callable[[], float]
-    ) -> None:
-        self._config = config
-        self._ports = ports
-        self._telemetry = telemetry
-        self._clock = clock
-
-    def answer(self, request: HttpRequest) -> dict[str, Any]:
-        if request.method not in ("GET", "POST"):
-            return http.error(405, "method not allowed", headers={"allow": "GET, POST"})
-        if not self._config.settings.callers.tenants_of(request.caller):
-            return self._forbidden(request, f"{principal_of(request.caller)} is not granted any tenant on this API")
-        if request.method == "POST":
-            return self._create(request)
-        return self._status(request)
-
-    def _forbidden(self, request: HttpRequest, message: str, **fields: Any) -> dict[str, Any]:
-        self._telemetry.warning("caller refused", outcome="forbidden", caller=principal_of(request.caller), **fields)
-        self._telemetry.count(metric_names.JOB_FORBIDDEN)
-        return http.error(403, message)
-
-    def _status(self, request: HttpRequest) -> dict[str, Any]:
-        job_id = _job_id_from(request)
-        # An id this API could not have issued is unknown without asking DynamoDB.
-        job = self._ports.store.get(job_id) if jobs.is_job_id(job_id) else None
-        if job is None:
-            return http.error(404, "unknown job")
-        if not self._config.settings.callers.may_act_for(request.caller, job.tenant):
-            # The job's tenant is not named: the caller may not know it.
-            return self._forbidden(
-                request,
-                f"{principal_of(request.caller)} may not read this job: it belongs to a tenant not granted to it",
-                id=job_id,
-            )
-        return http.json_response(200, job.to_public())
-
-    def _create(self, request: HttpRequest) -> dict[str, Any]:
-        now = self._clock()
-        try:
-            raw = request.body_bytes(self._config.max_body_bytes)
-            job_request = jobs.parse_request(
-                raw,
-                request.headers.get(IDEMPOTENCY_HEADER),
-                lanes=self._config.profiles.keys(),
-                max_payload_bytes=self._config.settings.max_payload_bytes,
-                now=now,
-            )
-        except http.BodyTooLarge as exc:
-            return http.error(413, str(exc))
-        except (http.BodyUndecodable, jobs.InvalidJob) as exc:
-            return http.error(getattr(exc, "status", 400), str(exc))
-        if not self._config.settings.callers.may_act_for(request.caller, job_request.tenant):
-            return self._forbidden(
-                request,
-                f"{principal_of(request.caller)} may not submit jobs for tenant {job_request.tenant}",
-                tenant=job_request.tenant,
-            )
-        lane = job_request.lane
-        profile = self._config.profiles[lane]
-        decision = admission.decide(self._ports.lanes.get(lane), profile)
-        fields = {"lane": lane, "tenant": job_request.tenant, "kind": job_request.kind}
-        if not decision.admitted:
-            self._telemetry.info(
-                "job shed",
-                outcome="shed",
-                predicted_wait_seconds=round(decision.predicted_wait_seconds, 1),
-                drain_rate=round(decision.drain_rate, 2),
-                **fields,
-            )
-            self._telemetry.count(metric_names.JOB_SHED, **{metric_names.LANE: lane})
-            retry_after = str(decision.retry_after_seconds)
-            message = (
-                f"lane {lane} cannot start new work within its {profile.objective_seconds:g} s objective; "
-                f"retry after {retry_after} s"
-            )
-            return http.error(503, message, headers={"retry-after": retry_after})
-        job_id = jobs.job_id(job_request.tenant, job_request.idempotency_key)
-        telemetry = self._telemetry.bind(**{CORRELATION_ID: job_id})
-        expires_at = retention.expiry(now, self._config.retention.jobs_seconds, not_before=job_request.deadline)
-        person = senders.person_in_job(job_request.payload)
-        sender_hash = None if person is None else self._ports.senders.hash(person)
-        result = self._ports.store.create(
-            job_id, job_request, now, self._config.settings.tenant_queued_limit, expires_at, sender_hash
-        )
-        if isinstance(result, TenantLimited):
-            telemetry.info("tenant at its queued-job limit", outcome="tenant_limited", **fields)
-            telemetry.count(metric_names.JOB_TENANT_LIMITED, **{metric_names.LANE: lane})
-            limit = self._config.settings.tenant_queued_limit
-            return http.error(429, f"tenant {job_request.tenant} already has {limit} queued jobs on lane {lane}")
-        if isinstance(result, Duplicate):
-            return self._replay(telemetry, job_id, job_request, result)
-        assert isinstance(result, Created)
-        self._enqueue(telemetry, jobs.envelope(job_id, job_request, now), fields)
-        return http.json_response(
-            202, {"id": job_id, "status": schema.RowStatus.QUEUED}, headers={"location": f"/jobs/{job_id}"}
-        )
-
-    def _replay(
-        self, telemetry: RequestTelemetry, job_id: str, job_request: JobRequest, result: Duplicate
-    ) -> dict[str, Any]:
-        if result.request_hash is not None and result.request_hash != job_request.fingerprint:
-            telemetry.warning("idempotency key reused for a different request", outcome="key_conflict")
-            return http.error(422, "Idempotency-Key was already used for a different job (lane, kind or payload)")
-        # No second message: the first was sent, or its row is pending and the sweeper replays it.
-        telemetry.info("duplicate job request", outcome="duplicate", lane=job_request.lane)
-        telemetry.count(metric_names.JOB_DUPLICATE, **{metric_names.LANE: job_request.lane})
-        status = result.job.status if result.job is not None else schema.RowStatus.QUEUED
-        return http.json_response(
-            202, {"id": job_id, "status": status, "duplicate": True}, headers={"location": f"/jobs/{job_id}"}
-        )
-
-    def _enqueue(self, telemetry: RequestTelemetry, envelope: Envelope, fields: dict[str, str]) -> None:
-        try:
-            self._ports.queue.send(self._config.queue_urls[envelope.lane], Outgoing(envelope))
-        except Exception:  # any failure here: the row is written, so the job is safe
-            telemetry.exception(
-                "enqueue failed after the job was written; the sweeper will replay it",
-                outcome="enqueue_failed",
-                **fields,
-            )
-            telemetry.count(metric_names.ENQUEUE_FAILED, **{metric_names.LANE: envelope.lane})
-            return
-        telemetry.count(metric_names.JOB_ACCEPTED, **{metric_names.LANE: envelope.lane})
-        telemetry.info("job accepted", outcome="accepted", **fields)
-
-
 def build_handler(
     config: JobsApiSettings,
-    ports: JobsPorts,
+    ports: JobsApiPorts,
     logger: Logger,
     metrics: EphemeralMetrics,
     clock: Callable[[], float] = time.time,
 ) -> Handler:
-    def handle(event: Mapping[str, Any], context: Any) -> dict[str, Any]:
-        request = HttpRequest.from_event(event)
-        telemetry = RequestTelemetry(
-            logger, metrics, request_id=getattr(context, "aws_request_id", None) or request.request_id
-        )
-        try:
-            return _Api(config, ports, telemetry, clock).answer(request)
-        except JobsTableUnavailable:
-            telemetry.exception("jobs table unavailable")
-            telemetry.count(metric_names.JOB_FAILED, **{metric_names.REASON: metric_names.JobFailure.TABLE_UNAVAILABLE})
-            return http.error(500, "internal error")
-        except SenderKeyUnavailable as exc:
-            # Written unindexed, the job could not be found by an erasure request: refuse it.
-            telemetry.error("cannot read the sender key", error=str(exc))
-            telemetry.count(
-                metric_names.JOB_FAILED, **{metric_names.REASON: metric_names.JobFailure.SECRETS_UNAVAILABLE}
-            )
-            return http.error(500, "internal error")
-        except Exception:
-            telemetry.exception("jobs request failed")
-            telemetry.count(metric_names.JOB_FAILED, **{metric_names.REASON: metric_names.JobFailure.INTERNAL})
-            return http.error(500, "internal error")
-
-    return handle
+    rules = JobsApiRules(
+        callers=config.settings.callers,
+        profiles=config.profiles,
+        queue_urls=config.queue_urls,
+        max_body_bytes=config.max_body_bytes,
+        max_payload_bytes=config.settings.max_payload_bytes,
+        tenant_queued_limit=config.settings.tenant_queued_limit,
+        jobs_seconds=config.retention.jobs_seconds,
+    )
+    return http_handler(
+        lambda request, telemetry: JobsApi(rules, ports, telemetry, clock).answer(request),
+        logger,
+        metrics,
+        FAILURES,
+    )
 
 
 def create_handler(
@@ -303,7 +121,7 @@ def create_handler(
     def lane_state_failed(lane: str, exc: Exception) -> None:
         logger.warning("lane state unreadable; admitting without it", extra={"lane": lane, "error": str(exc)})
 
-    ports = JobsPorts(
+    ports = JobsApiPorts(
         store=JobsTable(clients.dynamodb, tables.jobs, tables.state),
         lanes=CachedLaneState(
             LaneStateReader(clients.sqs, clients.dynamodb, tables.state, config.queue_urls),
@@ -317,10 +135,4 @@ def create_handler(
     return build_handler(config, ports, logger, metrics_for(environ, SERVICE), clock)
 
 
-@functools.cache
-def _default_handler() -> Handler:
-    return create_handler(os.environ)
-
-
-def handler(event: Mapping[str, Any], context: Any) -> dict[str, Any]:
-    return _default_handler()(event, context)
+handler = entry_point(create_handler)

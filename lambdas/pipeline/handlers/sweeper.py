@@ -17,16 +17,16 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from pipeline import metric_names, schema, settings
 from pipeline.adapters.clients import Clients
+from pipeline.adapters.lane_queue import QueueSender
+from pipeline.adapters.lane_views import LaneBacklog
 from pipeline.adapters.observability import MetricUnit, logger_for, metrics_for
 from pipeline.adapters.pending_rows import PendingRows
-from pipeline.adapters.queue_depth import LaneBacklog
-from pipeline.adapters.queues import Outgoing, QueueSender
 from pipeline.adapters.row_envelopes import job_envelope, webhook_envelope
-from pipeline.adapters.state import TableNames
+from pipeline.adapters.tables import TableNames
 from pipeline.adapters.transactions import Committer
 from pipeline.domain import job_bookkeeping
 from pipeline.domain.effects import Table, Write
-from pipeline.domain.envelope import Envelope
+from pipeline.domain.envelope import Envelope, Outgoing
 from pipeline.domain.sweep import SWEPT_SOURCES, PendingRow, ReplayFailed, Sweep, SweepReport, patience_for
 
 SERVICE = "sweeper"

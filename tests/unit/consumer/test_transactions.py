@@ -6,7 +6,7 @@ import boto3
 import pytest
 
 from pipeline import schema
-from pipeline.adapters.state import TableNames
+from pipeline.adapters.tables import TableNames
 from pipeline.adapters.transactions import Committer
 from pipeline.domain.effects import Check, OnConflict, Put, Table, Update
 from pipeline.domain.errors import PermanentError

@@ -10,7 +10,7 @@ import boto3
 import pytest
 
 from pipeline import schema
-from pipeline.adapters.state import TableNames
+from pipeline.adapters.tables import TableNames
 from pipeline.adapters.transactions import Committer
 from pipeline.domain import marks
 from pipeline.domain.effects import Put, Table

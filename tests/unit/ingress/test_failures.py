@@ -8,7 +8,7 @@ import logging
 import boto3
 
 from pipeline import schema
-from pipeline.domain import webhook
+from pipeline.domain import routing, webhook
 from pipeline.domain.envelope import Envelope
 from pipeline.handlers import ingress
 from tests.support.aws import REGION, AwsCalls, handler_clients, http_api_event
@@ -169,7 +169,7 @@ def test_the_secrets_are_read_once_per_instance(door, aws_calls):
 
 def test_an_unexpected_error_is_a_500_not_a_crash(ingress_environ, clients, clock, monkeypatch, metrics):
     door = ingress.create_handler(ingress_environ, clients=clients, clock=clock)
-    monkeypatch.setattr(ingress.routing, "route", lambda payload: 1 / 0)
+    monkeypatch.setattr(routing, "route", lambda payload: 1 / 0)
 
     response = door(post(encode(whatsapp_message())), None)
 

@@ -10,12 +10,13 @@ import json
 import boto3
 import pytest
 
+from pipeline.adapters.lane_queue import QueueSender
 from pipeline.adapters.observability import logger_for, metrics_for
-from pipeline.adapters.queues import QueueSender
 from pipeline.adapters.secrets import MetaSecrets, MetaSecretSource
 from pipeline.adapters.sender_key import SenderKey
 from pipeline.adapters.webhook_log import WebhookLog
 from pipeline.domain import http, webhook
+from pipeline.domain.webhook_door import WebhookDoorPorts
 from pipeline.handlers import ingress
 from tests.support.aws import META_APP_SECRET, REGION
 from tests.unit.ingress.conftest import encode, post, whatsapp_message
@@ -54,7 +55,7 @@ class CountingSecrets:
 def spied(ingress_environ, clients, clock):
     config = ingress.IngressConfig.from_environ(ingress_environ)
     secrets = CountingSecrets(MetaSecretSource(clients.secretsmanager, ingress_environ["META_SECRET_ARN"], clock))
-    ports = ingress.IngressPorts(
+    ports = WebhookDoorPorts(
         secrets=secrets,
         log=WebhookLog(clients.dynamodb, ingress_environ["WEBHOOK_TABLE"]),
         queue=QueueSender(clients.sqs),

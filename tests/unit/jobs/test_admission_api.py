@@ -7,7 +7,7 @@ import math
 
 import boto3
 
-from pipeline.adapters.lane_state import LaneStateReader
+from pipeline.adapters.state_table import LaneCounts
 from pipeline.domain import admission
 from tests.support.aws import REGION
 from tests.unit.jobs.conftest import NOW, body_of, job, submit
@@ -22,10 +22,10 @@ def test_a_backlog_over_the_objective_is_shed_with_retry_after_the_drain_time(ap
     inspect.fill("bulk", 17)
     sqs = boto3.client("sqs", region_name=REGION)
     sqs.receive_message(QueueUrl=deployed.resources.queue_urls["bulk"], MaxNumberOfMessages=10, VisibilityTimeout=300)
-    reader = LaneStateReader(sqs, boto3.client("dynamodb", region_name=REGION), "state", deployed.resources.queue_urls)
+    counts = LaneCounts(boto3.client("dynamodb", region_name=REGION), "state")
     starts, window = admission.drain_window(NOW)
     for start in starts[1:]:
-        reader.record_drained("bulk", 1, start)
+        counts.record_drained("bulk", 1, start)
 
     # When a job is submitted to it
     response = api(submit(job()), None)
@@ -78,9 +78,9 @@ def test_a_measured_drain_rate_admits_what_the_configured_capacity_would_shed(ap
     inspect.fill("bulk", 17)
     sqs = boto3.client("sqs", region_name=REGION)
     sqs.receive_message(QueueUrl=deployed.resources.queue_urls["bulk"], MaxNumberOfMessages=10, VisibilityTimeout=300)
-    reader = LaneStateReader(sqs, boto3.client("dynamodb", region_name=REGION), "state", deployed.resources.queue_urls)
+    counts = LaneCounts(boto3.client("dynamodb", region_name=REGION), "state")
     for seconds_ago in range(0, 61, 10):
-        reader.record_drained("bulk", 60, NOW - seconds_ago)
+        counts.record_drained("bulk", 60, NOW - seconds_ago)
 
     # When a job is submitted
     response = api(submit(job()), None)

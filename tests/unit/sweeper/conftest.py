@@ -14,8 +14,7 @@ import boto3
 import pytest
 
 from pipeline import schema
-from pipeline.adapters.drain import LaneDrain
-from pipeline.adapters.lane_state import LaneStateReader
+from pipeline.adapters.state_table import LaneCounts, LaneDrain
 from pipeline.domain import jobs
 from pipeline.domain.envelope import Envelope
 from pipeline.handlers.sweeper import create_handler
@@ -218,10 +217,7 @@ class Drains:
     buckets), written through the consumers' own adapter."""
 
     def record(self, lane: str, count: int, at: float) -> None:
-        reader = LaneStateReader(
-            boto3.client("sqs", region_name=REGION), boto3.client("dynamodb", region_name=REGION), "state", {}
-        )
-        LaneDrain(reader, lane).record(count, at)
+        LaneDrain(LaneCounts(boto3.client("dynamodb", region_name=REGION), "state"), lane).record(count, at)
 
 
 @pytest.fixture

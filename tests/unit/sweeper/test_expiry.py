@@ -8,7 +8,7 @@ import boto3
 from pipeline import schema
 from pipeline.adapters.pending_rows import PendingRows
 from pipeline.adapters.row_envelopes import webhook_envelope
-from pipeline.adapters.state import TableNames
+from pipeline.adapters.tables import TableNames
 from pipeline.adapters.transactions import Committer
 from pipeline.domain.effects import Table
 from tests.support.aws import REGION

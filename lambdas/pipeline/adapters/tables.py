@@ -1,4 +1,6 @@
-"""Reading the obligations behind a batch, and the payloads that travel by reference.
+"""The pipeline's tables by their logical names (`TableNames`), and the consumer's reads by key
+across them: the obligations behind a batch, the payloads that travel by reference, and the
+single reads tasks make (`ItemReader`).
 
 One consistent BatchGetItem answers "is this already done?" for every record of a batch, whatever
 table its obligation lives in (webhook log, jobs, or the state table's done-markers). The same

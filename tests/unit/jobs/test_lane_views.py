@@ -1,11 +1,13 @@
-"""Reading a lane's state from SQS and the drain buckets, and caching it per instance."""
+"""A lane as admission sees it: its queue's depth and the drain counts in the state table, cached
+per instance."""
 
 from __future__ import annotations
 
 import boto3
 import pytest
 
-from pipeline.adapters.lane_state import CachedLaneState, LaneStateReader
+from pipeline.adapters.lane_views import CachedLaneState, LaneStateReader
+from pipeline.adapters.state_table import LaneCounts
 from pipeline.domain import admission
 from tests.support.aws import REGION, AwsCalls
 from tests.unit.jobs.conftest import NOW, Clock
@@ -21,6 +23,12 @@ def reader(deployed) -> LaneStateReader:
     )
 
 
+@pytest.fixture
+def counts(deployed) -> LaneCounts:
+    """The consumers' side: what they write as they finish messages."""
+    return LaneCounts(boto3.client("dynamodb", region_name=REGION), deployed.resources.state_table)
+
+
 def test_backlog_counts_waiting_and_delayed_messages_and_in_flight_is_apart(reader, deployed, inspect):
     sqs = boto3.client("sqs", region_name=REGION)
     url = deployed.resources.queue_urls["bulk"]
@@ -33,12 +41,12 @@ def test_backlog_counts_waiting_and_delayed_messages_and_in_flight_is_apart(read
     assert (snapshot.backlog, snapshot.in_flight) == (4, 2)
 
 
-def test_drained_sums_the_buckets_of_the_window_and_ignores_older_ones(reader):
-    reader.record_drained("bulk", 5, NOW)
-    reader.record_drained("bulk", 3, NOW)
-    reader.record_drained("bulk", 7, NOW - 60)
-    reader.record_drained("bulk", 100, NOW - 120)
-    reader.record_drained("ai", 50, NOW)
+def test_drained_sums_the_buckets_of_the_window_and_ignores_older_ones(reader, counts):
+    counts.record_drained("bulk", 5, NOW)
+    counts.record_drained("bulk", 3, NOW)
+    counts.record_drained("bulk", 7, NOW - 60)
+    counts.record_drained("bulk", 100, NOW - 120)
+    counts.record_drained("ai", 50, NOW)
 
     snapshot = reader.read("bulk", NOW)
 
@@ -46,10 +54,10 @@ def test_drained_sums_the_buckets_of_the_window_and_ignores_older_ones(reader):
     assert snapshot.window_seconds == 60
 
 
-def test_the_window_starts_at_the_first_bucket_with_work(reader):
+def test_the_window_starts_at_the_first_bucket_with_work(reader, counts):
     # Given a lane idle for most of the minute, busy for the last 20 s
-    reader.record_drained("bulk", 4, NOW - 20)
-    reader.record_drained("bulk", 6, NOW - 5)
+    counts.record_drained("bulk", 4, NOW - 20)
+    counts.record_drained("bulk", 6, NOW - 5)
 
     snapshot = reader.read("bulk", NOW + 3)
 
@@ -62,8 +70,8 @@ def test_no_bucket_at_all_is_no_measurement(reader):
     assert reader.read("bulk", NOW).drained is None
 
 
-def test_drain_buckets_expire(reader, deployed):
-    reader.record_drained("bulk", 1, NOW)
+def test_drain_buckets_expire(counts, deployed):
+    counts.record_drained("bulk", 1, NOW)
 
     item = boto3.client("dynamodb", region_name=REGION).get_item(
         TableName=deployed.resources.state_table,

@@ -1,0 +1,110 @@
+"""The state table's counts per lane, in ten-second buckets (domain/admission.py has the keys):
+
+- drain counts: consumers add the messages each batch finished (`record_drained`, one UpdateItem a
+  batch); the jobs API reads them as the lane's drain rate, the sweeper as what a lane finished;
+- depth sightings: the sweeper keeps every depth it read (`keep_sighting`), and reads them back as
+  the lane's history.
+
+Both expire with the drain counts' TTL. Reads are eventually consistent: a count a moment old is
+as good as a fresh one, at half the cost. Unprocessed keys (throttling) are left out, because a
+slightly low count is the safe side for both readers (admission sheds a little early, the sweeper
+waits a little longer) and retrying would slow the request or the sweep. Botocore errors reach
+the caller, which decides what a missing count means.
+
+The table's other items have their own adapters, each written with the thing it belongs to:
+budget leases (adapters/leases.py), done-markers (adapters/transactions.py) and tenants' queued-job
+counts (adapters/jobs_table.py, in the job's own transaction).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from pipeline import schema
+from pipeline.domain import admission
+from pipeline.domain.sweep import DepthSeen, depth_key
+
+DEPTH = "depth"
+SEEN_AT = "seen_at"
+
+
+class LaneCounts:
+    def __init__(self, dynamodb: Any, state_table: str) -> None:
+        self._dynamodb = dynamodb
+        self._table = state_table
+
+    def record_drained(self, lane: str, count: int, now: float) -> None:
+        """Add `count` finished messages to the lane's current drain bucket. A lost count only
+        makes admission a little more cautious, so callers may log and carry on."""
+        if count <= 0:
+            return
+        start = admission.drain_bucket_start(now)
+        self._dynamodb.update_item(
+            TableName=self._table,
+            Key={schema.PK: {"S": admission.drain_key(lane, start)}},
+            UpdateExpression="ADD #d :n SET #ttl = if_not_exists(#ttl, :ttl)",
+            ExpressionAttributeNames={"#d": admission.DRAINED, "#ttl": schema.TTL},
+            ExpressionAttributeValues={
+                ":n": {"N": str(count)},
+                ":ttl": {"N": str(start + admission.DRAIN_BUCKET_TTL_SECONDS)},
+            },
+        )
+
+    def drained(self, lane: str, starts: Sequence[int]) -> tuple[int | None, int | None]:
+        """Messages finished in the buckets starting at `starts`, and the start of the oldest
+        bucket holding any; (None, None) when none does."""
+        keys = [{schema.PK: {"S": admission.drain_key(lane, start)}} for start in starts]
+        response = self._dynamodb.batch_get_item(RequestItems={self._table: {"Keys": keys}})
+        items = response.get("Responses", {}).get(self._table, [])
+        if not items:
+            return None, None
+        drained = sum(int(item.get(admission.DRAINED, {}).get("N", "0")) for item in items)
+        first = min(int(item[schema.PK]["S"].rsplit("#", 1)[1]) for item in items)
+        return drained, first
+
+    def keep_sighting(self, lane: str, depth: int, now: float) -> None:
+        start = admission.drain_bucket_start(now)
+        self._dynamodb.update_item(
+            TableName=self._table,
+            Key={schema.PK: {"S": depth_key(lane, start)}},
+            UpdateExpression="SET #depth = :depth, #at = :at, #ttl = :ttl",
+            ExpressionAttributeNames={"#depth": DEPTH, "#at": SEEN_AT, "#ttl": schema.TTL},
+            ExpressionAttributeValues={
+                ":depth": {"N": str(depth)},
+                ":at": {"N": repr(now)},
+                ":ttl": {"N": str(start + admission.DRAIN_BUCKET_TTL_SECONDS)},
+            },
+        )
+
+    def buckets(self, lane: str, starts: Sequence[int]) -> tuple[dict[int, int], dict[int, DepthSeen | None]]:
+        """For each bucket start (at most 50, one BatchGetItem): the messages finished in it, and
+        the depth sighted in it. An absent bucket is a quiet ten seconds."""
+        by_key: dict[str, tuple[str, int]] = {}
+        finished: dict[int, int] = {}
+        seen: dict[int, DepthSeen | None] = {}
+        for start in starts:
+            by_key[admission.drain_key(lane, start)] = ("finished", start)
+            by_key[depth_key(lane, start)] = ("seen", start)
+            finished[start] = 0
+            seen[start] = None
+        keys = [{schema.PK: {"S": key}} for key in by_key]
+        response = self._dynamodb.batch_get_item(RequestItems={self._table: {"Keys": keys}})
+        for item in response.get("Responses", {}).get(self._table, []):
+            kind, start = by_key[item[schema.PK]["S"]]
+            if kind == "finished":
+                finished[start] = int(item.get(admission.DRAINED, {}).get("N", "0"))
+            elif DEPTH in item and SEEN_AT in item:
+                seen[start] = DepthSeen(depth=int(item[DEPTH]["N"]), at=float(item[SEEN_AT]["N"]))
+        return finished, seen
+
+
+class LaneDrain:
+    """The consumer's `Drain` port (domain/ports.py): its lane's finished messages, per batch."""
+
+    def __init__(self, counts: LaneCounts, lane: str) -> None:
+        self._counts = counts
+        self._lane = lane
+
+    def record(self, count: int, now: float) -> None:
+        self._counts.record_drained(self._lane, count, now)

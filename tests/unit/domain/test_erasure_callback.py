@@ -1,0 +1,93 @@
+"""The data-deletion callback's rules alone, on in-memory ports: a verified request becomes one
+erasure named by the person's hash; a refused one asks for nothing; a full lane is 503."""
+
+from __future__ import annotations
+
+import pytest
+
+from pipeline.domain import erasure, http
+from pipeline.domain.erasure_callback import BUSY_RETRY_SECONDS, ErasureCallback, ErasureCallbackPorts
+from pipeline.domain.meta_secret import MetaSecrets, SecretsUnavailable
+from pipeline.domain.signed_request import sign
+from pipeline.metric_names import ErasureFailure
+from tests.unit.domain.door_ports import APP_SECRET, NOW, VERIFY_TOKEN, Erasures, Hasher, Secrets, Telemetry, body_of
+from tests.unit.privacy.conftest import deletion_callback, erasure_status, meta_payload
+
+
+class Callback:
+    def __init__(self) -> None:
+        self.secrets, self.senders, self.requests = Secrets(), Hasher(), Erasures()
+        self.telemetry = Telemetry()
+
+    def __call__(self, event: dict) -> http.Reply:
+        ports = ErasureCallbackPorts(secrets=self.secrets, senders=self.senders, requests=self.requests)
+        rules = ErasureCallback(16 * 1024, ports, self.telemetry, lambda: NOW)
+        return rules.answer(http.HttpRequest.from_event(event))
+
+
+@pytest.fixture
+def callback() -> Callback:
+    return Callback()
+
+
+def test_a_signed_request_becomes_one_erasure_of_the_persons_hash_and_its_status_link(callback):
+    reply = callback(deletion_callback(sign(meta_payload("10223344"), APP_SECRET)))
+
+    assert reply.status == 200
+    assert callback.requests.requested == [("hash-of-10223344", erasure.META)]
+    answer = body_of(reply)
+    assert answer["url"] == f"https://api.example.test{erasure.CALLBACK_PATH}/{answer['confirmation_code']}"
+
+
+@pytest.mark.parametrize(
+    ("signed", "status"), [(None, 401), ("not.signed", 401), (sign(meta_payload("10223344"), "forged"), 403)]
+)
+def test_a_request_not_signed_by_the_app_asks_for_nothing(callback, signed, status):
+    reply = callback(deletion_callback(signed))
+
+    assert reply.status == status
+    assert (callback.senders.asked, callback.requests.requested) == ([], [])
+
+
+def test_a_request_signed_with_a_secret_read_since_is_accepted_after_one_early_read(callback):
+    callback.secrets.newer = MetaSecrets("rotated-secret", VERIFY_TOKEN)
+
+    reply = callback(deletion_callback(sign(meta_payload("10223344"), "rotated-secret")))
+
+    assert reply.status == 200
+    assert callback.secrets.refreshes == 1
+
+
+def test_a_full_erasure_lane_is_503_with_a_retry_after(callback):
+    callback.requests.busy = True
+
+    reply = callback(deletion_callback(sign(meta_payload("10223344"), APP_SECRET)))
+
+    assert (reply.status, reply.headers["retry-after"]) == (503, str(BUSY_RETRY_SECONDS))
+    assert ("ErasureRefused", {"Reason": "busy"}) in callback.telemetry.counts
+
+
+@pytest.mark.parametrize("broken", ["meta secret", "sender key"])
+def test_an_unreadable_secret_is_raised_as_a_500_and_asks_for_nothing(callback, broken):
+    if broken == "meta secret":
+        callback.secrets.error = SecretsUnavailable("throttled")
+    else:
+        callback.senders.unavailable = True
+
+    with pytest.raises(http.Failed) as raised:
+        callback(deletion_callback(sign(meta_payload("10223344"), APP_SECRET)))
+
+    assert raised.value.reason == ErasureFailure.SECRETS_UNAVAILABLE
+    assert callback.requests.requested == []
+
+
+def test_the_status_page_shows_a_known_code_and_never_asks_about_a_malformed_one(callback):
+    code = "0" * 31 + "1"
+    callback.requests.statuses[code] = {"status": "pending"}
+
+    known = callback(erasure_status(code))
+    malformed = callback(erasure_status("../jobs"))
+
+    assert (known.status, body_of(known)) == (200, {"status": "pending"})
+    assert malformed.status == 404
+    assert callback.requests.status_reads == 1
