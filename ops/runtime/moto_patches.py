@@ -25,7 +25,7 @@ import functools
 import threading
 from typing import Any
 
-from ops.runtime import moto_direct, moto_dispatch, moto_indexes, moto_sqs
+from ops.runtime import moto_direct, moto_dispatch, moto_indexes, moto_results, moto_sqs
 
 _LOCK = threading.RLock()
 _PATCHED = False
@@ -40,6 +40,13 @@ def install() -> None:
     moto_sqs.install()
     moto_dispatch.install()
     moto_direct.install()
+    moto_results.install()
+
+
+def dynamodb_lock() -> Any:
+    """The lock every DynamoDB read and write of the emulator holds: what works on moto's tables
+    directly (the TTL reaper) holds it too."""
+    return _LOCK
 
 
 def make_dynamodb_atomic() -> None:
