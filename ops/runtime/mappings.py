@@ -69,8 +69,10 @@ class MappingPlayer:
         lambda_client: Any,
         sqs_client: Any,
         on_error: Callable[[str], None],
+        read_mapping: Callable[[str], dict[str, Any]] | None = None,
     ) -> None:
         self.uuid = uuid
+        self._read_mapping = read_mapping or (lambda uuid: self._lambda.get_event_source_mapping(UUID=uuid))
         self.queue_url = queue_url
         self.queue_arn = queue_arn
         self.function = function
@@ -100,7 +102,7 @@ class MappingPlayer:
     def state(self) -> MappingState:
         now = time.monotonic()
         if self._state is None or now - self._state_read_at >= MAPPING_REFRESH_SECONDS:
-            self._state = MappingState.from_moto(self._lambda.get_event_source_mapping(UUID=self.uuid))
+            self._state = MappingState.from_moto(self._read_mapping(self.uuid))
             self._state_read_at = now
         return self._state
 
