@@ -1,7 +1,8 @@
 """The state table's counts per lane, in ten-second buckets (domain/admission.py has the keys):
 
-- drain counts: consumers add the messages each batch finished (`record_drained`, one UpdateItem a
-  batch); the jobs API reads them as the lane's drain rate, the sweeper as what a lane finished;
+- drain counts: consumers add the messages their batches finished (`record_drained`, at most one
+  UpdateItem a second per instance: `LaneDrain`); the jobs API reads them as the lane's drain
+  rate, the sweeper as what a lane finished;
 - depth sightings: the sweeper keeps every depth it read (`keep_sighting`), and reads them back as
   the lane's history.
 
@@ -99,12 +100,38 @@ class LaneCounts:
         return finished, seen
 
 
-class LaneDrain:
-    """The consumer's `Drain` port (domain/ports.py): its lane's finished messages, per batch."""
+DRAIN_WRITE_SECONDS = 1.0
+"""An instance writes its lane's drain count at most this often."""
 
-    def __init__(self, counts: LaneCounts, lane: str) -> None:
+
+class LaneDrain:
+    """The consumer's `Drain` port (domain/ports.py): its lane's finished messages.
+
+    One instance lives as long as its Lambda instance, and writes at most once a second: a batch
+    finished within a second of the last write adds its count to the next one. At full batches a
+    write a batch was a tenth of a write unit a message, but a lane at a few messages a second
+    runs batches of one or two, where it was the largest write after the effect itself. Readers
+    see a count up to a second late, and an instance retired while holding a count loses it: both
+    only make admission a little more cautious, like any lost count (see `record_drained`). A
+    failed write keeps the count for the next try."""
+
+    def __init__(self, counts: LaneCounts, lane: str, write_seconds: float = DRAIN_WRITE_SECONDS) -> None:
         self._counts = counts
         self._lane = lane
+        self._write_seconds = write_seconds
+        self._held = 0
+        self._written_at: float | None = None
 
     def record(self, count: int, now: float) -> None:
-        self._counts.record_drained(self._lane, count, now)
+        self._held += max(0, count)
+        if self._held == 0:
+            return
+        if self._written_at is not None and 0 <= now - self._written_at < self._write_seconds:
+            return
+        held, self._held = self._held, 0
+        try:
+            self._counts.record_drained(self._lane, held, now)
+        except Exception:
+            self._held += held
+            raise
+        self._written_at = now

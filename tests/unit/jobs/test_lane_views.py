@@ -7,7 +7,7 @@ import boto3
 import pytest
 
 from pipeline.adapters.lane_views import CachedLaneState, LaneStateReader
-from pipeline.adapters.state_table import LaneCounts
+from pipeline.adapters.state_table import LaneCounts, LaneDrain
 from pipeline.domain import admission
 from tests.support.aws import REGION, AwsCalls
 from tests.unit.jobs.conftest import NOW, Clock
@@ -117,3 +117,47 @@ def test_a_failed_read_is_reported_and_cached_as_unknown(deployed):
     assert cache.get("bulk") is None
     assert errors == ["bulk"]
     assert calls.calls == ["sqs.GetQueueAttributes"]
+
+
+class _FailingOnce(LaneCounts):
+    def __init__(self, inner: LaneCounts) -> None:
+        self._inner = inner
+        self.fail_next = False
+        self.writes: list[int] = []
+
+    def record_drained(self, lane: str, count: int, now: float) -> None:
+        if self.fail_next:
+            self.fail_next = False
+            raise RuntimeError("throttled")
+        self.writes.append(count)
+        self._inner.record_drained(lane, count, now)
+
+
+def test_an_instance_writes_its_drain_count_at_most_once_a_second_and_loses_none(reader, counts):
+    # Given a consumer instance finishing batches faster than once a second
+    written = _FailingOnce(counts)
+    drain = LaneDrain(written, "bulk")
+    # When it records four batches within a second, then one after it
+    drain.record(3, NOW)
+    drain.record(2, NOW + 0.2)
+    drain.record(0, NOW + 0.5)
+    drain.record(4, NOW + 0.9)
+    assert written.writes == [3]
+    drain.record(1, NOW + 1.0)
+    # Then the first was written at once, the rest together with the first batch a second later
+    assert written.writes == [3, 7]
+    assert reader.read("bulk", NOW + 1).drained == 10
+
+
+def test_a_drain_count_whose_write_failed_goes_with_the_next_write(reader, counts):
+    # Given a write that fails
+    written = _FailingOnce(counts)
+    drain = LaneDrain(written, "bulk")
+    written.fail_next = True
+    with pytest.raises(RuntimeError):
+        drain.record(5, NOW)
+    # When the next batch finishes
+    drain.record(2, NOW + 0.1)
+    # Then its write carries both counts: nothing was lost
+    assert written.writes == [7]
+    assert reader.read("bulk", NOW + 0.1).drained == 7
