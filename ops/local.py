@@ -28,6 +28,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--log-dir", type=Path, default=Path(".local/logs"), help="function logs (default .local/logs)")
     parser.add_argument("--no-live", action="store_true", help="print events as lines instead of a live view")
     parser.add_argument("--duration", type=float, default=None, help="stop after this many seconds")
+    parser.add_argument(
+        "--retention",
+        type=int,
+        default=None,
+        metavar="SECONDS",
+        help="keep every kind of data this many seconds instead of the environment's days, so a long "
+        "run's memory is bounded by the window (a delivery still queued longer than this loses its row)",
+    )
 
 
 def main(args: argparse.Namespace) -> int:
@@ -44,7 +52,11 @@ def main(args: argparse.Namespace) -> int:
         out.flush()
 
     runtime = LocalRuntime(
-        api_port=args.port, aws_port=args.aws_port, log_dir=args.log_dir, on_event=None if live else print_event
+        api_port=args.port,
+        aws_port=args.aws_port,
+        log_dir=args.log_dir,
+        on_event=None if live else print_event,
+        retention_seconds=getattr(args, "retention", None),
     )
     stop = threading.Event()
 

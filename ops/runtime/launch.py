@@ -31,7 +31,13 @@ class Launched:
     """Everything it printed so far (kept up to date by a reader thread)."""
 
 
-def launch(log_dir: Path, environ: dict[str, str] | None = None, *, own_session: bool = False) -> Launched:
+def launch(
+    log_dir: Path,
+    environ: dict[str, str] | None = None,
+    *,
+    own_session: bool = False,
+    retention_seconds: int | None = None,
+) -> Launched:
     api_port, aws_port = free_port(), free_port()
     process = subprocess.Popen(  # noqa: S603 (this interpreter, our own module)
         [
@@ -45,6 +51,7 @@ def launch(log_dir: Path, environ: dict[str, str] | None = None, *, own_session:
             str(aws_port),
             "--log-dir",
             str(log_dir),
+            *([] if retention_seconds is None else ["--retention", str(retention_seconds)]),
         ],
         cwd=ROOT,
         stdout=subprocess.PIPE,

@@ -10,6 +10,7 @@ with `--env local`) reach the same backend through moto's server mode on `aws_en
 from __future__ import annotations
 
 import gc
+import json
 import logging
 import os
 import shutil
@@ -24,7 +25,7 @@ from typing import Any
 
 import boto3
 
-from ops.runtime import fair_groups, moto_patches, moto_sqs, sdk_models
+from ops.runtime import fair_groups, lambda_control, moto_patches, moto_sqs, sdk_models
 from ops.runtime.alarms import INSUFFICIENT, OK, AlarmDefinition, AlarmEvaluator
 from ops.runtime.api import ApiServer, Route, route_throttles
 from ops.runtime.capture import OutputCapture
@@ -37,8 +38,12 @@ from ops.runtime.queue_metrics import QueueSample
 from ops.runtime.queue_metrics import record as record_queue_metrics
 from ops.runtime.schedules import ScheduledRule, Scheduler, period_seconds
 from ops.runtime.synth import SynthesizedApp, synthesize
+from ops.runtime.ttl_reaper import TtlReaper, enable_from_template
+from pipeline.settings import EnvVar
 from stacks.config.environments import ENVIRONMENTS, Environment
 from stacks.runtime_env import lane_id
+
+RETENTION_VARIABLE = EnvVar.RETENTION
 
 FAKE_CREDENTIALS = {
     "AWS_ACCESS_KEY_ID": "local",
@@ -55,6 +60,8 @@ COLLECT_SECONDS = 20.0
 STOP_SECONDS = 2.0
 """How long a stop waits for running batches: `lanectl local` promises to be gone within 5 s."""
 CONFIG_REFRESH_SECONDS = 2.0
+REAP_SECONDS = 10.0
+"""How often expired items are deleted (DynamoDB's TTL takes up to days; memory wants sooner)."""
 
 
 def free_port() -> int:
@@ -93,8 +100,13 @@ class LocalRuntime:
         log_dir: Path | None = None,
         synthesized: SynthesizedApp | None = None,
         on_event: Callable[[str], None] | None = None,
+        retention_seconds: int | None = None,
     ) -> None:
+        if retention_seconds is not None and retention_seconds < 1:
+            raise ValueError(f"retention_seconds must be at least 1, got {retention_seconds}")
         self.env = env or ENVIRONMENTS["local"]
+        self.retention_seconds = retention_seconds
+        """Every kind of data kept this long instead of the environment's days (None: as deployed)."""
         self._api_port = api_port or free_port()
         self._aws_port = None if aws_port is None else (aws_port or free_port())
         self._synthesized = synthesized
@@ -116,6 +128,10 @@ class LocalRuntime:
         self.alarms: AlarmEvaluator | None = None
         self.deployment: Deployment | None = None
         self.started_at = 0.0
+        self.ttl_attributes: dict[str, str] = {}
+        """Table → the attribute its emulated TTL reads."""
+        self.expired_items = 0
+        """Items the emulated TTL has deleted."""
         self.queue_samples: dict[str, QueueSample] = {}
         """Each queue's latest sample (a second old at most), for the live view."""
         self._saved_switch_interval = sys.getswitchinterval()
@@ -171,8 +187,13 @@ class LocalRuntime:
                 shutil.rmtree(synthesized.outdir, ignore_errors=True)
         self._clients = {
             name: boto3.client(name, region_name=REGION)  # type: ignore[call-overload]
-            for name in ("lambda", "sqs", "sns", "cloudwatch")
+            for name in ("lambda", "sqs", "sns", "cloudwatch", "dynamodb")
         }
+        self.ttl_attributes = enable_from_template(
+            synthesized.template, self.deployment.physical, self._clients["dynamodb"]
+        )
+        if self.retention_seconds is not None:
+            self._shorten_retention(self.retention_seconds)
         self._host_functions()
         self._play_mappings()
         self._serve_api()
@@ -185,6 +206,7 @@ class LocalRuntime:
         gc.freeze()
         self._background(self._collector_loop, "collector")
         self._background(self._config_loop, "config")
+        self._background(self._reap_loop, "ttl")
         self.event(f"runtime up: API {self.api_url}, AWS endpoint {self.aws_endpoint or 'in-process only'}")
 
     def stop(self, within: float = STOP_SECONDS) -> None:
@@ -261,10 +283,27 @@ class LocalRuntime:
         assert self.deployment is not None
         for logical_id in self.deployment.resources("AWS::Lambda::Function"):
             name = self.deployment.physical[logical_id]
-            configuration = self._clients["lambda"].get_function_configuration(FunctionName=name)
+            configuration = lambda_control.function_configuration(name)
             self.functions[logical_id] = FunctionHost(
                 FunctionConfig.from_moto(configuration), capture=self.capture, metrics=self.metrics
             )
+
+    def _shorten_retention(self, seconds: int) -> None:
+        """Tell every function that stamps expiries to keep data `seconds`, as a deploy of an
+        environment with that retention would (the function configuration shows it)."""
+        assert self.deployment is not None
+        client = self._clients["lambda"]
+        for logical_id in self.deployment.resources("AWS::Lambda::Function"):
+            name = self.deployment.physical[logical_id]
+            variables = dict(
+                (client.get_function_configuration(FunctionName=name).get("Environment") or {}).get("Variables", {})
+            )
+            if RETENTION_VARIABLE not in variables:
+                continue
+            periods = json.loads(variables[RETENTION_VARIABLE])
+            variables[RETENTION_VARIABLE] = json.dumps(dict.fromkeys(periods, seconds))
+            client.update_function_configuration(FunctionName=name, Environment={"Variables": variables})
+        self.event(f"retention shortened to {seconds} s for every kind of data (the emulated TTL deletes after it)")
 
     def _function_by_arn(self, arn: str) -> FunctionHost:
         for host in self.functions.values():
@@ -289,6 +328,7 @@ class LocalRuntime:
                 lambda_client=self._clients["lambda"],
                 sqs_client=self._clients["sqs"],
                 on_error=self.error,
+                read_mapping=lambda_control.mapping_configuration,
             )
             self.players.append(player)
         for lane in self.env.lanes:
@@ -425,12 +465,23 @@ class LocalRuntime:
             except Exception as exc:
                 self.error(f"metrics publish: {type(exc).__name__}: {exc}")
 
+    def _reap_loop(self) -> None:
+        from moto.core import DEFAULT_ACCOUNT_ID
+
+        reaper = TtlReaper(DEFAULT_ACCOUNT_ID, REGION)
+        while not self._stop.wait(REAP_SECONDS):
+            try:
+                swept = reaper.reap()
+                self.expired_items += swept.deleted
+            except Exception as exc:
+                self.error(f"ttl: {type(exc).__name__}: {exc}")
+
     def _config_loop(self) -> None:
         """Adopt configuration changes made through the moto server, as a deploy would."""
         while not self._stop.wait(CONFIG_REFRESH_SECONDS):
             for host in self.functions.values():
                 try:
-                    configuration = self._clients["lambda"].get_function_configuration(FunctionName=host.config.name)
+                    configuration = lambda_control.function_configuration(host.config.name)
                     if host.reconfigure(FunctionConfig.from_moto(configuration)):
                         self.event(f"{host.config.name}: configuration changed; warm instances retired")
                 except Exception as exc:
