@@ -17,11 +17,12 @@ from ops import pricing
 from ops.errors import FAILED, OK
 from ops.output import JSON, TEXT, Console, Table, duration, money, table
 from stacks.config.environments import Environment
-from stacks.config.lanes import Lane
+from stacks.config.lanes import QUEUE_RETENTION_DAYS, Lane
 
 UNRESERVED_MINIMUM = 100
 """Lambda refuses reservations that would leave fewer unreserved executions than this."""
 SWEEPER_RESERVATION = 1
+DAY_SECONDS = 24 * 3600
 WIDTH = 110
 
 
@@ -36,51 +37,58 @@ class LanePlan:
     @property
     def headroom(self) -> float:
         """MaximumConcurrency over busy slots: below 1 the lane cannot keep up at peak."""
-        return math.inf if self.busy_slots == 0 else self.lane.max_concurrency / self.busy_slots
+        return math.inf if self.busy_slots == 0 else self.lane.policy.max_concurrency / self.busy_slots
 
 
 def plan_lane(lane: Lane, utilisation: float) -> LanePlan:
     arrival = lane.traffic.peak_per_second
-    busy = arrival * lane.traffic.service_seconds
+    busy = arrival * lane.policy.service_seconds
     return LanePlan(
         lane=lane,
         arrival_per_second=arrival,
         busy_slots=busy,
         slots=max(1, math.ceil(busy / utilisation - 1e-9)),
-        queue_bound=arrival * lane.objective_seconds,
+        queue_bound=arrival * lane.policy.objective_seconds,
     )
 
 
-def visibility_problem(visibility_seconds: float, timeout_seconds: float, window_seconds: float) -> str | None:
-    needed = 6 * timeout_seconds + window_seconds
-    if visibility_seconds < needed:
-        return (
-            f"visibility timeout {visibility_seconds:.0f} s is under 6 x timeout + batch window ({needed:.0f} s): "
-            "a message can be redelivered while a retried invocation still holds it"
-        )
-    return None
+def retry_span_seconds(lane: Lane) -> float:
+    """The longest a message can spend on its lane before its last receive: each receive holds it
+    for the visibility timeout (an invocation that dies) or its retry backoff, at most the cap."""
+    return lane.policy.max_receives * max(lane.visibility_timeout_seconds, lane.policy.retry.cap_seconds)
 
 
 def lane_warnings(plan: LanePlan) -> list[str]:
     lane = plan.lane
+    policy = lane.policy
     found = []
-    if lane.objective_seconds < lane.traffic.service_seconds:
+    if policy.objective_seconds < policy.service_seconds:
         found.append(
-            f"objective {lane.objective_seconds} s is shorter than one message's service time "
-            f"({lane.traffic.service_seconds:g} s): every message misses it"
+            f"objective {policy.objective_seconds} s is shorter than one message's service time "
+            f"({policy.service_seconds:g} s): every message misses it"
         )
-    problem = visibility_problem(lane.visibility_timeout_seconds, lane.timeout_seconds, lane.batch_window_seconds)
-    if problem:
-        found.append(problem)
-    if lane.max_concurrency < plan.busy_slots:
+    if policy.service_seconds > policy.task_time_limit_seconds:
         found.append(
-            f"MaximumConcurrency {lane.max_concurrency} is under the {plan.busy_slots:.1f} busy slots at peak: "
+            f"one message's service time ({policy.service_seconds:g} s) is over the task time limit "
+            f"{policy.task_time_limit_seconds:g} s that the timeout {policy.timeout_seconds} s leaves: most tasks "
+            "time out and are retried until they are dead-lettered"
+        )
+    span, retention = retry_span_seconds(lane), QUEUE_RETENTION_DAYS * DAY_SECONDS
+    if span > retention:
+        found.append(
+            f"{policy.max_receives} receives of up to {span / policy.max_receives / 3600:.1f} h each (visibility "
+            f"timeout or retry cap) outlast the queue's {QUEUE_RETENTION_DAYS}-day retention: SQS can delete a "
+            "failing message before it reaches the DLQ"
+        )
+    if policy.max_concurrency < plan.busy_slots:
+        found.append(
+            f"MaximumConcurrency {policy.max_concurrency} is under the {plan.busy_slots:.1f} busy slots at peak: "
             "the backlog grows for as long as the peak lasts"
         )
-    elif lane.max_concurrency < plan.slots:
+    elif policy.max_concurrency < plan.slots:
         found.append(
-            f"MaximumConcurrency {lane.max_concurrency} is under the {plan.slots} slots for the target utilisation: "
-            "the lane keeps up at peak, but with little slack for a slow dependency"
+            f"MaximumConcurrency {policy.max_concurrency} is under the {plan.slots} slots for the target "
+            "utilisation: the lane keeps up at peak, but with little slack for a slow dependency"
         )
     return [f"{lane.name}: {text}" for text in found]
 
@@ -88,10 +96,10 @@ def lane_warnings(plan: LanePlan) -> list[str]:
 def dependency_lines(env: Environment, plans: list[LanePlan]) -> tuple[list[str], list[str]]:
     lines, warnings = [], []
     for dependency in env.dependencies:
-        users = [p for p in plans if p.lane.dependency == dependency.name]
+        users = [p for p in plans if p.lane.policy.dependency == dependency.name]
         if not users:
             continue
-        budget = sum(p.lane.max_concurrency for p in users)
+        budget = sum(p.lane.policy.max_concurrency for p in users)
         busy = sum(p.busy_slots for p in users)
         names = " + ".join(p.lane.name for p in users)
         lines.append(
@@ -120,7 +128,7 @@ def account_lines(env: Environment) -> tuple[list[str], list[str]]:
     quota = env.account_concurrency_quota
     reservable = quota - UNRESERVED_MINIMUM
     if not env.reserved_concurrency:
-        total = sum(lane.max_concurrency for lane in env.lanes)
+        total = sum(lane.policy.max_concurrency for lane in env.lanes)
         lines = [f"reservations are off in {env.name}; the lanes can use up to {total} of the account's {quota}"]
         warnings = []
         if total > quota:
@@ -164,13 +172,13 @@ def _capacity_table(plans: list[LanePlan], env: Environment) -> Table:
             (
                 lane.name,
                 f"{p.arrival_per_second:g}",
-                f"{lane.traffic.service_seconds:g}s",
+                f"{lane.policy.service_seconds:g}s",
                 f"{p.busy_slots:.1f}",
                 p.slots,
-                lane.max_concurrency,
+                lane.policy.max_concurrency,
                 lane.reserved_concurrency if env.reserved_concurrency else "off",
                 "inf" if math.isinf(p.headroom) else f"{p.headroom:.1f}x",
-                duration(lane.objective_seconds),
+                duration(lane.policy.objective_seconds),
                 f"{p.queue_bound:,.0f}",
             )
         )

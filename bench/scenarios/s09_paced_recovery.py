@@ -100,7 +100,7 @@ def _fill(s: Session, p: Params, label: str) -> dict[str, str]:
     s.configure_lane(
         LANE,
         options={"vendor_failure_rate": "0", "vendor_latency_ms": str(p.latency_ms)},
-        max_receives=lane.max_receives,
+        max_receives=lane.policy.max_receives,
     )
     return comments
 
