@@ -10,7 +10,7 @@ import math
 from typing import Any
 
 from ops import pricing
-from ops.plan import LanePlan, account_lines, dependency_lines, lane_warnings
+from ops.plan_checks import LanePlan, account_lines, dependency_lines, lane_warnings
 from stacks.config.environments import Environment
 
 

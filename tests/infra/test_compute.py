@@ -115,6 +115,31 @@ def test_the_jobs_api_is_told_maximum_concurrency_once(synthesized):
     assert jobs["Environment"]["Variables"]["LANES"].count('"max_concurrency"') == len(synthesized.env.lanes)
 
 
+LAMBDA_ENVIRONMENT_BYTES = 4096
+"""Lambda refuses a function whose variables (names and values) add up to more."""
+RESOLVED_TOKEN_CHARS = 120
+"""What a resource reference in a variable stands for at most here: a queue URL or an ARN."""
+
+
+def _resolved_length(value) -> int:
+    if isinstance(value, str):
+        return len(value)
+    if isinstance(value, dict) and "Fn::Join" in value:
+        _, parts = value["Fn::Join"]
+        return sum(_resolved_length(part) for part in parts)
+    return RESOLVED_TOKEN_CHARS
+
+
+def test_every_function_environment_fits_lambda_s_limit(synthesized):
+    # The lane policies travel whole in LANE and LANES; the jobs API and the sweeper carry every
+    # lane's, so a catalogue that grows must still fit
+    functions = {k: r for k, r in synthesized.template["Resources"].items() if r["Type"] == "AWS::Lambda::Function"}
+    for logical_id, resource in functions.items():
+        variables = resource["Properties"]["Environment"]["Variables"]
+        size = sum(len(name) + _resolved_length(value) for name, value in variables.items())
+        assert size <= LAMBDA_ENVIRONMENT_BYTES, f"{logical_id}: up to {size} bytes of environment"
+
+
 def test_http_api_routes_and_their_authorisation(synthesized):
     routes = {
         r["Properties"]["RouteKey"]: r["Properties"] for r in synthesized.resources("AWS::ApiGatewayV2::Route").values()

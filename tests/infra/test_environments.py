@@ -39,7 +39,7 @@ def test_local_environment_runs_on_seconds_not_minutes():
     for lane in local.lanes:
         assert lane.policy.timeout_seconds <= 10
         assert lane.visibility_timeout_seconds <= 62
-        assert lane.policy.objective_seconds <= prod.lane(lane.name).objective_seconds
+        assert lane.policy.objective_seconds <= prod.lane(lane.name).policy.objective_seconds
     assert local.sweeper.period_seconds < 60
 
 

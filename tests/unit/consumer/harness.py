@@ -76,7 +76,7 @@ def with_lane(environ: Mapping[str, str], **changes: Any) -> dict[str, str]:
     return {**environ, "LANE": changed_lane(environ["LANE"], **changes)}
 
 
-def quota(limit: int, mode: str = "enforce") -> TenantQuota:
+def tenant_cap(limit: int, mode: str = "enforce") -> TenantQuota:
     """A tenant quota for a test lane (the catalogue names what each real one protects)."""
     return TenantQuota(limit, "a partner's per-tenant limit", BudgetMode(mode))
 

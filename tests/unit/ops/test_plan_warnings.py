@@ -76,6 +76,25 @@ def test_retries_that_outlast_the_queue_retention(capsys):
     )
 
 
+def test_a_tenant_cap_that_cannot_bind(capsys):
+    # Given bulk's cap raised to 40 pages per tenant, over the 25 records the lane ever has in flight
+    bulk = ENVIRONMENTS["prod"].lane("bulk")
+    loose = replace(bulk.policy, tenant_quota=replace(bulk.policy.tenant_quota, limit=40))
+    env = replace(
+        ENVIRONMENTS["prod"],
+        lanes=tuple(
+            replace(lane, policy=loose) if lane.name == "bulk" else lane for lane in ENVIRONMENTS["prod"].lanes
+        ),
+    )
+
+    code, out = _warnings(env, capsys)
+
+    assert code == 1
+    assert (
+        "bulk: the tenant cap 40 is not under the lane's 25 records in flight (MaximumConcurrency 5 x batch 5)" in out
+    )
+
+
 def test_maximum_concurrency_under_the_busy_slots(capsys):
     # Given a campaign season: engagement's peak forecast raised to 100 comments a second
     env = _overridden("prod", engagement=LaneOverride(traffic=Traffic(peak_per_second=100)))
