@@ -6,9 +6,10 @@ from dataclasses import fields
 
 import pytest
 
-from stacks.config.environments import ENVIRONMENTS, LOCAL_OVERRIDES
+from stacks.config.environments import ENVIRONMENTS
 from stacks.config.lane_overrides import LANE_FIELDS, POLICY_FIELDS, LaneOverride, lanes_for, scaled
 from stacks.config.lanes import RetryPolicy, Traffic, catalogue
+from stacks.config.local_lanes import LOCAL_OVERRIDES
 
 
 def test_every_override_field_is_a_field_of_the_policy_or_of_the_lane():

@@ -65,8 +65,10 @@ def _read(kind: Any, raw: Any, path: str) -> Any:
         options = typing.get_args(kind)
         if raw is None and type(None) in options:
             return None
-        [inner] = [option for option in options if option is not type(None)]
-        return _read(inner, raw, path)
+        rest = [option for option in options if option is not type(None)]
+        if len(rest) != 1:
+            raise PolicyError(f"{path}: only `X | None` unions can be read")
+        return _read(rest[0], raw, path)
     if origin is tuple:
         return _tuple(kind, raw, path)
     if isinstance(kind, type) and is_dataclass(kind):
@@ -123,26 +125,3 @@ def _scalar(kind: Any, raw: Any, path: str) -> Any:
     if kind in (bool, int, float, str):
         raise PolicyError(f"{path}: expected {kind.__name__}, got {raw!r}")
     raise PolicyError(f"{path}: type {kind!r} cannot be read from JSON")
-
-
-def check_readable(cls: type) -> None:
-    """Fail now, not at a cold start, if `cls` has a field the codec cannot read."""
-    for f in fields(cls):
-        _check_type(_hints(cls)[f.name], f"{cls.__name__}.{f.name}")
-
-
-def _check_type(kind: Any, path: str) -> None:
-    origin = typing.get_origin(kind)
-    if origin in (Union, types.UnionType):
-        rest = [option for option in typing.get_args(kind) if option is not type(None)]
-        if len(rest) != 1:
-            raise PolicyError(f"{path}: only `X | None` unions can be read")
-        _check_type(rest[0], path)
-    elif origin is tuple:
-        for arg in typing.get_args(kind):
-            if arg is not Ellipsis:
-                _check_type(arg, path)
-    elif isinstance(kind, type) and is_dataclass(kind):
-        check_readable(kind)
-    elif not (isinstance(kind, type) and (issubclass(kind, Enum) or kind in (bool, int, float, str))):
-        raise PolicyError(f"{path}: type {kind!r} cannot be read from JSON")
