@@ -248,8 +248,8 @@ def run(h: Harness, p: Params = FULL) -> Result:
         complete=all(len(ph.triaged) == len(ph.sent) for ph in (control, ours, naive)),
     )
     result.method = [
-        f"engagement lane (MaximumConcurrency 3, batch 10, retry base {lane['retry_base_seconds']} s capped at "
-        f"{lane['retry_cap_seconds']} s, max receives {max_receives}); model latency {p.service_ms} ms.",
+        f"engagement lane (MaximumConcurrency 3, batch 10, retry base {lane['retry']['base_seconds']} s capped at "
+        f"{lane['retry']['cap_seconds']} s, max receives {max_receives}); model latency {p.service_ms} ms.",
         f"Normal comment-triage jobs at {p.per_second:g}/s for {p.seconds:g} s from {p.tenants} tenants; the poison "
         f"job posted {p.poison_at:g} s in. Control, then this pipeline, then the naive consumer, one runtime.",
         "Naive consumer = the same code with max receives 1000, backoff 0 and the queue's redrive limit 1000 "

@@ -206,7 +206,7 @@ def run(h: Harness, p: Params = FULL) -> Result:
             )
             for d in (paced, unpaced)
         }
-        objective = s.runtime.env.lane(LANE).objective_seconds
+        objective = s.runtime.env.lane(LANE).policy.objective_seconds
         mapping_max = s.lane_view(LANE).player.state().max_concurrency
     for d in (paced, unpaced):
         d.copies = {1}
