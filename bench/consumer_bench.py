@@ -169,6 +169,7 @@ class World:
 def _world(lane_changes: Mapping[str, Any] | None = None) -> World:
     import boto3
 
+    from ops.lane_changes import changed_lane
     from stacks import runtime_env
     from stacks.config.environments import ENVIRONMENTS
     from tests.support.aws import deploy
@@ -181,8 +182,7 @@ def _world(lane_changes: Mapping[str, Any] | None = None) -> World:
         "LOG_LEVEL": "WARNING",
     }
     if lane_changes:
-        lane = {**json.loads(environ["LANE"]), **lane_changes}
-        environ["LANE"] = json.dumps(lane)
+        environ["LANE"] = changed_lane(environ["LANE"], **lane_changes)
     return World(
         environ,
         deployed.resources.queue_urls[LANE],
@@ -263,11 +263,12 @@ def _cheap_paths(messages: int) -> tuple[Figures, Figures]:
         # deferred, so everything metered is the price of deferring.
         from pipeline.adapters.leases import LeaseBudgets
         from pipeline.domain import budgets
+        from pipeline.policy.lanes import TenantQuota
 
         # The messages lane has no cap (nothing it calls has a per-tenant limit): give it one here,
         # to price the path a capped lane's flood takes.
         quota = 4
-        world = _world({"defer_seconds": 30, "tenant_quota": quota, "tenant_quota_mode": "enforce"})
+        world = _world({"defer_seconds": 30, "tenant_quota": TenantQuota(quota, "a partner's per-tenant limit")})
         held = budgets.tenant_quota(LANE, "waba-flood", quota, "enforce")
         LeaseBudgets(world.dynamodb, "state", time.time).acquire(held, quota, hold_seconds=600)
         world.deliver(messages, lambda n: "waba-flood")

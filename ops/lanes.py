@@ -101,7 +101,7 @@ def pause(ctx: Context, lane_name: str) -> int:
 
 def resume(ctx: Context, lane_name: str, ramp: float | None) -> int:
     lane = known_lane(ctx.env, lane_name)
-    target = lane.max_concurrency
+    target = lane.policy.max_concurrency
     client, uuid, mapping = _mapping(ctx, lane_name)
     running = mapping.get("State") in ("Enabled", "Enabling")
     if ramp is None:

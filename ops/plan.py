@@ -4,152 +4,30 @@ Per lane, at peak: arrival rate λ, busy slots L = λ x service time (Little's l
 messages are in service at once on average), slots to provision so those run at the target
 utilisation, and the queue bound at the objective, λ x objective (by Little's law again, a backlog
 above it at peak means messages wait longer than the objective). Then the checks where the
-configuration contradicts itself, and the monthly cost at list prices (see ops/pricing.py).
+configuration contradicts itself (ops/plan_checks.py), and the monthly cost at list prices (see ops/pricing.py).
 """
 
 from __future__ import annotations
 
 import math
 import textwrap
-from dataclasses import dataclass
 
 from ops import pricing
 from ops.errors import FAILED, OK
 from ops.output import JSON, TEXT, Console, Table, duration, money, table
+from ops.plan_checks import (
+    LanePlan,
+    account_lines,
+    dependency_lines,
+    lane_warnings,
+    plan_lane,
+    tenant_cap_lines,
+)
 from stacks.config.environments import Environment
-from stacks.config.lanes import Lane
 
-UNRESERVED_MINIMUM = 100
-"""Lambda refuses reservations that would leave fewer unreserved executions than this."""
-SWEEPER_RESERVATION = 1
 WIDTH = 110
 
-
-@dataclass(frozen=True)
-class LanePlan:
-    lane: Lane
-    arrival_per_second: float
-    busy_slots: float
-    slots: int
-    queue_bound: float
-
-    @property
-    def headroom(self) -> float:
-        """MaximumConcurrency over busy slots: below 1 the lane cannot keep up at peak."""
-        return math.inf if self.busy_slots == 0 else self.lane.max_concurrency / self.busy_slots
-
-
-def plan_lane(lane: Lane, utilisation: float) -> LanePlan:
-    arrival = lane.traffic.peak_per_second
-    busy = arrival * lane.traffic.service_seconds
-    return LanePlan(
-        lane=lane,
-        arrival_per_second=arrival,
-        busy_slots=busy,
-        slots=max(1, math.ceil(busy / utilisation - 1e-9)),
-        queue_bound=arrival * lane.objective_seconds,
-    )
-
-
-def visibility_problem(visibility_seconds: float, timeout_seconds: float, window_seconds: float) -> str | None:
-    needed = 6 * timeout_seconds + window_seconds
-    if visibility_seconds < needed:
-        return (
-            f"visibility timeout {visibility_seconds:.0f} s is under 6 x timeout + batch window ({needed:.0f} s): "
-            "a message can be redelivered while a retried invocation still holds it"
-        )
-    return None
-
-
-def lane_warnings(plan: LanePlan) -> list[str]:
-    lane = plan.lane
-    found = []
-    if lane.objective_seconds < lane.traffic.service_seconds:
-        found.append(
-            f"objective {lane.objective_seconds} s is shorter than one message's service time "
-            f"({lane.traffic.service_seconds:g} s): every message misses it"
-        )
-    problem = visibility_problem(lane.visibility_timeout_seconds, lane.timeout_seconds, lane.batch_window_seconds)
-    if problem:
-        found.append(problem)
-    if lane.max_concurrency < plan.busy_slots:
-        found.append(
-            f"MaximumConcurrency {lane.max_concurrency} is under the {plan.busy_slots:.1f} busy slots at peak: "
-            "the backlog grows for as long as the peak lasts"
-        )
-    elif lane.max_concurrency < plan.slots:
-        found.append(
-            f"MaximumConcurrency {lane.max_concurrency} is under the {plan.slots} slots for the target utilisation: "
-            "the lane keeps up at peak, but with little slack for a slow dependency"
-        )
-    return [f"{lane.name}: {text}" for text in found]
-
-
-def dependency_lines(env: Environment, plans: list[LanePlan]) -> tuple[list[str], list[str]]:
-    lines, warnings = [], []
-    for dependency in env.dependencies:
-        users = [p for p in plans if p.lane.dependency == dependency.name]
-        if not users:
-            continue
-        budget = sum(p.lane.max_concurrency for p in users)
-        busy = sum(p.busy_slots for p in users)
-        names = " + ".join(p.lane.name for p in users)
-        lines.append(
-            f"{dependency.name}: shared limit {dependency.limit} ({dependency.mode.value}), vendor quota "
-            f"{dependency.vendor_quota}; {names}: MaximumConcurrency {budget}, busy at peak {busy:.1f}"
-        )
-        if dependency.limit > dependency.vendor_quota:
-            warnings.append(
-                f"{dependency.name}: the shared limit {dependency.limit} is over the vendor quota "
-                f"{dependency.vendor_quota}: the vendor will refuse calls the budget lets through"
-            )
-        if busy > dependency.limit:
-            warnings.append(
-                f"{dependency.name}: {busy:.1f} calls busy at peak exceed the shared limit {dependency.limit}: "
-                f"{names} will defer work and their backlogs grow at peak"
-            )
-        if budget > dependency.limit:
-            lines.append(
-                f"  (the lanes' MaximumConcurrency sums to {budget}, over the limit {dependency.limit}: the budget "
-                "defers the excess rather than calling the vendor with it; that is its job)"
-            )
-    return lines, warnings
-
-
-def account_lines(env: Environment) -> tuple[list[str], list[str]]:
-    quota = env.account_concurrency_quota
-    reservable = quota - UNRESERVED_MINIMUM
-    if not env.reserved_concurrency:
-        total = sum(lane.max_concurrency for lane in env.lanes)
-        lines = [f"reservations are off in {env.name}; the lanes can use up to {total} of the account's {quota}"]
-        warnings = []
-        if total > quota:
-            warnings.append(
-                f"account: the lanes' MaximumConcurrency sums to {total}, over the account quota {quota}: "
-                "at peak they throttle each other (and the API)"
-            )
-        return lines, warnings
-    reserved = env.reserved_total + env.jobs_reservation + SWEEPER_RESERVATION
-    lines = [
-        f"reserved concurrency {reserved} (lanes {env.reserved_total} + jobs API {env.jobs_reservation} + sweeper "
-        f"{SWEEPER_RESERVATION}) of a {quota} quota; Lambda keeps {UNRESERVED_MINIMUM} unreserved, so {reservable} "
-        "can be reserved"
-    ]
-    warnings = []
-    # Both jobs routes at their throttle, each request a door invocation (Little's law again).
-    jobs_busy = 2 * env.api.jobs.rate_limit * pricing.ASSUMED.door_seconds
-    if env.jobs_reservation < jobs_busy:
-        warnings.append(
-            f"jobs API: a reservation of {env.jobs_reservation} is under the {jobs_busy:.1f} invocations busy with "
-            "both jobs routes at their throttle: a webhook flood can starve it, or past the reservation Lambda "
-            "throttles it and producers get 5xx"
-        )
-    if reserved > reservable:
-        warnings.append(
-            f"account: {reserved} reserved is over the {reservable} reservable: the deploy fails "
-            "(raise the quota, or turn reservations off for this environment)"
-        )
-    return lines, warnings
+__all__ = ["LanePlan", "plan_lane", "run_plan"]
 
 
 def _wrapped(text: str, indent: str = "") -> list[str]:
@@ -164,13 +42,13 @@ def _capacity_table(plans: list[LanePlan], env: Environment) -> Table:
             (
                 lane.name,
                 f"{p.arrival_per_second:g}",
-                f"{lane.traffic.service_seconds:g}s",
+                f"{lane.policy.service_seconds:g}s",
                 f"{p.busy_slots:.1f}",
                 p.slots,
-                lane.max_concurrency,
+                lane.policy.max_concurrency,
                 lane.reserved_concurrency if env.reserved_concurrency else "off",
                 "inf" if math.isinf(p.headroom) else f"{p.headroom:.1f}x",
-                duration(lane.objective_seconds),
+                duration(lane.policy.objective_seconds),
                 f"{p.queue_bound:,.0f}",
             )
         )
@@ -279,6 +157,8 @@ def run_plan(
     warnings += dependency_warnings + account_warnings
     console.line("dependencies")
     console.lines([w for line in dependency for w in _wrapped(line, "  ")] or ["  none shared"])
+    console.line("tenant caps")
+    console.lines([w for line in tenant_cap_lines(env) for w in _wrapped(line, "  ")] or ["  none"])
     console.line("account concurrency")
     console.lines([w for line in account for w in _wrapped(line, "  ")])
     console.line()

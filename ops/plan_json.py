@@ -10,7 +10,7 @@ import math
 from typing import Any
 
 from ops import pricing
-from ops.plan import LanePlan, account_lines, dependency_lines, lane_warnings
+from ops.plan_checks import LanePlan, account_lines, dependency_lines, lane_warnings
 from stacks.config.environments import Environment
 
 
@@ -24,13 +24,13 @@ def _lane(plan: LanePlan, env: Environment, cost: pricing.Cost) -> dict[str, Any
     return {
         "lane": lane.name,
         "peak_per_second": plan.arrival_per_second,
-        "service_seconds": lane.traffic.service_seconds,
+        "service_seconds": lane.policy.service_seconds,
         "busy_slots": round(plan.busy_slots, 3),
         "slots": plan.slots,
-        "max_concurrency": lane.max_concurrency,
+        "max_concurrency": lane.policy.max_concurrency,
         "reserved_concurrency": lane.reserved_concurrency if env.reserved_concurrency else None,
         "headroom": None if math.isinf(plan.headroom) else round(plan.headroom, 3),
-        "objective_seconds": lane.objective_seconds,
+        "objective_seconds": lane.policy.objective_seconds,
         "queue_bound": round(plan.queue_bound, 1),
         "cost": {
             "entry": pricing.entry(lane),

@@ -24,7 +24,7 @@ from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
 from ops.aws import describe_error
 from ops.context import Context
 from ops.errors import FAILED, OK
-from ops.plan import SWEEPER_RESERVATION, UNRESERVED_MINIMUM
+from ops.plan_checks import SWEEPER_RESERVATION, UNRESERVED_MINIMUM
 from ops.resolve import Deployment, find, output_prefix, stack_name
 from pipeline.domain.callers import ALL_TENANTS
 from pipeline.domain.meta_secret import MetaSecrets, SecretsMisconfigured

@@ -117,9 +117,9 @@ def units(lane: Lane, usage: Usage = ASSUMED) -> UnitsPerMessage:
     scenario in bench/scenarios measures the same items)."""
     kind = entry(lane)
     # The send (one request per 64 KiB), then one receive and one delete per batch.
-    sqs = math.ceil(lane.traffic.payload_kib / LIST_PRICES.sqs_request_kib) + 2 / lane.batch_size
-    budgets = (2 if lane.tenant_quota else 0) + (2 if lane.dependency else 0)  # each: take and give back
-    drain = 1 / lane.batch_size  # one drain-count update per batch, for admission
+    sqs = math.ceil(lane.traffic.payload_kib / LIST_PRICES.sqs_request_kib) + 2 / lane.policy.batch_size
+    budgets = (2 if lane.policy.tenant_quota else 0) + (2 if lane.policy.dependency else 0)  # each: take and give back
+    drain = 1 / lane.policy.batch_size  # one drain-count update per batch, for admission
     # The row's and the effect's entries in the by_sender index (keys only: one unit each). Later
     # updates that leave the hash alone write no entry.
     index = 2 if lane.personal and kind != "tick" else 0
@@ -131,7 +131,7 @@ def units(lane: Lane, usage: Usage = ASSUMED) -> UnitsPerMessage:
         row = math.ceil(lane.traffic.payload_kib * usage.body_compression + usage.row_overhead_kib)
         # Without a call out, the task's keyed writes are its done-mark (domain/marks.effect_is_mark);
         # work that calls out keeps one: the row and the effect, in one transaction.
-        finish = effect if lane.dependency is None else 2 * (row + effect)
+        finish = effect if lane.policy.dependency is None else 2 * (row + effect)
         reads = math.ceil(row / 4)
         return UnitsPerMessage(sqs, writes=row + finish + budgets + drain + index, reads=reads, api_requests=1.0)
     row = math.ceil(lane.traffic.payload_kib + usage.row_overhead_kib)
@@ -209,7 +209,7 @@ def itemised(counts: Counts, lane: Lane, prices: Prices = LIST_PRICES, usage: Us
     time per message plus an overhead per invocation, and the door's time per request."""
     consumer_gb_s = (
         (
-            counts.messages * lane.traffic.service_seconds
+            counts.messages * lane.policy.service_seconds
             + counts.consumer_invocations * usage.invocation_overhead_seconds
         )
         * lane.memory_mb
@@ -263,10 +263,14 @@ def lane_cost(
     per = units(lane, usage)
     kind = entry(lane)
     door_rate = rate if kind != "tick" else 0.0
-    traces = (traced(door_rate) + traced(rate / lane.batch_size)) * prices.seconds_per_month if tracing_active else 0.0
+    traces = (
+        (traced(door_rate) + traced(rate / lane.policy.batch_size)) * prices.seconds_per_month
+        if tracing_active
+        else 0.0
+    )
     counts = Counts(
         messages=messages,
-        consumer_invocations=messages / lane.batch_size,  # full batches: optimistic at low traffic
+        consumer_invocations=messages / lane.policy.batch_size,  # full batches: optimistic at low traffic
         door_invocations=messages if kind != "tick" else 0.0,
         sqs_requests=messages * per.sqs_requests,
         write_units=messages * per.writes,

@@ -2,7 +2,9 @@
 
 The stack calls these with CDK tokens for resource names; tests and the local runtime call them
 with real names. Either way the handlers parse the result with `pipeline.settings`, so what the
-template says and what the code reads cannot drift apart. No CDK import here.
+template says and what the code reads cannot drift apart. Lane and sweeper policies are the
+functions' own types (pipeline/policy), written with their codec: the stack spells no field of
+them here. No CDK import here.
 """
 
 from __future__ import annotations
@@ -12,7 +14,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from pipeline.domain import erasure as erasure_rules
-from pipeline.settings import EnvVar, LaneSettings
+from pipeline.policy import codec
+from pipeline.policy.sweeper import SweeperSettings
+from pipeline.settings import EnvVar
 from stacks.config.environments import Environment
 from stacks.config.lanes import Lane
 from stacks.config.privacy import DAY
@@ -49,34 +53,6 @@ def metrics_namespace(env: Environment) -> str:
     return f"Lanes/{env.name}"
 
 
-def lane_settings(lane: Lane) -> LaneSettings:
-    return LaneSettings(
-        name=lane.name,
-        task=lane.task,
-        objective_seconds=lane.objective_seconds,
-        timeout_seconds=lane.timeout_seconds,
-        max_receives=lane.max_receives,
-        retry_base_seconds=lane.retry.base_seconds,
-        retry_cap_seconds=lane.retry.cap_seconds,
-        tenant_quota=lane.tenant_quota.limit if lane.tenant_quota else 0,
-        tenant_quota_mode=lane.tenant_quota.mode.value if lane.tenant_quota else "off",
-        default_expiry_seconds=lane.default_expiry_seconds,
-        defer_seconds=lane.defer_seconds,
-        task_time_limit_seconds=lane.task_time_limit_seconds,
-        max_concurrency=lane.max_concurrency,
-        batch_size=lane.batch_size,
-        dependency=lane.dependency,
-        options=lane.options(),
-        service_seconds=lane.traffic.service_seconds,
-    )
-
-
-def lane_capacity_per_second(lane: Lane) -> float:
-    """Messages a second the lane drains at full concurrency (Little's law: slots / service time).
-    The jobs API's admission uses it until consumers have measured a drain rate."""
-    return lane.max_concurrency / lane.traffic.service_seconds
-
-
 def _common(env: Environment, resources: Resources, service: str) -> dict[str, str]:
     return {
         EnvVar.ENV_NAME: env.name,
@@ -90,8 +66,8 @@ def _common(env: Environment, resources: Resources, service: str) -> dict[str, s
     }
 
 
-def _all_lanes(env: Environment, dumps: Dumps) -> str:
-    return dumps({lane.name: lane_settings(lane).to_dict() for lane in env.lanes})
+def _all_lanes(env: Environment) -> str:
+    return codec.dumps({lane.name: lane.policy for lane in env.lanes})
 
 
 def _dependencies(env: Environment, dumps: Dumps) -> str:
@@ -125,14 +101,13 @@ def jobs(env: Environment, resources: Resources, dumps: Dumps) -> dict[str, str]
         **_common(env, resources, "jobs"),
         **_retention(env, dumps),
         EnvVar.SENDER_KEY_ARN: resources.sender_key_arn,
-        EnvVar.LANES: _all_lanes(env, dumps),
+        EnvVar.LANES: _all_lanes(env),
         EnvVar.LANE_QUEUES: dumps(dict(resources.queue_urls)),
         EnvVar.JOBS: dumps(
             {
                 "admission_cache_seconds": env.jobs.admission_cache_seconds,
                 "tenant_queued_limit": env.jobs.tenant_queued_limit,
                 "max_payload_bytes": env.jobs.max_payload_bytes,
-                "lane_capacity_per_second": {lane.name: lane_capacity_per_second(lane) for lane in env.lanes},
                 "callers": {grant.principal: list(grant.tenants) for grant in env.jobs.callers},
             }
         ),
@@ -144,7 +119,7 @@ def consumer(env: Environment, lane: Lane, resources: Resources, dumps: Dumps) -
         **_common(env, resources, f"consumer-{lane.name}"),
         **_retention(env, dumps),
         EnvVar.SENDER_KEY_ARN: resources.sender_key_arn,
-        EnvVar.LANE: dumps(lane_settings(lane).to_dict()),
+        EnvVar.LANE: codec.dumps(lane.policy),
         EnvVar.QUEUE_URL: resources.queue_urls[lane.name],
         EnvVar.DLQ_URL: resources.dlq_urls[lane.name],
         EnvVar.DEPENDENCIES: _dependencies(env, dumps),
@@ -176,15 +151,15 @@ def erasure(env: Environment, resources: Resources, dumps: Dumps) -> dict[str, s
 def sweeper(env: Environment, resources: Resources, dumps: Dumps) -> dict[str, str]:
     return {
         **_common(env, resources, "sweeper"),
-        EnvVar.LANES: _all_lanes(env, dumps),
+        EnvVar.LANES: _all_lanes(env),
         EnvVar.LANE_QUEUES: dumps(dict(resources.queue_urls)),
-        EnvVar.SWEEPER: dumps(
-            {
-                "grace_seconds": env.sweeper.grace_seconds,
-                "patience_seconds": env.sweeper.patience_seconds,
-                "max_replays": env.sweeper.max_replays,
-                "rows_per_run": env.sweeper.rows_per_run,
-                "patience_cap_seconds": env.sweeper.patience_cap_seconds,
-            }
+        EnvVar.SWEEPER: codec.dumps(
+            SweeperSettings(
+                grace_seconds=env.sweeper.grace_seconds,
+                patience_seconds=env.sweeper.patience_seconds,
+                max_replays=env.sweeper.max_replays,
+                rows_per_run=env.sweeper.rows_per_run,
+                patience_cap_seconds=env.sweeper.patience_cap_seconds,
+            )
         ),
     }

@@ -34,7 +34,7 @@ def not_started_dead_letters(h: Harness, comments: int = 40, latency_ms: int = 1
     pages = [f"page-ns-{n}-{tag}" for n in range(10)]
     with h.session() as s:
         s.configure_lane(LANE, options={"vendor_latency_ms": str(latency_ms)})
-        max_receives = s.runtime.env.lane(LANE).max_receives
+        max_receives = s.runtime.env.lane(LANE).policy.max_receives
         statuses = fan_out(
             [
                 lambda n=n: s.client.deliver(meta.page_comment(pages[n % len(pages)], f"c{n}-{tag}", f"hi {n}?")).status

@@ -29,6 +29,7 @@ from bench.scenarios.harness import Harness
 from bench.scenarios.measure import fmt, percentile
 from bench.scenarios.result import Result
 from ops.drive import Session, poll
+from pipeline.policy.lanes import RetryPolicy
 
 LANE = "engagement"
 MARKER = "POISON-PILL"
@@ -150,7 +151,7 @@ def run(h: Harness, p: Params = FULL) -> Result:
     )
     started = time.monotonic()
     with h.session() as s:
-        retry = {} if p.retry is None else {"retry_base_seconds": p.retry[0], "retry_cap_seconds": p.retry[1]}
+        retry = {} if p.retry is None else {"retry": RetryPolicy(*p.retry)}
         if p.window_seconds is not None:
             s.set_mapping(LANE, window_seconds=p.window_seconds)
         s.configure_lane(LANE, options={"vendor_latency_ms": str(p.service_ms), "vendor_rejects": MARKER}, **retry)
@@ -171,7 +172,7 @@ def run(h: Harness, p: Params = FULL) -> Result:
         previous = s.set_queue_attributes(
             LANE, {"RedrivePolicy": json.dumps({"deadLetterTargetArn": dlq_arn, "maxReceiveCount": 1000})}
         )
-        s.configure_lane(LANE, max_receives=1000, retry_base_seconds=0.001, retry_cap_seconds=0.001)
+        s.configure_lane(LANE, max_receives=1000, retry=RetryPolicy(0.001, 0.001))
         ours_window = (ours.dead_lettered_at or time.time()) - ours.poison_sent
         max_receives = int(lane["max_receives"])
         naive = _phase(s, p, "naive", poison=True, observe_for=ours_window, until_attempts=max_receives + 1)
@@ -247,8 +248,8 @@ def run(h: Harness, p: Params = FULL) -> Result:
         complete=all(len(ph.triaged) == len(ph.sent) for ph in (control, ours, naive)),
     )
     result.method = [
-        f"engagement lane (MaximumConcurrency 3, batch 10, retry base {lane['retry_base_seconds']} s capped at "
-        f"{lane['retry_cap_seconds']} s, max receives {max_receives}); model latency {p.service_ms} ms.",
+        f"engagement lane (MaximumConcurrency 3, batch 10, retry base {lane['retry']['base_seconds']} s capped at "
+        f"{lane['retry']['cap_seconds']} s, max receives {max_receives}); model latency {p.service_ms} ms.",
         f"Normal comment-triage jobs at {p.per_second:g}/s for {p.seconds:g} s from {p.tenants} tenants; the poison "
         f"job posted {p.poison_at:g} s in. Control, then this pipeline, then the naive consumer, one runtime.",
         "Naive consumer = the same code with max receives 1000, backoff 0 and the queue's redrive limit 1000 "

@@ -100,7 +100,7 @@ def _fill(s: Session, p: Params, label: str) -> dict[str, str]:
     s.configure_lane(
         LANE,
         options={"vendor_failure_rate": "0", "vendor_latency_ms": str(p.latency_ms)},
-        max_receives=lane.max_receives,
+        max_receives=lane.policy.max_receives,
     )
     return comments
 
@@ -206,7 +206,7 @@ def run(h: Harness, p: Params = FULL) -> Result:
             )
             for d in (paced, unpaced)
         }
-        objective = s.runtime.env.lane(LANE).objective_seconds
+        objective = s.runtime.env.lane(LANE).policy.objective_seconds
         mapping_max = s.lane_view(LANE).player.state().max_concurrency
     for d in (paced, unpaced):
         d.copies = {1}

@@ -145,7 +145,7 @@ def _ours(h: Harness, p: Params) -> tuple[Tally, dict[str, Any]]:
         # Production's consumer timeout (30 s) instead of the local 5 s, whose batches have about three
         # seconds to start records: the ones that do not fit are re-sent, churn production does not have.
         production = next(lane for lane in catalogue() if lane.name == LANE)
-        s.set_timeout(LANE, production.timeout_seconds)
+        s.set_timeout(LANE, production.policy.timeout_seconds)
         door_before = s.host("ingress").stats.invocations
         consumer_before = s.host(LANE).stats.invocations
         records_before = s.lane_view(LANE).player.stats.records

@@ -11,6 +11,7 @@ from typing import Any
 
 from ops.drive.reach import Reach
 from ops.drive.waiting import wait_for
+from ops.lane_changes import changed_lane
 
 CONFIG_ADOPTION_SECONDS = 10.0
 MAPPING_REFRESH_SECONDS = 1.3
@@ -55,23 +56,14 @@ class Changes(Reach):
         self.host(role).reconfigure(FunctionConfig.from_moto(updated))
 
     def configure_lane(self, lane: str, *, options: Mapping[str, str | None] | None = None, **settings: Any) -> None:
-        """Change a consumer's LANE settings (and task options; None removes an option)."""
+        """Change fields of a consumer's lane policy (and task options; None removes an option)."""
         self.configure_lanes([lane], options=options, **settings)
 
     def configure_lanes(
         self, lanes: list[str], *, options: Mapping[str, str | None] | None = None, **settings: Any
     ) -> None:
         def change(variables: dict[str, str]) -> None:
-            current = json.loads(variables["LANE"])
-            current.update(settings)
-            merged = dict(current.get("options") or {})
-            for key, value in (options or {}).items():
-                if value is None:
-                    merged.pop(key, None)
-                else:
-                    merged[key] = value
-            current["options"] = merged
-            variables["LANE"] = json.dumps(current, separators=(",", ":"))
+            variables["LANE"] = changed_lane(variables["LANE"], options=options, **settings)
 
         self.update_environments(dict.fromkeys(lanes, change))
 

@@ -3,7 +3,7 @@ process. `app.py` picks one by name; everything else receives the `Environment` 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from pipeline.domain import erasure as erasure_rules
 from pipeline.domain.callers import ALL_TENANTS
@@ -17,20 +17,14 @@ from stacks.config.doors import (
     Throttle,
     WebhookConfig,
 )
+from stacks.config.lane_overrides import LaneOverride, lanes_for
 from stacks.config.lanes import (
-    AI,
-    BULK,
-    ENGAGEMENT,
     LLM_DEPENDENCY,
-    MESSAGES,
-    SCHEDULED,
     BudgetMode,
     Lane,
-    RetryPolicy,
-    Tick,
-    Traffic,
     catalogue,
 )
+from stacks.config.local_lanes import LOCAL_OVERRIDES
 from stacks.config.privacy import ErasureConfig, Retention
 
 LOCAL_ACCOUNT = "123456789012"
@@ -130,8 +124,8 @@ class Environment:
             raise ValueError(f"{self.name}: erasures run on lane {erasure_rules.LANE!r}, which it lacks")
         known = {d.name for d in self.dependencies}
         for lane in self.lanes:
-            if lane.dependency and lane.dependency not in known:
-                raise ValueError(f"{self.name}: lane {lane.name!r} uses unknown dependency {lane.dependency!r}")
+            if lane.policy.dependency and lane.policy.dependency not in known:
+                raise ValueError(f"{self.name}: lane {lane.name!r} uses unknown dependency {lane.policy.dependency!r}")
 
     def lane(self, name: str) -> Lane:
         for lane in self.lanes:
@@ -159,87 +153,12 @@ class Environment:
         return self.jobs.reserved_concurrency if self.reserved_concurrency else 0
 
 
-def _scaled(lanes: tuple[Lane, ...], scale: float) -> tuple[Lane, ...]:
-    """Smaller environments keep the same lanes, sized for a fraction of production's traffic."""
-    scaled = []
-    for lane in lanes:
-        concurrency = max(2, round(lane.max_concurrency * scale))
-        traffic = replace(lane.traffic, peak_per_second=lane.traffic.peak_per_second * scale)
-        scaled.append(replace(lane, max_concurrency=concurrency, reserved_concurrency=concurrency, traffic=traffic))
-    return tuple(scaled)
-
-
-# The local environment runs on one machine against an in-process emulator, so its times are
-# seconds, not minutes, and its queues are kept shallow (the emulator scans every message per
-# receive). Same lanes, same rules, shorter clocks.
-_LOCAL_TIMINGS: dict[str, dict[str, object]] = {
-    MESSAGES: dict(
-        objective_seconds=10,
-        timeout_seconds=5,
-        max_concurrency=4,
-        retry=RetryPolicy(0.5, 4),
-        defer_seconds=1,
-        traffic=Traffic(peak_per_second=5, service_seconds=0.1),
-    ),
-    ENGAGEMENT: dict(
-        objective_seconds=20,
-        timeout_seconds=5,
-        batch_window_seconds=1,
-        max_concurrency=3,
-        retry=RetryPolicy(0.5, 5),
-        defer_seconds=2,
-        default_expiry_seconds=120,
-        traffic=Traffic(peak_per_second=2, service_seconds=0.3),
-    ),
-    AI: dict(
-        objective_seconds=20,
-        timeout_seconds=10,
-        max_concurrency=3,
-        retry=RetryPolicy(0.5, 5),
-        defer_seconds=1,
-        default_expiry_seconds=120,
-        task_options=(("debounce_seconds", "1"), ("vendor_latency_ms", "200"), ("vendor_failure_rate", "0")),
-        traffic=Traffic(peak_per_second=2, service_seconds=0.3),
-    ),
-    BULK: dict(
-        objective_seconds=60,
-        timeout_seconds=10,
-        batch_window_seconds=2,
-        max_concurrency=2,
-        retry=RetryPolicy(1, 10),
-        defer_seconds=2,
-        default_expiry_seconds=600,
-        # An erasure's second pass within the runtime's clock, not 15 minutes later.
-        task_options=(("erase_again_seconds", "5"),),
-        traffic=Traffic(peak_per_second=0.5, service_seconds=0.5),
-    ),
-    SCHEDULED: dict(
-        objective_seconds=10,
-        timeout_seconds=3,
-        max_concurrency=2,
-        retry=RetryPolicy(0.5, 2),
-        default_expiry_seconds=5,
-        tick=Tick(period_seconds=5, kind="scoring.tick"),
-        traffic=Traffic(peak_per_second=0.2, service_seconds=0.1),
-    ),
-}
-
-
-def _local_lanes() -> tuple[Lane, ...]:
-    lanes = []
-    for lane in catalogue():
-        changes = _LOCAL_TIMINGS.get(lane.name, {})
-        concurrency = int(changes.get("max_concurrency", lane.max_concurrency))  # type: ignore[call-overload]
-        lanes.append(replace(lane, **changes, reserved_concurrency=concurrency))  # type: ignore[arg-type]
-    return tuple(lanes)
-
-
 def _build() -> dict[str, Environment]:
     lanes = catalogue()
     return {
         "dev": Environment(
             name="dev",
-            lanes=_scaled(lanes, 0.1),
+            lanes=lanes_for(lanes, scale=0.1),
             dependencies=(Dependency(LLM_DEPENDENCY, limit=5, vendor_quota=10),),
             api=ApiConfig(webhook=Throttle(100, 200), jobs=Throttle(50, 100)),
             reserved_concurrency=False,
@@ -256,7 +175,7 @@ def _build() -> dict[str, Environment]:
         ),
         "staging": Environment(
             name="staging",
-            lanes=_scaled(lanes, 0.25),
+            lanes=lanes_for(lanes, scale=0.25),
             dependencies=(Dependency(LLM_DEPENDENCY, limit=12, vendor_quota=20),),
             api=ApiConfig(webhook=Throttle(500, 1000), jobs=Throttle(100, 200)),
             reserved_concurrency=False,
@@ -289,7 +208,7 @@ def _build() -> dict[str, Environment]:
         ),
         "local": Environment(
             name="local",
-            lanes=_local_lanes(),
+            lanes=lanes_for(lanes, overrides=LOCAL_OVERRIDES),
             dependencies=(Dependency(LLM_DEPENDENCY, limit=2, vendor_quota=2),),
             # Measured: this machine's runtime keeps up with about 25 webhooks a second end to end
             # (door, consumer, sweeper and emulator share one interpreter; `make soak`). Past it
@@ -360,6 +279,7 @@ __all__ = [
     "Environment",
     "ErasureConfig",
     "JobsConfig",
+    "LaneOverride",
     "Retention",
     "SweeperConfig",
     "Throttle",

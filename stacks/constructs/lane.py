@@ -71,7 +71,7 @@ class LaneQueues(Construct):
             retention_period=QUEUE_RETENTION,
             encryption=sqs.QueueEncryption.SQS_MANAGED,
             enforce_ssl=True,
-            dead_letter_queue=sqs.DeadLetterQueue(queue=self.dead_letters, max_receive_count=lane.max_receives),
+            dead_letter_queue=sqs.DeadLetterQueue(queue=self.dead_letters, max_receive_count=lane.policy.max_receives),
             # A lane queue is never anyone's dead-letter queue.
             redrive_allow_policy=sqs.RedriveAllowPolicy(redrive_permission=sqs.RedrivePermission.DENY_ALL),
             removal_policy=removal,
@@ -111,7 +111,7 @@ class LaneConsumer(Construct):
             spec=FunctionSpec(
                 handler="pipeline.handlers.consumer.handler",
                 environment=environment,
-                timeout_seconds=lane.timeout_seconds,
+                timeout_seconds=lane.policy.timeout_seconds,
                 memory_mb=lane.memory_mb,
                 description=f"{lane.name} lane consumer: {lane.purpose}"[:256],
                 reserved_concurrency=lane.reserved_concurrency if env.reserved_concurrency else None,
@@ -126,9 +126,9 @@ class LaneConsumer(Construct):
             "Mapping",
             target=function,
             event_source_arn=queues.queue.queue_arn,
-            batch_size=lane.batch_size,
+            batch_size=lane.policy.batch_size,
             max_batching_window=Duration.seconds(lane.batch_window_seconds) if lane.batch_window_seconds else None,
-            max_concurrency=lane.max_concurrency,
+            max_concurrency=lane.policy.max_concurrency,
             report_batch_item_failures=True,
         )
         self._alarms(env, lane, queues, function, on_call)
@@ -141,9 +141,9 @@ class LaneConsumer(Construct):
             self,
             "OldestMessageAge",
             metric=queues.queue.metric_approximate_age_of_oldest_message(period=period, statistic="Maximum"),
-            threshold=lane.objective_seconds,
+            threshold=lane.policy.objective_seconds,
             description=f"{lane.name}: the oldest message has waited longer than the lane's "
-            f"{lane.objective_seconds} s objective. Customers are waiting. See docs/RUNBOOK.md#lane-age.",
+            f"{lane.policy.objective_seconds} s objective. Customers are waiting. See docs/RUNBOOK.md#lane-age.",
         )
         self.quiet_age_alarm = on_call.alarm(
             self,
@@ -152,9 +152,9 @@ class LaneConsumer(Construct):
             # MessageGroupId) leave one tenant's flood out of this age, so it pages only when
             # tenants who are not flooding wait past the objective.
             metric=queues.queue.metric(QUIET_GROUPS_AGE, period=period, statistic="Maximum"),
-            threshold=lane.objective_seconds,
+            threshold=lane.policy.objective_seconds,
             description=f"{lane.name}: a quiet tenant's oldest message has waited longer than the lane's "
-            f"{lane.objective_seconds} s objective: the lane is behind for everyone, not only for a noisy "
+            f"{lane.policy.objective_seconds} s objective: the lane is behind for everyone, not only for a noisy "
             "tenant. See docs/RUNBOOK.md#quiet-tenants-waiting.",
         )
         self.dlq_alarm = on_call.alarm(

@@ -156,7 +156,9 @@ class Observability(Construct):
                     queues.queue.metric_approximate_age_of_oldest_message(period=self._period, statistic="Maximum"),
                     queues.queue.metric(QUIET_GROUPS_AGE, period=self._period, statistic="Maximum"),
                 ],
-                left_annotations=[cloudwatch.HorizontalAnnotation(value=lane.objective_seconds, label="objective")],
+                left_annotations=[
+                    cloudwatch.HorizontalAnnotation(value=lane.policy.objective_seconds, label="objective")
+                ],
                 right=[queues.queue.metric(NOISY_GROUPS, period=self._period, statistic="Maximum")],
                 width=6,
             ),
@@ -171,7 +173,7 @@ class Observability(Construct):
             ),
             cloudwatch.GraphWidget(title=f"{lane.name}: records by outcome", left=outcomes, width=6, stacked=True),
             cloudwatch.GraphWidget(
-                title=f"{lane.name}: concurrency (budget {lane.max_concurrency})",
+                title=f"{lane.name}: concurrency (budget {lane.policy.max_concurrency})",
                 left=[
                     cloudwatch.Metric(
                         namespace="AWS/Lambda",
@@ -181,7 +183,7 @@ class Observability(Construct):
                         statistic="Maximum",
                     )
                 ],
-                left_annotations=[cloudwatch.HorizontalAnnotation(value=lane.max_concurrency, label="budget")],
+                left_annotations=[cloudwatch.HorizontalAnnotation(value=lane.policy.max_concurrency, label="budget")],
                 right=[
                     function.metric_throttles(period=self._period),
                     function.metric_errors(period=self._period),

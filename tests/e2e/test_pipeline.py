@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import time
 import uuid
 
 import pytest
 
 from ops.drive import wait_for
+from ops.lane_changes import changed_lane
 from ops.meta_payloads import whatsapp_message
 
 pytestmark = [pytest.mark.xdist_group("e2e"), pytest.mark.slow]
@@ -98,12 +98,7 @@ def _set_ai_option(pipeline, name: str, value: str | None) -> None:
     lambda_ = pipeline.aws("lambda")
     function = pipeline.outputs["AiFunctionName"]
     variables = dict(lambda_.get_function_configuration(FunctionName=function)["Environment"]["Variables"])
-    lane = json.loads(variables["LANE"])
-    if value is None:
-        lane["options"].pop(name, None)
-    else:
-        lane["options"][name] = value
-    variables["LANE"] = json.dumps(lane)
+    variables["LANE"] = changed_lane(variables["LANE"], options={name: value})
     lambda_.update_function_configuration(FunctionName=function, Environment={"Variables": variables})
     time.sleep(2.5)  # the runtime adopts configuration changes within two seconds
 

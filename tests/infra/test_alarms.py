@@ -50,7 +50,7 @@ def test_each_lane_alarms_on_age_dead_letters_errors_and_throttles(synthesized):
     for lane in synthesized.env.lanes:
         age = _on_queue(alarms, "ApproximateAgeOfOldestMessage", queue_logical_id(lane.name))
         assert (age["Threshold"], age["ComparisonOperator"], age["Statistic"], age["Period"]) == (
-            lane.objective_seconds,
+            lane.policy.objective_seconds,
             "GreaterThanThreshold",
             "Maximum",
             period,
@@ -79,7 +79,10 @@ def test_each_lane_alarms_on_the_wait_of_its_quiet_tenants(synthesized):
             "Maximum",
             synthesized.env.alarms.period_seconds,
         )
-        assert (quiet["Threshold"], quiet["ComparisonOperator"]) == (lane.objective_seconds, "GreaterThanThreshold")
+        assert (quiet["Threshold"], quiet["ComparisonOperator"]) == (
+            lane.policy.objective_seconds,
+            "GreaterThanThreshold",
+        )
         assert "RUNBOOK.md#quiet-tenants-waiting" in quiet["AlarmDescription"]
 
 

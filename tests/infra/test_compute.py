@@ -66,16 +66,16 @@ def test_every_consumer_keeps_its_lane_budget(synthesized):
     for lane in env.lanes:
         _, props = _consumer(synthesized, lane.name)
         assert props["Handler"] == "pipeline.handlers.consumer.handler"
-        assert props["Timeout"] == lane.timeout_seconds
+        assert props["Timeout"] == lane.policy.timeout_seconds
         assert props["MemorySize"] == lane.memory_mb
         if env.reserved_concurrency:
-            assert props["ReservedConcurrentExecutions"] == lane.reserved_concurrency >= lane.max_concurrency
+            assert props["ReservedConcurrentExecutions"] == lane.reserved_concurrency >= lane.policy.max_concurrency
         else:
             assert "ReservedConcurrentExecutions" not in props
         mapping = _mapping_for(synthesized, lane.name)
-        assert mapping["BatchSize"] == lane.batch_size
+        assert mapping["BatchSize"] == lane.policy.batch_size
         assert mapping.get("MaximumBatchingWindowInSeconds", 0) == lane.batch_window_seconds
-        assert mapping["ScalingConfig"] == {"MaximumConcurrency": lane.max_concurrency}
+        assert mapping["ScalingConfig"] == {"MaximumConcurrency": lane.policy.max_concurrency}
         assert mapping["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
 
 
@@ -97,18 +97,47 @@ def test_every_lane_the_router_can_return_is_consumed(synthesized):
 
 
 def test_function_environments_parse_into_handler_settings(synthesized):
+    # Given the environment's lanes, when each function's variables are read as the handlers read
+    # them, then every function holds exactly the catalogue's policy: nothing converted by hand
     env = synthesized.env
     for lane in env.lanes:
         _, props = _consumer(synthesized, lane.name)
-        parsed = settings.LaneSettings.from_dict(json.loads(props["Environment"]["Variables"]["LANE"]))
-        assert parsed.name == lane.name
-        assert parsed.max_receives == lane.max_receives
-        assert parsed.tenant_quota == (lane.tenant_quota.limit if lane.tenant_quota else 0)
+        assert settings.lane(props["Environment"]["Variables"]) == lane.policy
+    for handler in ("pipeline.handlers.jobs.handler", "pipeline.handlers.sweeper.handler"):
+        (function,) = _functions_by_handler(synthesized, handler)
+        assert settings.lanes(function["Environment"]["Variables"]) == {lane.name: lane.policy for lane in env.lanes}
+
+
+def test_the_jobs_api_is_told_maximum_concurrency_once(synthesized):
+    # The drain rate admission starts from is derived from the lane policy, not shipped beside it
     (jobs,) = _functions_by_handler(synthesized, "pipeline.handlers.jobs.handler")
-    lanes = json.loads(jobs["Environment"]["Variables"]["LANES"])
-    assert {name: settings.LaneSettings.from_dict(v).objective_seconds for name, v in lanes.items()} == {
-        lane.name: lane.objective_seconds for lane in env.lanes
-    }
+    assert "lane_capacity_per_second" not in json.loads(jobs["Environment"]["Variables"]["JOBS_SETTINGS"])
+    assert jobs["Environment"]["Variables"]["LANES"].count('"max_concurrency"') == len(synthesized.env.lanes)
+
+
+LAMBDA_ENVIRONMENT_BYTES = 4096
+"""Lambda refuses a function whose variables (names and values) add up to more."""
+RESOLVED_TOKEN_CHARS = 120
+"""What a resource reference in a variable stands for at most here: a queue URL or an ARN."""
+
+
+def _resolved_length(value) -> int:
+    if isinstance(value, str):
+        return len(value)
+    if isinstance(value, dict) and "Fn::Join" in value:
+        _, parts = value["Fn::Join"]
+        return sum(_resolved_length(part) for part in parts)
+    return RESOLVED_TOKEN_CHARS
+
+
+def test_every_function_environment_fits_lambda_s_limit(synthesized):
+    # The lane policies travel whole in LANE and LANES; the jobs API and the sweeper carry every
+    # lane's, so a catalogue that grows must still fit
+    functions = {k: r for k, r in synthesized.template["Resources"].items() if r["Type"] == "AWS::Lambda::Function"}
+    for logical_id, resource in functions.items():
+        variables = resource["Properties"]["Environment"]["Variables"]
+        size = sum(len(name) + _resolved_length(value) for name, value in variables.items())
+        assert size <= LAMBDA_ENVIRONMENT_BYTES, f"{logical_id}: up to {size} bytes of environment"
 
 
 def test_http_api_routes_and_their_authorisation(synthesized):
@@ -179,7 +208,7 @@ def test_sweeper_runs_on_its_own_schedule(synthesized):
 def test_ticks_carry_an_envelope_that_expires_at_its_cadence(synthesized):
     lane = synthesized.env.lane("scheduled")
     assert lane.tick is not None
-    assert lane.default_expiry_seconds == lane.tick.period_seconds
+    assert lane.policy.default_expiry_seconds == lane.tick.period_seconds
     rules = [
         r
         for r in synthesized.resources("AWS::Events::Rule").values()

@@ -7,6 +7,7 @@ from dataclasses import replace
 import pytest
 
 from stacks.config.environments import ENVIRONMENTS, UnknownEnvironment, get_environment
+from stacks.config.lane_overrides import POLICY_FIELDS
 from stacks.config.lanes import RetryPolicy, TenantQuota, catalogue
 
 
@@ -27,18 +28,18 @@ def test_every_lane_meets_the_design_rules(name):
     env = get_environment(name)
     assert set(env.lane_names) == {"messages", "engagement", "ai", "bulk", "scheduled"}
     for lane in env.lanes:
-        assert lane.reserved_concurrency >= lane.max_concurrency >= 2
-        assert lane.max_receives >= 5
-        assert lane.visibility_timeout_seconds >= 6 * lane.timeout_seconds + lane.batch_window_seconds
-        assert lane.task_time_limit_seconds < lane.timeout_seconds
+        assert lane.reserved_concurrency >= lane.policy.max_concurrency >= 2
+        assert lane.policy.max_receives >= 5
+        assert lane.visibility_timeout_seconds >= 6 * lane.policy.timeout_seconds + lane.batch_window_seconds
+        assert lane.policy.task_time_limit_seconds < lane.policy.timeout_seconds
 
 
 def test_local_environment_runs_on_seconds_not_minutes():
     local, prod = get_environment("local"), get_environment("prod")
     for lane in local.lanes:
-        assert lane.timeout_seconds <= 10
+        assert lane.policy.timeout_seconds <= 10
         assert lane.visibility_timeout_seconds <= 62
-        assert lane.objective_seconds <= prod.lane(lane.name).objective_seconds
+        assert lane.policy.objective_seconds <= prod.lane(lane.name).policy.objective_seconds
     assert local.sweeper.period_seconds < 60
 
 
@@ -63,8 +64,10 @@ def test_reservations_only_where_the_account_quota_allows_them():
 )
 def test_a_contradictory_lane_is_refused_with_its_reason(change, message):
     lane = catalogue()[0]
+    policy = {name: value for name, value in change.items() if name in POLICY_FIELDS}
+    rest = {name: value for name, value in change.items() if name not in POLICY_FIELDS}
     with pytest.raises(ValueError, match=message):
-        replace(lane, **change)
+        replace(lane, policy=replace(lane.policy, **policy), **rest)
 
 
 def test_bad_budgets_and_retry_policies_are_refused():

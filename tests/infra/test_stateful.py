@@ -104,10 +104,10 @@ def test_every_lane_queue_has_a_redrive_dlq_and_a_long_enough_visibility(synthes
     for lane in env.lanes:
         queue = synthesized.resource(queue_logical_id(lane.name))["Properties"]
         dlq = synthesized.resource(dlq_logical_id(lane.name))["Properties"]
-        assert queue["VisibilityTimeout"] == 6 * lane.timeout_seconds + lane.batch_window_seconds
+        assert queue["VisibilityTimeout"] == 6 * lane.policy.timeout_seconds + lane.batch_window_seconds
         assert queue["RedrivePolicy"] == {
             "deadLetterTargetArn": {"Fn::GetAtt": [dlq_logical_id(lane.name), "Arn"]},
-            "maxReceiveCount": lane.max_receives,
+            "maxReceiveCount": lane.policy.max_receives,
         }
         assert queue["SqsManagedSseEnabled"] is True
         assert queue["RedriveAllowPolicy"] == {"redrivePermission": "denyAll"}

@@ -118,7 +118,9 @@ def deploy(env: Environment) -> Deployed:
             QueueName=lane.name,
             Attributes={
                 "VisibilityTimeout": str(lane.visibility_timeout_seconds),
-                "RedrivePolicy": json.dumps({"deadLetterTargetArn": dlq_arn, "maxReceiveCount": lane.max_receives}),
+                "RedrivePolicy": json.dumps(
+                    {"deadLetterTargetArn": dlq_arn, "maxReceiveCount": lane.policy.max_receives}
+                ),
             },
         )["QueueUrl"]
         queue_urls[lane.name] = url

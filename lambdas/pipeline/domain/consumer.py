@@ -73,7 +73,7 @@ from pipeline.domain.task_context import TaskRun
 from pipeline.domain.time_limit import run_with_limit
 from pipeline.domain.work import Eraser, TaskFn, TaskResult, Vendor
 from pipeline.metric_names import Outcome
-from pipeline.settings import LaneSettings
+from pipeline.policy.lanes import LanePolicy
 
 LEASE_SLACK_SECONDS = 5.0
 """Added to every lease: covers clock skew between instances and the end-of-batch bookkeeping."""
@@ -84,7 +84,7 @@ CHEAP_CHECK_CALLS = 2
 
 @dataclass(frozen=True)
 class ConsumerConfig:
-    lane: LaneSettings
+    lane: LanePolicy
     dependency: Budget | None
     marker_ttl_seconds: int
     effects_retention_seconds: int
@@ -282,7 +282,8 @@ class Consumer:
         """Per tenant: the grant, and the batch indices over its quota (deferred when enforced).
         A tenant whose quota there is no time left to take and use has its records not started.
         A lane without a quota takes none: no lease, no release, no write."""
-        if not self._lane.tenant_quota:
+        quota = self._lane.tenant_quota
+        if quota is None:
             return {}
         by_tenant: dict[str, list[int]] = {}
         for index in todo:
@@ -296,9 +297,7 @@ class Consumer:
             if left < self._config.least_start_seconds:
                 self._not_started(batch, indices, settled, remaining)
                 continue
-            budget = budget_rules.tenant_quota(
-                self._lane.name, tenant, self._lane.tenant_quota, self._lane.tenant_quota_mode
-            )
+            budget = budget_rules.tenant_quota(self._lane.name, tenant, quota.limit, quota.mode)
             try:
                 grant = self._io.budgets.acquire(budget, len(indices), hold)
             except Exception as exc:
@@ -455,7 +454,7 @@ class Consumer:
     def _retry(
         self, received: Received, obligation: Obligation | None, error: Classified, attempt: int
     ) -> RecordOutcome:
-        backoff = retry.backoff(attempt, self._lane.retry_base_seconds, self._lane.retry_cap_seconds, self._rng)
+        backoff = retry.backoff(attempt, self._lane.retry.base_seconds, self._lane.retry.cap_seconds, self._rng)
         if obligation is not None and received.envelope is not None and not obligation.internal and obligation.open:
             note = marks.retry_note(obligation, received.envelope, now=self._clock(), attempts=attempt, error=error)
             try:
@@ -484,7 +483,7 @@ class Consumer:
             self._io.queue.dead_letter(received.body, attributes)
         except Exception as exc:
             # Unable to park it: keep it in the lane, where the receive count still bounds it.
-            backoff = retry.backoff(attempt, self._lane.retry_base_seconds, self._lane.retry_cap_seconds, self._rng)
+            backoff = retry.backoff(attempt, self._lane.retry.base_seconds, self._lane.retry.cap_seconds, self._rng)
             return out.retried(backoff.seconds, classify(exc), attempt, dead_letter_failed=error.reason)
         if envelope is not None and obligation is not None and obligation.found is not None and obligation.open:
             self._mark_failed(envelope, obligation, error, attempt)

@@ -56,7 +56,7 @@ from enum import StrEnum
 from typing import Any, Protocol
 
 from pipeline.domain.envelope import Envelope
-from pipeline.settings import SweeperSettings
+from pipeline.policy.sweeper import SweeperSettings
 
 SWEPT_SOURCES = ("webhook", "job")
 

@@ -63,19 +63,15 @@ class JobsApiSettings:
         lanes = settings.lanes(environ)
         queue_urls = settings.lane_queues(environ)
         jobs_settings = settings.jobs(environ)
-        for source, names in (
-            (settings.EnvVar.LANE_QUEUES, queue_urls),
-            ("lane_capacity_per_second", jobs_settings.lane_capacity_per_second),
-        ):
-            missing = sorted(set(lanes) - set(names))
-            if missing:
-                raise settings.SettingsError(f"{source} lacks lanes: {', '.join(missing)}")
+        missing = sorted(set(lanes) - set(queue_urls))
+        if missing:
+            raise settings.SettingsError(f"{settings.EnvVar.LANE_QUEUES} lacks lanes: {', '.join(missing)}")
         profiles = {
             name: LaneProfile(
                 name=name,
                 objective_seconds=lane.objective_seconds,
                 slots=lane.max_concurrency * lane.batch_size,
-                capacity_per_second=jobs_settings.lane_capacity_per_second[name],
+                capacity_per_second=lane.capacity_per_second,
             )
             for name, lane in lanes.items()
         }

@@ -27,6 +27,7 @@ from typing import Any
 import boto3
 from moto.core.botocore_stubber import BotocoreStubber
 
+from ops.lane_changes import changed_lane
 from ops.runtime import event_source
 from pipeline import schema, settings
 from pipeline.adapters.clients import Clients
@@ -36,6 +37,7 @@ from pipeline.domain import retention, webhook_body
 from pipeline.domain.envelope import Envelope
 from pipeline.domain.routing import Route
 from pipeline.handlers.consumer import create_handler
+from pipeline.policy.lanes import BudgetMode, TenantQuota
 from tests.support.aws import REGION
 
 _ATOMIC = threading.RLock()
@@ -69,15 +71,14 @@ def repoint_consumer_logs() -> None:
 
 
 def with_lane(environ: Mapping[str, str], **changes: Any) -> dict[str, str]:
-    """The consumer environment with some of its lane settings changed."""
-    lane = json.loads(environ["LANE"])
-    options = changes.pop("options", None)
-    if changes.get("tenant_quota") and "tenant_quota_mode" not in changes and lane["tenant_quota_mode"] == "off":
-        changes["tenant_quota_mode"] = "enforce"  # a cap on a lane the catalogue leaves uncapped
-    lane.update(changes)
-    if options is not None:
-        lane["options"] = {**lane.get("options", {}), **options}
-    return {**environ, "LANE": json.dumps(lane)}
+    """The consumer environment with some of its lane policy's fields changed (typed values, as
+    the catalogue writes them) and task `options` merged in."""
+    return {**environ, "LANE": changed_lane(environ["LANE"], **changes)}
+
+
+def tenant_cap(limit: int, mode: str = "enforce") -> TenantQuota:
+    """A tenant quota for a test lane (the catalogue names what each real one protects)."""
+    return TenantQuota(limit, "a partner's per-tenant limit", BudgetMode(mode))
 
 
 def with_dependency(environ: Mapping[str, str], name: str, *, limit: int, mode: str = "enforce") -> dict[str, str]:

@@ -21,6 +21,7 @@ from tests.unit.consumer.harness import (
     log_lines,
     metric_total,
     stdout_records,
+    tenant_cap,
     with_dependency,
     with_lane,
 )
@@ -37,7 +38,7 @@ def _leases(item: dict) -> list[str]:
 def test_a_flood_from_one_tenant_is_deferred_past_its_quota_while_others_proceed(lane):
     # Given a batch of ten: eight comments from page A, two from page B, and a quota of 4 per page
     h = lane("engagement")
-    environ = with_lane(h.environ, tenant_quota=4, defer_seconds=2)
+    environ = with_lane(h.environ, tenant_quota=tenant_cap(4), defer_seconds=2)
     for n in range(8):
         h.send(internal("engagement", f"a-{n}", "comment", {}, tenant="page-a"))
     h.send(internal("engagement", "b-0", "comment", {}, tenant="page-b"))
@@ -68,7 +69,7 @@ def test_deferral_never_moves_work_towards_the_dlq(lane):
     # Given a tenant whose only slot is held by another consumer, and a lane that dead-letters
     # after 6 receives
     h = lane("engagement")
-    environ = with_lane(h.environ, tenant_quota=1, defer_seconds=0)
+    environ = with_lane(h.environ, tenant_quota=tenant_cap(1), defer_seconds=0)
     holder = LeaseBudgets(boto3.client("dynamodb", region_name=REGION), "state", time.time)
     held = holder.acquire(budgets.tenant_quota("engagement", "page-a", 1, "enforce"), 1, 60)
     assert held.granted == 1
@@ -94,7 +95,7 @@ def test_deferral_never_moves_work_towards_the_dlq(lane):
 def test_observe_mode_defers_nothing_but_counts_what_it_would_have_deferred(lane, capsys, caplog):
     # Given a quota of 1 being rolled out in observe mode, and five records from one tenant
     h = lane("engagement")
-    environ = with_lane(h.environ, tenant_quota=1, tenant_quota_mode="observe")
+    environ = with_lane(h.environ, tenant_quota=tenant_cap(1, "observe"))
     for n in range(5):
         h.send(internal("engagement", f"o-{n}", "comment", {}, tenant="page-a"))
     task = Recorder()
@@ -139,7 +140,7 @@ def test_leases_of_a_crashed_consumer_expire_and_free_the_quota(aws, deployed):
 def test_a_consumer_proceeds_once_a_crashed_consumers_lease_expires(lane):
     # Given page A's quota of 1 held by a consumer that crashed a minute ago with a 30 s lease
     h = lane("engagement")
-    environ = with_lane(h.environ, tenant_quota=1)
+    environ = with_lane(h.environ, tenant_quota=tenant_cap(1))
     crashed = LeaseBudgets(boto3.client("dynamodb", region_name=REGION), "state", lambda: time.time() - 60)
     crashed.acquire(budgets.tenant_quota("engagement", "page-a", 1, "enforce"), 1, 30)
     h.send(internal("engagement", "c-2", "comment", {}, tenant="page-a"))
@@ -212,7 +213,7 @@ def test_a_dependency_budget_in_observe_mode_lets_calls_through_and_counts_them(
 def test_a_lane_without_a_tenant_quota_writes_no_tenant_bookkeeping(lane):
     # Given a lane configured with no per-tenant cap and a batch from two tenants
     h = lane("engagement")
-    environ = with_lane(h.environ, tenant_quota=0, tenant_quota_mode="off")
+    environ = with_lane(h.environ, tenant_quota=None)
     for n in range(6):
         h.send(internal("engagement", f"a-{n}", "comment", {}, tenant="page-a"))
     h.send(internal("engagement", "b-0", "comment", {}, tenant="page-b"))

@@ -15,7 +15,7 @@ from stacks.config.environments import ENVIRONMENTS
 def test_every_catalogue_task_has_a_function():
     for env in ENVIRONMENTS.values():
         for lane in env.lanes:
-            assert lane.task in TASKS, f"{env.name}/{lane.name} names task {lane.task!r}"
+            assert lane.policy.task in TASKS, f"{env.name}/{lane.name} names task {lane.policy.task!r}"
 
 
 def test_the_module_handler_builds_itself_once_from_the_environment(consumer_environ, monkeypatch):

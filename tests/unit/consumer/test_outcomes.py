@@ -8,10 +8,11 @@ import threading
 
 import pytest
 
-from pipeline import schema
+from pipeline import schema, settings
 from pipeline.domain.effects import Put, Table
 from pipeline.domain.errors import PermanentError, TransientError
 from pipeline.domain.work import TaskResult
+from pipeline.policy.lanes import RetryPolicy
 from tests.unit.consumer.fakes import Recorder, counter_value
 from tests.unit.consumer.harness import Context, log_lines, metric_total, stdout_records, with_lane
 
@@ -58,7 +59,7 @@ def test_success_marks_the_row_done_with_its_effect_in_one_commit(lane, capsys, 
 def test_transient_failure_backs_off_through_visibility_and_notes_the_row(lane, capsys):
     # Given a task that fails transiently, on a lane retrying from 2 s up to 60 s
     h = lane("messages")
-    environ = with_lane(h.environ, retry_base_seconds=2, retry_cap_seconds=60)
+    environ = with_lane(h.environ, retry=RetryPolicy(2, 60))
     h.send(h.job_row("job-flaky", {}, tenant="acme", kind="test"))
     handler = h.handler(
         environ, tasks={"messages": Recorder(_raise(TransientError("vendor 503")))}, rng=random.Random(3)
@@ -83,7 +84,7 @@ def _visibilities(h, job_id: str, seed: int) -> list[tuple[int, float]]:
     sixth); each time read the visibility the consumer set, then make the message visible again
     instead of waiting it out."""
     h.send(h.job_row(job_id, {}, tenant="acme", kind="test"))
-    environ = with_lane(h.environ, retry_base_seconds=2, retry_cap_seconds=60, max_receives=10)
+    environ = with_lane(h.environ, retry=RetryPolicy(2, 60), max_receives=10)
     handler = h.handler(environ, tasks={"messages": Recorder(_raise(TransientError("down")))}, rng=random.Random(seed))
     seen = []
     for _ in range(5):
@@ -247,9 +248,11 @@ def test_a_task_stopped_by_the_end_of_the_invocation_is_resent_without_an_attemp
 
 
 def test_a_task_past_its_hard_limit_is_retried_and_its_late_result_never_lands(lane, caplog):
-    # Given a task limit of 0.3 s and a task that cannot finish until the test lets it
+    # Given a 1 s function timeout, which leaves a task its least limit (0.5 s), and a task that
+    # cannot finish until the test lets it
     h = lane("messages")
-    environ = with_lane(h.environ, task_time_limit_seconds=0.3)
+    environ = with_lane(h.environ, timeout_seconds=1)
+    assert settings.lane(environ).task_time_limit_seconds == 0.5
     h.send(h.job_row("job-slow", {}, tenant="acme", kind="test"))
     release, finished = threading.Event(), threading.Event()
 

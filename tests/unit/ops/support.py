@@ -51,7 +51,7 @@ def template(env: Environment, *, drop_outputs: tuple[str, ...] = ()) -> dict[st
                 "VisibilityTimeout": lane.visibility_timeout_seconds,
                 "RedrivePolicy": {
                     "deadLetterTargetArn": {"Fn::GetAtt": [f"{prefix}Dlq", "Arn"]},
-                    "maxReceiveCount": lane.max_receives,
+                    "maxReceiveCount": lane.policy.max_receives,
                 },
             },
         }
@@ -69,9 +69,9 @@ def template(env: Environment, *, drop_outputs: tuple[str, ...] = ()) -> dict[st
             "Properties": {
                 "FunctionName": {"Ref": f"{prefix}Function"},
                 "EventSourceArn": {"Fn::GetAtt": [f"{prefix}Queue", "Arn"]},
-                "BatchSize": lane.batch_size,
+                "BatchSize": lane.policy.batch_size,
                 "Enabled": False,
-                "ScalingConfig": {"MaximumConcurrency": lane.max_concurrency},
+                "ScalingConfig": {"MaximumConcurrency": lane.policy.max_concurrency},
             },
         }
         outputs[f"{prefix}QueueUrl"] = {"Value": {"Ref": f"{prefix}Queue"}}

@@ -22,7 +22,7 @@ from stacks.config.environments import ENVIRONMENTS
 from tests.support.aws import REGION
 
 ACCOUNT = "123456789012"
-LANE_BATCH_SIZES = sorted({lane.batch_size for lane in ENVIRONMENTS["local"].lanes})
+LANE_BATCH_SIZES = sorted({lane.policy.batch_size for lane in ENVIRONMENTS["local"].lanes})
 
 
 @pytest.fixture

@@ -1,0 +1,56 @@
+"""What each function is told by the template, parsed once per cold start into typed values.
+
+The stack writes these variables (stacks/runtime_env.py); a handler builds its settings from the
+mapping it is given (`os.environ` on Lambda, the template's variables in the local runtime) and
+never reads the process environment anywhere else. Lane and sweeper policies are the types in
+`pipeline.policy`, read with its codec; this package only finds and reads the variables.
+
+- `environ.py`: the variable names, required and JSON values, tables, queue URLs
+- `lanes.py`: lane policies and the consumer's settings
+- `kept.py`: retention periods and the sweeper's policy
+- `doors.py`: the webhook's, the jobs API's and the erasure callback's settings
+"""
+
+from __future__ import annotations
+
+from pipeline.policy.lanes import LanePolicy
+from pipeline.policy.sweeper import SweeperSettings
+from pipeline.settings.doors import (
+    SECRET_CACHE_SECONDS,
+    ErasureSettings,
+    JobsSettings,
+    WebhookSettings,
+    erasure,
+    jobs,
+    webhook,
+)
+from pipeline.settings.environ import EnvVar, SettingsError, Tables, lane_queues, region, require, section
+from pipeline.settings.kept import RetentionSettings, retention, sweeper
+from pipeline.settings.lanes import ConsumerSettings, DependencySettings, dependencies, lane, lanes
+
+__all__ = [
+    "SECRET_CACHE_SECONDS",
+    "ConsumerSettings",
+    "DependencySettings",
+    "EnvVar",
+    "ErasureSettings",
+    "JobsSettings",
+    "LanePolicy",
+    "RetentionSettings",
+    "SettingsError",
+    "SweeperSettings",
+    "Tables",
+    "WebhookSettings",
+    "dependencies",
+    "erasure",
+    "jobs",
+    "lane",
+    "lane_queues",
+    "lanes",
+    "region",
+    "require",
+    "retention",
+    "section",
+    "sweeper",
+    "webhook",
+]

@@ -1,0 +1,115 @@
+"""The variables the stack gives each function, and how one is read: required, JSON, or a policy."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from pipeline.policy import codec
+
+T = TypeVar("T")
+
+
+class EnvVar:
+    ENV_NAME = "PIPELINE_ENV"
+    WEBHOOK_TABLE = "WEBHOOK_TABLE"
+    JOBS_TABLE = "JOBS_TABLE"
+    STATE_TABLE = "STATE_TABLE"
+    DATA_TABLE = "DATA_TABLE"
+    LANES = "LANES"
+    """JSON: {lane name: LanePolicy} for every lane (jobs, sweeper)."""
+    LANE_QUEUES = "LANE_QUEUES"
+    """JSON: {lane name: queue URL} for every lane."""
+    LANE = "LANE"
+    """JSON: the consumer's own LanePolicy."""
+    QUEUE_URL = "QUEUE_URL"
+    DLQ_URL = "DLQ_URL"
+    DEPENDENCIES = "DEPENDENCIES"
+    """JSON: {dependency name: {"limit": int, "mode": "enforce"|"observe"}}."""
+    META_SECRET_ARN = "META_SECRET_ARN"  # noqa: S105 (the name of a variable holding an ARN)
+    SENDER_KEY_ARN = "SENDER_KEY_ARN"
+    """The secret holding the key sender hashes are made with (adapters/sender_key.py)."""
+    WEBHOOK = "WEBHOOK_SETTINGS"
+    JOBS = "JOBS_SETTINGS"
+    SWEEPER = "SWEEPER_SETTINGS"
+    ERASURE = "ERASURE_SETTINGS"
+    IDEMPOTENCY_TTL_SECONDS = "IDEMPOTENCY_TTL_SECONDS"
+    RETENTION = "RETENTION_SETTINGS"
+    """JSON: seconds each kind of data is kept (RetentionSettings)."""
+    METRICS_NAMESPACE = "POWERTOOLS_METRICS_NAMESPACE"
+    SERVICE_NAME = "POWERTOOLS_SERVICE_NAME"
+    REGION = "AWS_REGION"
+
+
+class SettingsError(ValueError):
+    """A function was deployed without a variable it needs, or with one it cannot parse."""
+
+
+def require(environ: Mapping[str, str], name: str) -> str:
+    value = environ.get(name)
+    if value is None or value == "":
+        raise SettingsError(f"environment variable {name} is not set")
+    return value
+
+
+def json_value(environ: Mapping[str, str], name: str) -> Any:
+    raw = require(environ, name)
+    try:
+        return json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise SettingsError(f"environment variable {name} is not valid JSON: {exc}") from exc
+
+
+def section(environ: Mapping[str, str], name: str) -> dict[str, Any]:
+    """One JSON settings block (WEBHOOK_SETTINGS, JOBS_SETTINGS, SWEEPER_SETTINGS, ...)."""
+    raw = json_value(environ, name)
+    if not isinstance(raw, dict):
+        raise SettingsError(f"{name} must be a JSON object")
+    return raw
+
+
+def policy(environ: Mapping[str, str], name: str, cls: type[T]) -> T:
+    """The variable `name`, read as the policy type `cls` (pipeline/policy/codec.py)."""
+    try:
+        return codec.from_plain(cls, json_value(environ, name))
+    except codec.PolicyError as exc:
+        raise SettingsError(f"{name}: {exc}") from exc
+
+
+def policies(environ: Mapping[str, str], name: str, cls: type[T]) -> dict[str, T]:
+    """The variable `name`, a JSON object of policies of type `cls` by name."""
+    raw = section(environ, name)
+    try:
+        return {str(key): codec.from_plain(cls, value) for key, value in raw.items()}
+    except codec.PolicyError as exc:
+        raise SettingsError(f"{name}: {exc}") from exc
+
+
+def region(environ: Mapping[str, str]) -> str:
+    return require(environ, EnvVar.REGION)
+
+
+def lane_queues(environ: Mapping[str, str]) -> dict[str, str]:
+    raw = json_value(environ, EnvVar.LANE_QUEUES)
+    if not isinstance(raw, dict) or not raw:
+        raise SettingsError(f"{EnvVar.LANE_QUEUES} must map lane names to queue URLs")
+    return {str(k): str(v) for k, v in raw.items()}
+
+
+@dataclass(frozen=True)
+class Tables:
+    webhook_log: str
+    jobs: str
+    state: str
+    data: str
+
+    @classmethod
+    def from_environ(cls, environ: Mapping[str, str]) -> Tables:
+        return cls(
+            webhook_log=require(environ, EnvVar.WEBHOOK_TABLE),
+            jobs=require(environ, EnvVar.JOBS_TABLE),
+            state=require(environ, EnvVar.STATE_TABLE),
+            data=require(environ, EnvVar.DATA_TABLE),
+        )

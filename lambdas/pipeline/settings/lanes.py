@@ -1,0 +1,87 @@
+"""Lane policies as the functions are given them, and the consumer's whole deployment."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from pipeline.policy.lanes import LanePolicy
+from pipeline.settings.environ import EnvVar, SettingsError, Tables, json_value, policies, policy, region, require
+from pipeline.settings.kept import RetentionSettings, retention
+
+
+def lanes(environ: Mapping[str, str]) -> dict[str, LanePolicy]:
+    parsed = policies(environ, EnvVar.LANES, LanePolicy)
+    misnamed = sorted(key for key, lane in parsed.items() if key != lane.name)
+    if misnamed:
+        raise SettingsError(f"{EnvVar.LANES} keys differ from their lanes' names: {', '.join(misnamed)}")
+    return parsed
+
+
+def lane(environ: Mapping[str, str]) -> LanePolicy:
+    return policy(environ, EnvVar.LANE, LanePolicy)
+
+
+@dataclass(frozen=True)
+class DependencySettings:
+    name: str
+    limit: int
+    mode: str
+
+
+def dependencies(environ: Mapping[str, str]) -> dict[str, DependencySettings]:
+    raw = json_value(environ, EnvVar.DEPENDENCIES)
+    try:
+        return {
+            name: DependencySettings(name=name, limit=int(value["limit"]), mode=str(value["mode"]))
+            for name, value in raw.items()
+        }
+    except (AttributeError, KeyError, TypeError, ValueError) as exc:
+        raise SettingsError(f"{EnvVar.DEPENDENCIES} is incomplete or malformed: {exc!r}") from exc
+
+
+@dataclass(frozen=True)
+class ConsumerSettings:
+    """Everything a lane consumer is deployed with (see stacks/runtime_env.consumer)."""
+
+    lane: LanePolicy
+    queue_url: str
+    dlq_url: str
+    dependencies: Mapping[str, DependencySettings]
+    idempotency_ttl_seconds: int
+    tables: Tables
+    region: str
+    retention: RetentionSettings
+
+    @property
+    def dependency(self) -> DependencySettings | None:
+        """The shared budget this lane's task holds around its external calls, if any."""
+        if self.lane.dependency is None:
+            return None
+        try:
+            return self.dependencies[self.lane.dependency]
+        except KeyError:
+            raise SettingsError(
+                f"lane {self.lane.name!r} uses dependency {self.lane.dependency!r}, "
+                f"which {EnvVar.DEPENDENCIES} does not define"
+            ) from None
+
+    @classmethod
+    def from_environ(cls, environ: Mapping[str, str]) -> ConsumerSettings:
+        raw_ttl = require(environ, EnvVar.IDEMPOTENCY_TTL_SECONDS)
+        try:
+            ttl = int(raw_ttl)
+        except ValueError:
+            raise SettingsError(f"{EnvVar.IDEMPOTENCY_TTL_SECONDS} must be whole seconds, got {raw_ttl!r}") from None
+        parsed = cls(
+            lane=lane(environ),
+            queue_url=require(environ, EnvVar.QUEUE_URL),
+            dlq_url=require(environ, EnvVar.DLQ_URL),
+            dependencies=dependencies(environ),
+            idempotency_ttl_seconds=ttl,
+            tables=Tables.from_environ(environ),
+            region=region(environ),
+            retention=retention(environ),
+        )
+        _ = parsed.dependency  # a lane naming an undefined dependency fails the cold start, loudly
+        return parsed
