@@ -109,9 +109,8 @@ def _apply_mark(store: MemoryStore, mark: Write) -> None:
     assert isinstance(mark, Update)
     current = dict(store.get(mark.table, mark.key) or {})
     for placeholder, name in mark.names.items():
-        value = mark.values.get(":" + placeholder[1:])
-        if value is not None:
-            current[name] = value
+        if ":" + placeholder[1:] in mark.values:
+            current[name] = mark.values[":" + placeholder[1:]]
     if "REMOVE #shard" in mark.expression:
         current.pop(schema.PENDING_SHARD, None)
     store.put(mark.table, mark.key, current)

@@ -192,6 +192,10 @@ def test_a_batch_that_fails_outside_any_record_reports_every_unsettled_record_fo
     assert p.outcomes() == [Outcome.DEAD_LETTERED, Outcome.RETRIED, Outcome.RETRIED]
     unsettled = p.outcome(records[1]["messageId"])
     assert unsettled.error.error_class == "Unsettled"
+    assert (unsettled.error.reason, unsettled.error.message) == (
+        "unexpected",
+        "batch failed before this record settled",
+    )
     assert unsettled.error.transient
     assert unsettled.attempt == 1
     assert unsettled.visibility_seconds is None

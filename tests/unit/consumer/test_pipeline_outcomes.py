@@ -319,3 +319,10 @@ def test_the_task_sees_its_record_payload_lane_and_time():
     assert 9.0 < seen["remaining"] <= 10.0  # the lane's whole limit: the invocation has plenty
     assert seen["read"] == {schema.PK: "k", schema.SK: "s", "v": 1}
     assert len(seen["hash"]) == 32
+
+
+def test_the_backoff_ceiling_on_the_records_line_is_rounded_to_milliseconds():
+    p = Pipeline(task=raising(TransientError("503")), lane=lane_settings(retry_base_seconds=0.12345))
+    record = p.record(p.job("job-t"))
+    p.run([record])
+    assert p.outcome(record["messageId"]).detail == {"backoff_ceiling": 0.123}

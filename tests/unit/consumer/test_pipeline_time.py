@@ -13,7 +13,9 @@ import pytest
 from pipeline import schema
 from pipeline.domain import budgets as budget_rules
 from pipeline.domain.consumer import ConsumerConfig
+from pipeline.domain.effects import Table
 from pipeline.domain.envelope import Envelope
+from pipeline.domain.errors import DependencyBusy, TransientError
 from pipeline.domain.work import TaskResult
 from pipeline.metric_names import Outcome
 from tests.unit.consumer.memory import LANE, NOW, Pipeline, PortDown, Remaining, counter, lane_settings
@@ -182,7 +184,9 @@ def test_a_task_past_its_own_limit_is_retried_as_a_timeout():
     p = Pipeline(task=slow, lane=lane_settings(task_time_limit_seconds=0.2))
     record = p.record(p.job("job-slow"))
     assert p.run([record]) == [record["messageId"]]
-    assert p.outcome(record["messageId"]).error.reason == "task_timeout"
+    error = p.outcome(record["messageId"]).error
+    assert error.reason == "task_timeout"
+    assert error.message.startswith("messages:test did not finish within its 0.2 s limit")
 
 
 @pytest.mark.parametrize(("deadline", "outcome"), [(NOW + 5, Outcome.DONE), (NOW + 4.9, Outcome.EXPIRED)])
@@ -307,3 +311,126 @@ def test_a_record_deferred_by_its_dependency_budget_spends_no_attempt():
     assert p.outcomes() == [Outcome.DEFERRED]
     ((envelope, _),) = p.queue.resent
     assert envelope.attempt == 1
+
+
+@pytest.mark.parametrize(("remaining", "looked_up"), [(5.99, 0), (6.0, 1)])
+def test_the_lookup_is_made_with_exactly_its_own_call_and_the_settling_kept_back(remaining, looked_up):
+    p = slow_calls()
+    p.run([p.record(p.job("job-1"))], remaining)
+    assert p.store.lookups == looked_up
+    assert p.outcomes() == [Outcome.NOT_STARTED]
+
+
+def test_a_record_starts_with_exactly_the_shortest_worthwhile_limit():
+    seen = []
+    p = slow_calls(task=lambda ctx: seen.append(ctx.remaining()) or TaskResult())
+    p.run([p.record(p.job("job-1"))], 8.5)
+    assert p.outcomes() == [Outcome.DONE]
+    assert 0.9 < seen[0] <= 1.0
+
+
+def test_a_missing_row_is_dead_lettered_with_exactly_the_time_for_its_calls():
+    p = slow_calls()
+    envelope = p.job("job-gone")
+    p.store.items.clear()
+    p.run([p.record(envelope)], 7.5)
+    assert p.outcomes() == [Outcome.DEAD_LETTERED]
+
+
+@pytest.mark.parametrize(("remaining", "outcome"), [(9.9, Outcome.NOT_STARTED), (10.5, Outcome.DEFERRED)])
+def test_records_already_deferred_count_as_re_sends_still_to_make(remaining, outcome):
+    # Given eleven records a busy dependency defers: whatever is taken, two re-send calls remain
+    def busy(ctx):
+        raise DependencyBusy("vendor at its limit")
+
+    p = slow_calls(task=busy)
+    records = [p.record(p.job(f"job-{n}")) for n in range(11)]
+    # When the invocation has 9.9 s (under the 10 s each start needs) or 10.5 s
+    p.run(records, remaining)
+    # Then none starts, or every one does and is deferred
+    assert p.outcomes() == [outcome] * 11
+
+
+def test_records_already_failed_count_as_visibility_changes_still_to_make():
+    # Given eleven records that fail transiently, the first one taking the invocation to 9.5 s
+    left = Remaining(10.0)
+
+    def fails(ctx):
+        left.seconds = 9.5
+        raise TransientError("503")
+
+    p = slow_calls(task=fails)
+    records = [p.record(p.job(f"job-{n}")) for n in range(11)]
+    # When the batch runs: each start needs 8.5 s, but the eleventh would make ten visibility
+    # changes plus its own, two calls, and needs 10 s
+    p.run(records, left)
+    # Then ten are retried and the last is re-sent untouched
+    assert p.outcomes() == [Outcome.RETRIED] * 10 + [Outcome.NOT_STARTED]
+
+
+def test_a_tenant_without_time_for_its_quota_does_not_hold_up_the_next_tenant():
+    # Given two tenants: the first's record is stored elsewhere and needs a call more than the second's
+    p = quota_lane()
+    p.calls.previous = 1.0
+    first = p.job("a-0", tenant="acme")
+    by_reference = Envelope(**{**first.__dict__, "payload": None, "ref": "stored-elsewhere"})
+    records = [p.record(by_reference), p.record(p.job("b-0", tenant="bravo"))]
+    # When the invocation has time for the second tenant's quota and record, not the first's
+    p.run(records, 12.5)
+    # Then the first is re-sent untouched and the second takes its quota and runs
+    assert p.outcomes() == [Outcome.NOT_STARTED, Outcome.DONE]
+    assert [b.key for b, _, _ in p.budgets.acquired] == ["quota#messages#bravo"]
+
+
+def test_a_quota_is_taken_with_exactly_the_time_to_use_it():
+    p = quota_lane()
+    p.calls.previous = 1.0
+    p.run([p.record(p.job("a-0"))], 11.5)
+    assert p.outcomes() == [Outcome.DONE]
+
+
+def test_a_quota_lease_is_held_for_what_the_invocation_has_left_and_its_slack():
+    p = Pipeline(
+        lane=lane_settings(
+            tenant_quota=2, tenant_quota_mode="enforce", timeout_seconds=1.4, task_time_limit_seconds=1.0
+        )
+    )
+    p.run([p.record(p.job("a-0"))], 0.8)
+    assert [hold for _, _, hold in p.budgets.acquired] == [pytest.approx(5.8)]
+
+
+def test_each_tenant_whose_quota_cannot_be_read_is_reported():
+    p = quota_lane()
+    p.budgets.error = PortDown("state table down")
+    p.run([p.record(p.job("a-0", tenant="acme")), p.record(p.job("b-0", tenant="bravo"))])
+    assert [f for _, _, f in p.observer.problems] == [{"tenant": "acme"}, {"tenant": "bravo"}]
+
+
+def test_a_dependency_budget_in_observe_mode_lets_the_call_through_and_reports_it():
+    def holds_vendor(ctx):
+        with ctx.dependency():
+            return TaskResult(writes=(counter(ctx.envelope.id),))
+
+    budget = budget_rules.dependency("vendor", 1, "observe")
+    p = Pipeline(task=holds_vendor, dependency=budget)
+    p.budgets.in_use[budget.key] = 1
+    record = p.record(p.job("job-1"))
+    p.run([record])
+    assert p.outcomes() == [Outcome.DONE]
+    assert [(message_id, grant.over) for message_id, grant in p.observer.over] == [(record["messageId"], 1)]
+
+
+@pytest.mark.parametrize(
+    ("deadline", "detail"), [(NOW + 0.5, {"time_left": 0.5}), (NOW + 0.12345, {"time_left": 0.123}), (NOW, {})]
+)
+def test_an_expired_record_reports_the_time_it_had_left(deadline, detail):
+    p = Pipeline(lane=lane_settings(service_seconds=5.0))
+    job = p.record(p.job("job-1", deadline=deadline))
+    tick = p.record(p.tick("tick-1", deadline=deadline))
+    p.run([job, tick])
+    assert p.outcomes() == [Outcome.EXPIRED, Outcome.EXPIRED]
+    for record in (job, tick):
+        assert dict(p.outcome(record["messageId"]).detail) == detail
+        assert p.outcome(record["messageId"]).attempt == 1
+    row = p.store.row(Table.JOBS, "job-1")
+    assert (row["status"], row["finished_at"], row["updated_at"], row["attempts"]) == ("expired", NOW, NOW, 1)
