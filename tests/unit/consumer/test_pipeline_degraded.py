@@ -57,6 +57,7 @@ def test_a_deferral_is_resent_with_its_receives_carried_and_one_more_deferral():
     ((envelope, delay),) = p.queue.resent
     assert (envelope.id, envelope.attempt, envelope.deferrals) == ("job-d", 3, 3)
     assert p.outcome(record["messageId"]).detail == {"budget": budget_rules.DEPENDENCY}
+    assert p.outcome(record["messageId"]).attempt == 4
     assert p.outcome(record["messageId"]).defer_seconds == delay
 
 
@@ -254,6 +255,11 @@ def test_an_expiry_whose_commit_fails_is_retried():
     record = p.record(p.job("late", deadline=NOW - 1))
     assert p.run([record]) == [record["messageId"]]
     assert p.status("late") == schema.RowStatus.QUEUED
+    outcome = p.outcome(record["messageId"])
+    assert (outcome.outcome, outcome.error.error_class, outcome.attempt) == (Outcome.RETRIED, "PortDown", 1)
+    assert p.queue.visibility == [(record["receiptHandle"], outcome.visibility_seconds)]
+    assert outcome.visibility_seconds is not None
+    assert "dynamodb down" in p.store.row(Table.JOBS, "late")["last_error"]  # noted for GET /jobs/{id}
 
 
 def test_an_expiry_that_finds_the_row_finished_is_a_duplicate():
@@ -262,3 +268,4 @@ def test_an_expiry_that_finds_the_row_finished_is_a_duplicate():
     p.committer.before_commit = lambda: p.store.put(Table.JOBS, {schema.ID: "late"}, {"status": "done"})
     p.run([record])
     assert p.outcomes() == [Outcome.DUPLICATE]
+    assert p.outcome(record["messageId"]).attempt == 1

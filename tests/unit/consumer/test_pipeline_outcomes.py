@@ -122,7 +122,7 @@ def test_a_permanent_failure_is_dead_lettered_with_every_attribute_and_the_row_m
     assert row["status"] == schema.RowStatus.FAILED
     assert row["last_error"].startswith("bad_input: xxx")
     assert row["error_class"] == "PermanentError"
-    assert row["attempts"] == 2
+    assert (row["attempts"], row["finished_at"], row["updated_at"]) == (2, NOW, NOW)
     assert [w.key[schema.PK] for w in p.committer.landed] == ["queued#messages#acme"]
     assert p.outcomes() == [Outcome.DEAD_LETTERED]
 

@@ -61,6 +61,7 @@ def test_a_record_starts_only_if_its_calls_and_the_settling_still_fit(remaining,
     if outcome == Outcome.NOT_STARTED:
         ((envelope, delay),) = p.queue.resent
         assert (envelope.id, envelope.attempt, envelope.deferrals, delay) == ("job-1", 0, 1, 0)
+        assert p.outcome(record["messageId"]).attempt == 1
         assert p.outcome(record["messageId"]).detail == {"remaining_seconds": remaining}
         assert p.status("job-1") == schema.RowStatus.QUEUED
 
@@ -154,9 +155,10 @@ def test_an_invocation_out_of_time_is_reported_with_what_it_had_left(remaining, 
 
 def test_an_out_of_time_report_that_fails_is_noted_as_a_problem():
     p = Pipeline()
-    p.observer.out_of_time = lambda records, seconds: (_ for _ in ()).throw(RuntimeError("metrics down"))
+    failure = RuntimeError("metrics down")
+    p.observer.out_of_time = lambda records, seconds: (_ for _ in ()).throw(failure)
     p.run([p.record(p.job("job-1"))], 0.05)
-    assert p.observer.problems[0][0] == "out of time, and not reported"
+    assert p.observer.problems == [("out of time, and not reported", failure, {})]
 
 
 def test_a_task_stopped_by_the_end_of_the_invocation_is_resent_without_an_attempt():
