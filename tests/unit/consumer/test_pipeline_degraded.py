@@ -44,9 +44,7 @@ def test_when_the_queue_refuses_every_deferral_none_is_acked():
     failures = p.run(records)
     assert failures == [r["messageId"] for r in records]
     assert sorted(h for h, _ in p.queue.visibility) == sorted(r["receiptHandle"] for r in records)
-    assert [(message, fields) for message, _, fields in p.observer.problems] == [
-        ("deferrals not re-sent", {"count": 3})
-    ]
+    assert p.observer.problems == [("deferrals not re-sent", p.queue.defer_error, {"count": 3})]
     assert [p.status(f"job-{n}") for n in range(3)] == [schema.RowStatus.QUEUED] * 3
 
 
@@ -92,9 +90,7 @@ def test_a_dead_lettered_row_that_cannot_be_marked_is_still_dead_lettered_and_ac
     record = p.record(p.job("job-m"))
     assert p.run([record]) == []
     assert len(p.queue.dead) == 1
-    assert [(message, fields) for message, _, fields in p.observer.problems] == [
-        ("dead-lettered row not marked failed", {"id": "job-m"})
-    ]
+    assert p.observer.problems == [("dead-lettered row not marked failed", p.committer.error, {"id": "job-m"})]
 
 
 def test_an_internal_record_dead_lettered_leaves_no_marker():
@@ -174,9 +170,7 @@ def test_a_drain_count_that_cannot_be_recorded_does_not_fail_the_batch():
     p.drain.error = PortDown("state table down")
     record = p.record(p.job("job-1"))
     assert p.run([record]) == []
-    assert [(message, fields) for message, _, fields in p.observer.problems] == [
-        ("drain count not recorded", {"drained": 1})
-    ]
+    assert p.observer.problems == [("drain count not recorded", p.drain.error, {"drained": 1})]
 
 
 def test_a_batch_that_fails_outside_any_record_reports_every_unsettled_record_for_retry():
@@ -201,7 +195,7 @@ def test_a_batch_that_fails_outside_any_record_reports_every_unsettled_record_fo
     assert unsettled.attempt == 1
     assert unsettled.visibility_seconds is None
     assert p.queue.visibility == []
-    assert p.observer.problems[0][0] == "batch failed outside any record"
+    assert p.observer.problems == [("batch failed outside any record", p.observer.over_budget_error, {})]
     assert p.drain.counts == [(1, NOW)]
     assert [p.status("job-1"), p.status("job-2")] == [schema.RowStatus.QUEUED] * 2
 
@@ -231,15 +225,15 @@ def test_visibility_changes_that_fail_or_are_refused_are_reported_and_the_batch_
     p.queue.visibility_error = PortDown("sqs down")
     record = p.record(p.job("job-v"))
     assert p.run([record]) == [record["messageId"]]
-    assert p.observer.problems[0][0] == "visibility not changed; messages return after the queue's timeout"
+    assert p.observer.problems == [
+        ("visibility not changed; messages return after the queue's timeout", p.queue.visibility_error, {})
+    ]
 
     refused = Pipeline(task=lambda ctx: (_ for _ in ()).throw(TransientError("503")))
     refused.queue.visibility_refused = 1
     again = refused.record(refused.job("job-v"))
     assert refused.run([again]) == [again["messageId"]]
-    assert [(m, f) for m, _, f in refused.observer.problems] == [
-        ("some visibility changes were refused", {"refused": 1})
-    ]
+    assert refused.observer.problems == [("some visibility changes were refused", None, {"refused": 1})]
 
 
 def test_a_record_without_a_receipt_handle_gets_no_visibility_change():

@@ -279,8 +279,8 @@ def test_a_quota_that_cannot_be_read_lets_the_tenants_records_proceed():
     p.budgets.error = PortDown("state table down")
     p.run([p.record(p.job(f"a-{n}", tenant="acme")) for n in range(3)])
     assert p.outcomes() == [Outcome.DONE] * 3
-    assert [(m, f) for m, _, f in p.observer.problems] == [
-        ("tenant quota unavailable; proceeding without it", {"tenant": "acme"})
+    assert p.observer.problems == [
+        ("tenant quota unavailable; proceeding without it", p.budgets.error, {"tenant": "acme"})
     ]
 
 
@@ -405,7 +405,10 @@ def test_each_tenant_whose_quota_cannot_be_read_is_reported():
     p = quota_lane()
     p.budgets.error = PortDown("state table down")
     p.run([p.record(p.job("a-0", tenant="acme")), p.record(p.job("b-0", tenant="bravo"))])
-    assert [f for _, _, f in p.observer.problems] == [{"tenant": "acme"}, {"tenant": "bravo"}]
+    assert [(e, f) for _, e, f in p.observer.problems] == [
+        (p.budgets.error, {"tenant": "acme"}),
+        (p.budgets.error, {"tenant": "bravo"}),
+    ]
 
 
 def test_a_dependency_budget_in_observe_mode_lets_the_call_through_and_reports_it():
