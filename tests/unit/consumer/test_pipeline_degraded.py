@@ -78,6 +78,7 @@ def test_a_failed_dead_letter_send_keeps_the_record_in_the_lane_and_the_row_open
     assert outcome.outcome == Outcome.RETRIED
     assert outcome.detail == {"dead_letter_failed": "bad_input"}
     assert outcome.error.error_class == "PortDown"
+    assert outcome.attempt == 2
     assert outcome.visibility_seconds is not None
     assert p.queue.visibility == [(record["receiptHandle"], outcome.visibility_seconds)]
     assert p.status("job-p") == schema.RowStatus.QUEUED

@@ -124,7 +124,8 @@ def test_a_permanent_failure_is_dead_lettered_with_every_attribute_and_the_row_m
     assert row["error_class"] == "PermanentError"
     assert (row["attempts"], row["finished_at"], row["updated_at"]) == (2, NOW, NOW)
     assert [w.key[schema.PK] for w in p.committer.landed] == ["queued#messages#acme"]
-    assert p.outcomes() == [Outcome.DEAD_LETTERED]
+    outcome = p.outcome(record["messageId"])
+    assert (outcome.outcome, outcome.attempt, outcome.error.reason) == (Outcome.DEAD_LETTERED, 2, "bad_input")
 
 
 def test_a_malformed_body_is_dead_lettered_unchanged_with_no_envelope_fields():
@@ -164,9 +165,10 @@ def test_a_transient_failure_backs_off_through_visibility_and_notes_the_row():
     outcome = p.outcome(record["messageId"])
     assert outcome.outcome == Outcome.RETRIED
     assert outcome.detail == {"backoff_ceiling": 4.0}
+    assert outcome.attempt == 2
     row = p.store.row(Table.JOBS, "job-t")
     assert row["status"] == schema.RowStatus.QUEUED
-    assert (row["attempts"], row["last_error"]) == (2, "transient: 503 from vendor")
+    assert (row["attempts"], row["last_error"], row["updated_at"]) == (2, "transient: 503 from vendor", NOW)
     assert p.queue.dead == []
 
 
@@ -216,11 +218,12 @@ def test_a_failed_row_redriven_from_the_dlq_is_finished_done():
 
 
 def test_a_task_may_not_write_the_obligation_tables():
-    p = Pipeline(task=lambda ctx: TaskResult(writes=(Put(Table.JOBS, {schema.ID: "other"}),)))
+    writes = (Put(Table.WEBHOOK_LOG, {schema.ID: "w"}), Put(Table.JOBS, {schema.ID: "other"}))
+    p = Pipeline(task=lambda ctx: TaskResult(writes=writes))
     record = p.record(p.job("job-w"))
     p.run([record])
     assert p.queue.dead[0][1]["reason"] == "task_wrote_obligation"
-    assert p.queue.dead[0][1]["error"] == "a task may not write jobs"
+    assert p.queue.dead[0][1]["error"] == "a task may not write jobs, webhook_log"
     assert p.store.row(Table.JOBS, "other") is None
 
 
@@ -268,6 +271,7 @@ def test_a_queued_webhook_whose_writes_are_keyed_is_finished_by_those_writes_alo
     assert p.status("wh-1") == schema.RowStatus.QUEUED
     assert p.outcome(record["messageId"]).outcome == Outcome.DONE
     assert p.outcome(record["messageId"]).detail == {"stored": 1}
+    assert p.outcome(record["messageId"]).attempt == 1
 
 
 @pytest.mark.parametrize(
