@@ -174,6 +174,7 @@ def test_a_task_stopped_by_the_end_of_the_invocation_is_resent_without_an_attemp
     # Then it is re-sent at once, carrying only its earlier receive, and acked
     outcome = p.outcome(record["messageId"])
     assert (outcome.outcome, dict(outcome.detail)) == (Outcome.CUT_SHORT, {"limit_seconds": 0.325})
+    assert outcome.attempt == 2
     ((envelope, delay),) = p.queue.resent
     assert (envelope.attempt, delay) == (1, 0)
 
@@ -189,6 +190,9 @@ def test_a_task_past_its_own_limit_is_retried_as_a_timeout():
     error = p.outcome(record["messageId"]).error
     assert error.reason == "task_timeout"
     assert error.message.startswith("messages:test did not finish within its 0.2 s limit")
+    row = p.store.row(Table.JOBS, "job-slow")
+    assert (row["status"], row["attempts"]) == (schema.RowStatus.QUEUED, 1)
+    assert row["last_error"].startswith("task_timeout: messages:test did not finish")
 
 
 @pytest.mark.parametrize(("deadline", "outcome"), [(NOW + 5, Outcome.DONE), (NOW + 4.9, Outcome.EXPIRED)])
