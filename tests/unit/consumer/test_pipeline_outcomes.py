@@ -83,6 +83,7 @@ def test_a_finished_job_is_acked_as_a_duplicate_without_running_its_task():
     assert calls == []
     outcome = p.outcome(record["messageId"])
     assert (outcome.outcome, dict(outcome.detail)) == (Outcome.DUPLICATE, {"status": schema.RowStatus.DONE})
+    assert outcome.attempt == 1
 
 
 def test_a_row_that_does_not_exist_is_dead_lettered_with_its_reason():

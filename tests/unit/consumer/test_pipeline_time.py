@@ -116,15 +116,23 @@ def test_a_missing_row_is_dead_lettered_only_with_time_for_its_two_calls(remaini
     p = slow_calls()
     envelope = p.job("job-gone")
     p.store.items.clear()
-    p.run([p.record(envelope)], remaining)
+    record = p.record(envelope, receives=2)
+    p.run([record], remaining)
     assert p.outcomes() == [outcome]
+    assert p.outcome(record["messageId"]).attempt == 2
+    if outcome == Outcome.NOT_STARTED:
+        assert p.outcome(record["messageId"]).detail == {"remaining_seconds": remaining}
 
 
 @pytest.mark.parametrize(("remaining", "outcome"), [(7.4, Outcome.NOT_STARTED), (7.6, Outcome.EXPIRED)])
 def test_a_late_record_is_expired_only_with_time_for_its_commit(remaining, outcome):
     p = slow_calls()
-    p.run([p.record(p.job("late", deadline=NOW - 1))], remaining)
+    record = p.record(p.job("late", deadline=NOW - 1), receives=2)
+    p.run([record], remaining)
     assert p.outcomes() == [outcome]
+    assert p.outcome(record["messageId"]).attempt == 2
+    if outcome == Outcome.NOT_STARTED:
+        assert p.outcome(record["messageId"]).detail == {"remaining_seconds": remaining}
 
 
 def test_records_before_the_time_ran_short_keep_their_outcome():
