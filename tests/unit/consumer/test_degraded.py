@@ -195,7 +195,9 @@ def test_the_drain_count_the_jobs_api_reads_is_what_left_the_lane(lane):
     assert snapshot.backlog + snapshot.in_flight == 1  # the flaky one, backing off
 
 
-def wrapping(method: Callable[..., Any], error: BaseException) -> Callable[..., Any]:
+def raising(error: BaseException) -> Callable[..., Any]:
+    """An adapter method replaced by one with a bug: it raises whatever it is given."""
+
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise error
 
@@ -208,9 +210,7 @@ def test_a_batch_whose_own_bookkeeping_fails_reports_every_record_for_retry(lane
     environ = with_lane(h.environ, tenant_quota=1, tenant_quota_mode="observe")
     for n in range(3):
         h.send(h.job_row(f"job-{n}", {}, tenant="acme", kind="test"))
-    monkeypatch.setattr(
-        ConsumerObserver, "over_budget", wrapping(ConsumerObserver.over_budget, RuntimeError("observer bug"))
-    )
+    monkeypatch.setattr(ConsumerObserver, "over_budget", raising(RuntimeError("observer bug")))
     task = Recorder()
     # When the batch is handled, nothing raises out of the handler
     response, messages = h.poll(h.handler(environ, tasks={"messages": task}), context=Context(60))
