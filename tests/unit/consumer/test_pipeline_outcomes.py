@@ -96,6 +96,7 @@ def test_a_row_that_does_not_exist_is_dead_lettered_with_its_reason():
     assert body == record["body"]
     assert attributes["reason"] == "row_missing"
     assert attributes["error"] == "jobs row job-gone does not exist"
+    assert attributes["attempts"] == "1"
     assert p.outcomes() == [Outcome.DEAD_LETTERED]
 
 
