@@ -11,7 +11,8 @@ from pipeline.domain.errors import DependencyBusy, PermanentError, TransientErro
 from pipeline.domain.ports import CommitState
 from pipeline.domain.work import TaskResult
 from pipeline.metric_names import Outcome
-from tests.unit.consumer.memory import NOW, Pipeline, PortDown, counter, lane_settings
+from tests.unit.consumer.memory import NOW, PortDown
+from tests.unit.consumer.pipeline_harness import Pipeline, counter, lane_settings
 
 
 def busy(ctx):

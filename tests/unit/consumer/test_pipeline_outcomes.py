@@ -15,7 +15,8 @@ from pipeline.domain.errors import PermanentError, TransientError
 from pipeline.domain.ports import CommitState
 from pipeline.domain.work import FollowUp, TaskResult
 from pipeline.metric_names import Outcome
-from tests.unit.consumer.memory import LANE, NOW, Pipeline, counter, keyed_put, lane_settings
+from tests.unit.consumer.memory import LANE, NOW
+from tests.unit.consumer.pipeline_harness import Pipeline, counter, keyed_put, lane_settings
 
 
 def raising(exc: BaseException):

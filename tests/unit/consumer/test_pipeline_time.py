@@ -1,5 +1,5 @@
-"""The record pipeline's use of time and budgets, on in-memory ports: which records it starts with
-what the invocation has left, what it drops as too late, and what a tenant's quota defers.
+"""The record pipeline's use of time, on in-memory ports: which records it starts with what the
+invocation has left, which it re-sends untouched, and what it reports when time runs out anyway.
 
 Calls are priced at the slowest one seen (a second here, so the arithmetic reads plainly): a
 record needs its own calls and the batch's settling kept back, times 1.5 for headroom."""
@@ -11,14 +11,14 @@ import time
 import pytest
 
 from pipeline import schema
-from pipeline.domain import budgets as budget_rules
 from pipeline.domain.consumer import ConsumerConfig
 from pipeline.domain.effects import Table
 from pipeline.domain.envelope import Envelope
 from pipeline.domain.errors import DependencyBusy, TransientError
 from pipeline.domain.work import TaskResult
 from pipeline.metric_names import Outcome
-from tests.unit.consumer.memory import LANE, NOW, Pipeline, PortDown, Remaining, counter, lane_settings
+from tests.unit.consumer.memory import NOW
+from tests.unit.consumer.pipeline_harness import Pipeline, Remaining, counter, lane_settings
 
 
 def slow_calls(**changes) -> Pipeline:
@@ -124,17 +124,6 @@ def test_a_missing_row_is_dead_lettered_only_with_time_for_its_two_calls(remaini
         assert p.outcome(record["messageId"]).detail == {"remaining_seconds": remaining}
 
 
-@pytest.mark.parametrize(("remaining", "outcome"), [(7.4, Outcome.NOT_STARTED), (7.6, Outcome.EXPIRED)])
-def test_a_late_record_is_expired_only_with_time_for_its_commit(remaining, outcome):
-    p = slow_calls()
-    record = p.record(p.job("late", deadline=NOW - 1), receives=2)
-    p.run([record], remaining)
-    assert p.outcomes() == [outcome]
-    assert p.outcome(record["messageId"]).attempt == 2
-    if outcome == Outcome.NOT_STARTED:
-        assert p.outcome(record["messageId"]).detail == {"remaining_seconds": remaining}
-
-
 def test_records_before_the_time_ran_short_keep_their_outcome():
     # Given calls priced at a second, 10 s left, and tasks that take 2 s each
     left = Remaining(10.0)
@@ -203,130 +192,6 @@ def test_a_task_past_its_own_limit_is_retried_as_a_timeout():
     assert row["last_error"].startswith("task_timeout: messages:test did not finish")
 
 
-@pytest.mark.parametrize(("deadline", "outcome"), [(NOW + 5, Outcome.DONE), (NOW + 4.9, Outcome.EXPIRED)])
-def test_work_with_less_time_before_its_deadline_than_its_service_takes_is_dropped_unrun(deadline, outcome):
-    calls = []
-    p = Pipeline(task=lambda ctx: calls.append(1) or TaskResult(), lane=lane_settings(service_seconds=5.0))
-    record = p.record(p.job("job-1", deadline=deadline))
-    p.run([record])
-    assert p.outcomes() == [outcome]
-    assert len(calls) == (outcome == Outcome.DONE)
-    if outcome == Outcome.EXPIRED:
-        assert p.outcome(record["messageId"]).detail == {"time_left": 4.9}
-        assert p.status("job-1") == schema.RowStatus.EXPIRED
-        assert [w.key[schema.PK] for w in p.committer.landed] == ["queued#messages#acme"]
-
-
-def test_work_past_its_deadline_is_expired_with_no_time_left_to_report():
-    p = Pipeline()
-    record = p.record(p.job("late", deadline=NOW - 3))
-    p.run([record])
-    assert p.outcome(record["messageId"]).detail == {}
-    assert p.outcome(record["messageId"]).attempt == 1
-
-
-def test_the_expected_service_time_is_what_this_instance_measured():
-    # Given a kind the catalogue expects to take 5 s, which this instance has seen take no time
-    p = Pipeline(lane=lane_settings(service_seconds=5.0))
-    p.run([p.record(p.job("first"))])
-    # When a job with 1 s left arrives, it is run, not dropped
-    p.run([p.record(p.job("second", deadline=NOW + 1))])
-    assert p.outcomes() == [Outcome.DONE, Outcome.DONE]
-
-
-def test_internal_work_older_than_the_lanes_default_expiry_is_dropped_without_a_marker():
-    p = Pipeline(lane=lane_settings(default_expiry_seconds=60.0))
-    old = Envelope(
-        id="tick-old", lane=LANE, tenant="system", kind="test", source="internal", created_at=NOW - 61, payload={}
-    )
-    fresh = Envelope(
-        id="tick-new", lane=LANE, tenant="system", kind="test", source="internal", created_at=NOW - 59, payload={}
-    )
-    p.run([p.record(old), p.record(fresh)])
-    assert p.outcomes() == [Outcome.EXPIRED, Outcome.DONE]
-    assert p.store.marker("tick-old") is None
-    assert p.committer.marks[0].item[schema.PK] == "done#messages#tick-new"
-
-
-def quota_lane(mode: str = "enforce") -> Pipeline:
-    return Pipeline(lane=lane_settings(tenant_quota=2, tenant_quota_mode=mode))
-
-
-def test_a_tenant_over_its_quota_has_its_latest_records_deferred_while_others_proceed():
-    # Given a lane allowing two records a tenant at once, three from acme and one from bravo
-    p = quota_lane()
-    records = [p.record(p.job(f"a-{n}", tenant="acme")) for n in range(3)] + [p.record(p.job("b-0", tenant="bravo"))]
-    # When the batch runs with 30 s left
-    assert p.run(records) == []
-    # Then acme's latest is deferred (re-sent, acked, no attempt spent), the rest are done
-    assert p.outcomes() == [Outcome.DONE, Outcome.DONE, Outcome.DEFERRED, Outcome.DONE]
-    assert p.outcome(records[2]["messageId"]).detail == {"budget": budget_rules.TENANT_QUOTA}
-    assert [e.id for e, _ in p.queue.resent] == ["a-2"]
-    # And each tenant's slots were leased for the invocation and its slack, then given back
-    assert [(b.key, slots, hold) for b, slots, hold in p.budgets.acquired] == [
-        ("quota#messages#acme", 3, 35.0),
-        ("quota#messages#bravo", 1, 35.0),
-    ]
-    assert [g.budget.key for g in p.budgets.released] == ["quota#messages#acme", "quota#messages#bravo"]
-    assert set(p.budgets.in_use.values()) == {0}
-
-
-def test_a_tenant_with_its_quota_in_use_elsewhere_is_deferred_entirely():
-    p = quota_lane()
-    p.budgets.in_use["quota#messages#acme"] = 2
-    p.run([p.record(p.job(f"a-{n}", tenant="acme")) for n in range(2)])
-    assert p.outcomes() == [Outcome.DEFERRED, Outcome.DEFERRED]
-
-
-def test_a_quota_in_observe_mode_defers_nothing_and_counts_what_it_would_have():
-    p = quota_lane("observe")
-    records = [p.record(p.job(f"a-{n}", tenant="acme")) for n in range(3)]
-    p.run(records)
-    assert p.outcomes() == [Outcome.DONE] * 3
-    assert [message_id for message_id, _ in p.observer.over] == [records[2]["messageId"]]
-
-
-def test_a_quota_that_cannot_be_read_lets_the_tenants_records_proceed():
-    p = quota_lane()
-    p.budgets.error = PortDown("state table down")
-    p.run([p.record(p.job(f"a-{n}", tenant="acme")) for n in range(3)])
-    assert p.outcomes() == [Outcome.DONE] * 3
-    assert p.observer.problems == [
-        ("tenant quota unavailable; proceeding without it", p.budgets.error, {"tenant": "acme"})
-    ]
-
-
-def test_a_lane_without_a_quota_leases_nothing():
-    p = Pipeline()
-    p.run([p.record(p.job("a-0"))])
-    assert p.budgets.acquired == []
-    assert p.budgets.released == []
-
-
-@pytest.mark.parametrize(("remaining", "outcome"), [(11.4, Outcome.NOT_STARTED), (11.6, Outcome.DONE)])
-def test_a_quota_is_taken_only_with_time_to_take_it_give_it_back_and_start_a_record(remaining, outcome):
-    p = quota_lane()
-    p.calls.previous = 1.0
-    p.run([p.record(p.job("a-0"))], remaining)
-    assert p.outcomes() == [outcome]
-    assert len(p.budgets.acquired) == (outcome == Outcome.DONE)
-
-
-def test_a_record_deferred_by_its_dependency_budget_spends_no_attempt():
-    def holds_vendor(ctx):
-        with ctx.dependency():
-            return TaskResult(writes=(counter(ctx.envelope.id),))
-
-    budget = budget_rules.dependency("vendor", 1, "enforce")
-    p = Pipeline(task=holds_vendor, dependency=budget)
-    p.budgets.in_use[budget.key] = 1
-    record = p.record(p.job("job-1"), receives=2)
-    assert p.run([record]) == []
-    assert p.outcomes() == [Outcome.DEFERRED]
-    ((envelope, _),) = p.queue.resent
-    assert envelope.attempt == 1
-
-
 @pytest.mark.parametrize(("remaining", "looked_up"), [(5.99, 0), (6.0, 1)])
 def test_the_lookup_is_made_with_exactly_its_own_call_and_the_settling_kept_back(remaining, looked_up):
     p = slow_calls()
@@ -382,72 +247,12 @@ def test_records_already_failed_count_as_visibility_changes_still_to_make():
     assert p.outcomes() == [Outcome.RETRIED] * 10 + [Outcome.NOT_STARTED]
 
 
-def test_a_tenant_without_time_for_its_quota_does_not_hold_up_the_next_tenant():
-    # Given two tenants: the first's record is stored elsewhere and needs a call more than the second's
-    p = quota_lane()
-    p.calls.previous = 1.0
-    first = p.job("a-0", tenant="acme")
-    by_reference = Envelope(**{**first.__dict__, "payload": None, "ref": "stored-elsewhere"})
-    records = [p.record(by_reference), p.record(p.job("b-0", tenant="bravo"))]
-    # When the invocation has time for the second tenant's quota and record, not the first's
-    p.run(records, 12.5)
-    # Then the first is re-sent untouched and the second takes its quota and runs
-    assert p.outcomes() == [Outcome.NOT_STARTED, Outcome.DONE]
-    assert [b.key for b, _, _ in p.budgets.acquired] == ["quota#messages#bravo"]
-
-
-def test_a_quota_is_taken_with_exactly_the_time_to_use_it():
-    p = quota_lane()
-    p.calls.previous = 1.0
-    p.run([p.record(p.job("a-0"))], 11.5)
-    assert p.outcomes() == [Outcome.DONE]
-
-
-def test_a_quota_lease_is_held_for_what_the_invocation_has_left_and_its_slack():
-    p = Pipeline(
-        lane=lane_settings(
-            tenant_quota=2, tenant_quota_mode="enforce", timeout_seconds=1.4, task_time_limit_seconds=1.0
-        )
-    )
-    p.run([p.record(p.job("a-0"))], 0.8)
-    assert [hold for _, _, hold in p.budgets.acquired] == [pytest.approx(5.8)]
-
-
-def test_each_tenant_whose_quota_cannot_be_read_is_reported():
-    p = quota_lane()
-    p.budgets.error = PortDown("state table down")
-    p.run([p.record(p.job("a-0", tenant="acme")), p.record(p.job("b-0", tenant="bravo"))])
-    assert [(e, f) for _, e, f in p.observer.problems] == [
-        (p.budgets.error, {"tenant": "acme"}),
-        (p.budgets.error, {"tenant": "bravo"}),
-    ]
-
-
-def test_a_dependency_budget_in_observe_mode_lets_the_call_through_and_reports_it():
-    def holds_vendor(ctx):
-        with ctx.dependency():
-            return TaskResult(writes=(counter(ctx.envelope.id),))
-
-    budget = budget_rules.dependency("vendor", 1, "observe")
-    p = Pipeline(task=holds_vendor, dependency=budget)
-    p.budgets.in_use[budget.key] = 1
-    record = p.record(p.job("job-1"))
-    p.run([record])
-    assert p.outcomes() == [Outcome.DONE]
-    assert [(message_id, grant.over) for message_id, grant in p.observer.over] == [(record["messageId"], 1)]
-
-
-@pytest.mark.parametrize(
-    ("deadline", "detail"), [(NOW + 0.5, {"time_left": 0.5}), (NOW + 0.12345, {"time_left": 0.123}), (NOW, {})]
-)
-def test_an_expired_record_reports_the_time_it_had_left(deadline, detail):
-    p = Pipeline(lane=lane_settings(service_seconds=5.0))
-    job = p.record(p.job("job-1", deadline=deadline))
-    tick = p.record(p.tick("tick-1", deadline=deadline))
-    p.run([job, tick])
-    assert p.outcomes() == [Outcome.EXPIRED, Outcome.EXPIRED]
-    for record in (job, tick):
-        assert dict(p.outcome(record["messageId"]).detail) == detail
-        assert p.outcome(record["messageId"]).attempt == 1
-    row = p.store.row(Table.JOBS, "job-1")
-    assert (row["status"], row["finished_at"], row["updated_at"], row["attempts"]) == ("expired", NOW, NOW, 1)
+@pytest.mark.parametrize(("remaining", "outcome"), [(7.4, Outcome.NOT_STARTED), (7.6, Outcome.EXPIRED)])
+def test_a_late_record_is_expired_only_with_time_for_its_commit(remaining, outcome):
+    p = slow_calls()
+    record = p.record(p.job("late", deadline=NOW - 1), receives=2)
+    p.run([record], remaining)
+    assert p.outcomes() == [outcome]
+    assert p.outcome(record["messageId"]).attempt == 2
+    if outcome == Outcome.NOT_STARTED:
+        assert p.outcome(record["messageId"]).detail == {"remaining_seconds": remaining}
