@@ -215,7 +215,7 @@ def _build() -> dict[str, Environment]:
             # the route answers 429 as API Gateway would, instead of the door timing out. The
             # burst lets a campaign of a couple of hundred deliveries in at once; the lanes absorb it.
             # The jobs routes keep the same figures, which every scenario and the demo stay under.
-            api=ApiConfig(webhook=Throttle(25, 200), jobs=Throttle(25, 200)),
+            api=ApiConfig(webhook=Throttle(60, 200), jobs=Throttle(25, 200)),
             reserved_concurrency=False,
             account_concurrency_quota=1000,
             log_retention_days=1,
