@@ -229,7 +229,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.soak", description=__doc__.split("\n\n")[0])
     parser.add_argument("--rate", type=load.rate_argument, default=50.0, help="webhooks a second offered (50)")
     parser.add_argument("--for", dest="seconds", type=load.duration_seconds, default=600.0, help="soak length (600)")
-    parser.add_argument("--ramp", default="15,20,25,30,40,60", help="rates for the ramp, comma-separated")
+    parser.add_argument("--ramp", default="30,45,60,75,90", help="rates for the ramp, comma-separated")
     parser.add_argument("--step", type=load.duration_seconds, default=30.0, help="seconds per ramp rate (30)")
     parser.add_argument(
         "--retention",

@@ -12,12 +12,13 @@ from typing import Any
 from pipeline import schema
 from pipeline.domain import marks
 from pipeline.domain.budgets import Budget
+from pipeline.domain.budgets import Mode as BudgetMode
 from pipeline.domain.consumer import Adapters, Consumer, ConsumerConfig
 from pipeline.domain.effects import Put, Table, Update
 from pipeline.domain.envelope import Envelope
 from pipeline.domain.outcomes import RecordOutcome
 from pipeline.domain.work import TaskContext, TaskFn, TaskResult
-from pipeline.settings import LaneSettings
+from pipeline.policy.lanes import LanePolicy, RetryPolicy, TenantQuota
 from tests.unit.consumer.memory import (
     LANE,
     NOW,
@@ -34,25 +35,45 @@ from tests.unit.consumer.memory import (
 )
 
 
-def lane_settings(**changes: Any) -> LaneSettings:
+@dataclass(frozen=True, kw_only=True)
+class LaneUnderTest(LanePolicy):
+    """A lane policy whose task time limit a test may set apart from the timeout (the real one
+    derives it), so the consumer's time rules can be pinned at their edges."""
+
+    time_limit_seconds: float | None = None
+
+    @property
+    def task_time_limit_seconds(self) -> float:
+        if self.time_limit_seconds is not None:
+            return self.time_limit_seconds
+        return super().task_time_limit_seconds
+
+
+def lane_settings(**changes: Any) -> LanePolicy:
     values: dict[str, Any] = {
         "name": LANE,
         "task": "test",
-        "objective_seconds": 60.0,
-        "timeout_seconds": 30.0,
+        "objective_seconds": 60,
+        "timeout_seconds": 30,
         "max_receives": 5,
-        "retry_base_seconds": 2.0,
-        "retry_cap_seconds": 300.0,
-        "tenant_quota": 0,
-        "tenant_quota_mode": "off",
         "default_expiry_seconds": None,
         "defer_seconds": 30,
-        "task_time_limit_seconds": 10.0,
         "max_concurrency": 2,
         "batch_size": 10,
+        "service_seconds": 0.1,
     }
+    retry = RetryPolicy(changes.pop("retry_base_seconds", 2.0), changes.pop("retry_cap_seconds", 300.0))
+    limit, mode = changes.pop("tenant_quota", 0), changes.pop("tenant_quota_mode", "enforce")
+    quota = TenantQuota(limit, protects="a test's per-tenant limit", mode=BudgetMode(mode)) if limit else None
+    options = changes.pop("options", {})
+    values.update(
+        retry=retry,
+        tenant_quota=quota,
+        task_options=tuple(options.items()),
+        time_limit_seconds=changes.pop("task_time_limit_seconds", 10.0),
+    )
     values.update(changes)
-    return LaneSettings(**values)
+    return LaneUnderTest(**values)
 
 
 @dataclass
@@ -102,7 +123,7 @@ class Pipeline:
     """One consumer instance over in-memory ports, and the SQS records it is handed."""
 
     task: TaskFn = done_task
-    lane: LaneSettings = field(default_factory=lane_settings)
+    lane: LanePolicy = field(default_factory=lane_settings)
     dependency: Budget | None = None
     seed: int = 7
     store: MemoryStore = field(default_factory=MemoryStore)

@@ -18,14 +18,14 @@ from botocore.exceptions import ClientError
 from pipeline import schema
 from pipeline.adapters.clients import Clients
 from pipeline.adapters.consumer_observer import ConsumerObserver
-from pipeline.adapters.lane_state import LaneStateReader
+from pipeline.adapters.lane_views import LaneStateReader
 from pipeline.domain.effects import Check, OnConflict, Table
 from pipeline.domain.errors import PermanentError, TransientError
 from pipeline.domain.marks import marker_key
 from pipeline.domain.work import TaskResult
 from tests.support.aws import REGION
 from tests.unit.consumer.fakes import Recorder, counter_value, counter_write
-from tests.unit.consumer.harness import Context, internal, log_lines, with_lane
+from tests.unit.consumer.harness import Context, internal, log_lines, tenant_cap, with_lane
 
 
 def refusing(h: Any, operation: str) -> Clients:
@@ -51,7 +51,7 @@ def _problems(caplog: Any) -> list[str]:
 def test_a_deferral_the_queue_refuses_stays_in_the_queue_and_is_reported(lane, caplog):
     # Given a lane allowing one record a tenant at once, and two jobs from one tenant
     h = lane("messages")
-    environ = with_lane(h.environ, tenant_quota=1, defer_seconds=30)
+    environ = with_lane(h.environ, tenant_quota=tenant_cap(1), defer_seconds=30)
     h.send(h.job_row("job-1", {}, tenant="acme", kind="test"))
     h.send(h.job_row("job-2", {}, tenant="acme", kind="test"))
     # And an SQS that refuses the re-send of the one over quota
@@ -207,7 +207,7 @@ def raising(error: BaseException) -> Callable[..., Any]:
 def test_a_batch_whose_own_bookkeeping_fails_reports_every_record_for_retry(lane, caplog, monkeypatch):
     # Given three jobs from one tenant over an observed quota, and an observer with a bug
     h = lane("messages")
-    environ = with_lane(h.environ, tenant_quota=1, tenant_quota_mode="observe")
+    environ = with_lane(h.environ, tenant_quota=tenant_cap(1, "observe"))
     for n in range(3):
         h.send(h.job_row(f"job-{n}", {}, tenant="acme", kind="test"))
     monkeypatch.setattr(ConsumerObserver, "over_budget", raising(RuntimeError("observer bug")))
