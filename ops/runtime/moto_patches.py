@@ -25,7 +25,7 @@ import functools
 import threading
 from typing import Any
 
-from ops.runtime import moto_direct, moto_dispatch, moto_indexes, moto_results, moto_sqs
+from ops.runtime import moto_direct, moto_dispatch, moto_indexes, moto_results, moto_sqs, moto_tracking
 
 _LOCK = threading.RLock()
 _PATCHED = False
@@ -41,6 +41,7 @@ def install() -> None:
     moto_dispatch.install()
     moto_direct.install()
     moto_results.install()
+    moto_tracking.install()
 
 
 def dynamodb_lock() -> Any:
