@@ -210,11 +210,12 @@ def _build() -> dict[str, Environment]:
             name="local",
             lanes=lanes_for(lanes, overrides=LOCAL_OVERRIDES),
             dependencies=(Dependency(LLM_DEPENDENCY, limit=2, vendor_quota=2),),
-            # Measured: this machine's runtime keeps up with about 25 webhooks a second end to end
-            # (door, consumer, sweeper and emulator share one interpreter; `make soak`). Past it
-            # the route answers 429 as API Gateway would, instead of the door timing out. The
-            # burst lets a campaign of a couple of hundred deliveries in at once; the lanes absorb it.
-            # The jobs routes keep the same figures, which every scenario and the demo stay under.
+            # Measured: on a 2-core machine the runtime holds 50 webhooks a second end to end for
+            # ten minutes (door, consumers, sweeper and emulator share one interpreter; `make
+            # soak`, bench/REPORT.md), with room to 60. Past it the route answers 429 as API
+            # Gateway would, instead of the door timing out. The burst lets a campaign of a couple
+            # of hundred deliveries in at once; the lanes absorb it. The jobs routes keep 25, which
+            # every scenario and the demo stay under.
             api=ApiConfig(webhook=Throttle(60, 200), jobs=Throttle(25, 200)),
             reserved_concurrency=False,
             account_concurrency_quota=1000,
