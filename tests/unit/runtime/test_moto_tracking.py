@@ -44,7 +44,8 @@ def test_a_deleted_item_and_a_deleted_message_are_freed(aws):
     # Then nothing keeps them: no more items or messages live than before
     assert len(_live(Item)) <= items_before
     assert len(_live(Message)) <= messages_before
-    assert Item.instances_tracked == [] and Message.instances_tracked == []  # type: ignore[attr-defined]
+    assert Item.instances_tracked == []  # type: ignore[attr-defined]
+    assert Message.instances_tracked == []  # type: ignore[attr-defined]
 
 
 def test_other_models_are_still_tracked(aws):
