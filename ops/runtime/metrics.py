@@ -18,7 +18,12 @@ from datetime import UTC, datetime
 from typing import Any
 
 Key = tuple[str, str, frozenset[tuple[str, str]]]
-_KEEP_SECONDS = 3600
+_KEEP_SECONDS = 300
+"""Per-second statistics are kept this long: the alarms read the last few periods (10 s locally)
+and nothing reads older seconds. Kept for an hour, they grew the runtime's memory through the
+whole of a ten-minute soak. Totals are kept apart, for the whole run."""
+_MIRROR_KEEP_SECONDS = 900
+"""What the CloudWatch mirror keeps for other processes' GetMetricData (a quarter of an hour)."""
 VALUES_PER_BUCKET = 200
 """Values kept per metric per second for percentiles; past it, a second's percentiles are read
 from a sample of its first values (a webhook door at 2000 a second keeps a tenth)."""
@@ -56,6 +61,7 @@ class Bucket:
 class MetricsStore:
     def __init__(self) -> None:
         self._series: dict[Key, deque[Bucket]] = defaultdict(deque)
+        self._totals: dict[Key, float] = defaultdict(float)
         self._lock = threading.Lock()
         self._pending: dict[Key, Bucket] = {}
 
@@ -76,6 +82,7 @@ class MetricsStore:
             series = self._series[metric]
             bucket = _bucket_for(series, second, unit)
             bucket.add(value)
+            self._totals[metric] += value
             while series and series[0].second < second - _KEEP_SECONDS:
                 series.popleft()
             pending = self._pending.get(metric)
@@ -101,17 +108,16 @@ class MetricsStore:
 
     def total(self, namespace: str, name: str, dimensions: Mapping[str, str]) -> float:
         with self._lock:
-            return sum(b.total for b in self._series.get(key(namespace, name, dimensions), ()))
+            return self._totals.get(key(namespace, name, dimensions), 0.0)
 
     def total_matching(self, namespace: str, name: str, dimensions: Mapping[str, str]) -> float:
         """Sum over every series of the metric whose dimensions include `dimensions`."""
         wanted = {(str(k), str(v)) for k, v in dimensions.items()}
         with self._lock:
             return sum(
-                b.total
-                for (ns, metric, dims), series in self._series.items()
+                total
+                for (ns, metric, dims), total in self._totals.items()
                 if ns == namespace and metric == name and wanted <= dims
-                for b in series
             )
 
     def latest(self, namespace: str, name: str, dimensions: Mapping[str, str]) -> float | None:
@@ -225,10 +231,10 @@ _CLOUDWATCH_UNITS = frozenset(
 )
 
 
-def trim_cloudwatch(keep_seconds: float = _KEEP_SECONDS) -> int:
+def trim_cloudwatch(keep_seconds: float = _MIRROR_KEEP_SECONDS) -> int:
     """Drop mirrored datums older than `keep_seconds` from moto's CloudWatch, which keeps every
     datum for ever; returns how many went. (CloudWatch keeps them longer; nothing here reads
-    further back than an hour.)"""
+    further back than a quarter of an hour.)"""
     from moto.cloudwatch.models import cloudwatch_backends
 
     from ops.runtime.deploy import ACCOUNT, REGION

@@ -1,0 +1,26 @@
+"""The runtime's metric store (ops/runtime/metrics.py): per-second statistics for the recent
+minutes the alarms read, totals for the whole run."""
+
+from __future__ import annotations
+
+from ops.runtime import metrics
+from ops.runtime.metrics import MetricsStore
+
+NS, NAME = "Lanes", "RecordsDone"
+
+
+def test_totals_cover_the_whole_run_while_old_seconds_are_dropped():
+    # Given a metric recorded now and again long after the store's window
+    store = MetricsStore()
+    start = 1_000_000.0
+    later = start + metrics._KEEP_SECONDS + 60
+    store.put(NS, NAME, {"Lane": "messages"}, 5, timestamp=start)
+    store.put(NS, NAME, {"Lane": "ai"}, 2, timestamp=start)
+    store.put(NS, NAME, {"Lane": "messages"}, 3, timestamp=later)
+    # Then the old second is gone from the statistics
+    assert store.statistic(NS, NAME, {"Lane": "messages"}, "Sum", start, start + 1) is None
+    assert store.statistic(NS, NAME, {"Lane": "messages"}, "Sum", later, later + 1) == 3
+    # And the totals still count everything recorded
+    assert store.total(NS, NAME, {"Lane": "messages"}) == 8
+    assert store.total_matching(NS, NAME, {}) == 10
+    assert store.total_matching(NS, NAME, {"Lane": "ai"}) == 2
