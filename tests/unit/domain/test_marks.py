@@ -264,3 +264,17 @@ def test_a_retry_note_on_a_row_another_copy_finished_changes_nothing(committer, 
     # Then the note is refused as the other copy's work, and the finished row is left as it was
     assert result.state is CommitState.DUPLICATE
     assert _stored(dynamodb, "jobs", {schema.ID: "j-1"}) == finished
+
+
+def test_only_a_plainly_queued_webhook_row_is_finished_by_its_keyed_writes_alone():
+    # Given the same plainly queued row, as a webhook delivery's and as a job's
+    queued = {schema.ID: "r1", "status": schema.RowStatus.QUEUED}
+    webhook = marks.Obligation(Table.WEBHOOK_LOG, {schema.ID: "r1"}, queued)
+    job = marks.Obligation(Table.JOBS, {schema.ID: "r1"}, queued)
+    # When its task's writes are each keyed and it called no vendor
+    # Then the webhook's writes are its done-mark, but a job keeps its row's status (GET /jobs/{id})
+    assert marks.effect_is_mark(webhook, keyed=True, called_out=False)
+    assert not marks.effect_is_mark(job, keyed=True, called_out=False)
+    # And a row that is missing, or an internal marker, is never finished that way either
+    assert not marks.effect_is_mark(marks.Obligation(Table.WEBHOOK_LOG, {schema.ID: "r1"}, None), True, False)
+    assert not marks.effect_is_mark(marks.Obligation(Table.STATE, {schema.PK: "m"}, None), True, False)
