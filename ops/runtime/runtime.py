@@ -128,10 +128,6 @@ class LocalRuntime:
         self.alarms: AlarmEvaluator | None = None
         self.deployment: Deployment | None = None
         self.started_at = 0.0
-        self.ttl_attributes: dict[str, str] = {}
-        """Table → the attribute its emulated TTL reads."""
-        self.expired_items = 0
-        """Items the emulated TTL has deleted."""
         self.queue_samples: dict[str, QueueSample] = {}
         """Each queue's latest sample (a second old at most), for the live view."""
         self._saved_switch_interval = sys.getswitchinterval()
@@ -189,9 +185,7 @@ class LocalRuntime:
             name: boto3.client(name, region_name=REGION)  # type: ignore[call-overload]
             for name in ("lambda", "sqs", "sns", "cloudwatch", "dynamodb")
         }
-        self.ttl_attributes = enable_from_template(
-            synthesized.template, self.deployment.physical, self._clients["dynamodb"]
-        )
+        enable_from_template(synthesized.template, self.deployment.physical, self._clients["dynamodb"])
         if self.retention_seconds is not None:
             self._shorten_retention(self.retention_seconds)
         self._host_functions()
@@ -296,7 +290,7 @@ class LocalRuntime:
         for logical_id in self.deployment.resources("AWS::Lambda::Function"):
             name = self.deployment.physical[logical_id]
             variables = dict(
-                (client.get_function_configuration(FunctionName=name).get("Environment") or {}).get("Variables", {})
+                (lambda_control.function_configuration(name).get("Environment") or {}).get("Variables", {})
             )
             if RETENTION_VARIABLE not in variables:
                 continue
@@ -471,8 +465,7 @@ class LocalRuntime:
         reaper = TtlReaper(DEFAULT_ACCOUNT_ID, REGION)
         while not self._stop.wait(REAP_SECONDS):
             try:
-                swept = reaper.reap()
-                self.expired_items += swept.deleted
+                reaper.reap()
             except Exception as exc:
                 self.error(f"ttl: {type(exc).__name__}: {exc}")
 
