@@ -39,14 +39,14 @@ def _age_alarm_states(running) -> dict[str, str]:
 def test_past_its_capacity_the_webhook_route_answers_429_never_a_5xx_and_keeps_every_accepted_delivery(own_pipeline):
     running = own_pipeline
     secret = running.client.app_secret
-    # Given a sender at twice the webhook route's rate for longer than its burst lasts (the route's
-    # rate is this machine's capacity and the sender shares the machine: at three times it failed
-    # connections itself, at one and a half times a busy machine slowed it to the route's rate)
-    rate = WEBHOOK.rate_limit * 2
-    seconds = (WEBHOOK.burst_limit / (rate - WEBHOOK.rate_limit)) + 8
+    # Given a sender at half again the webhook route's rate for longer than its burst lasts (the
+    # route's rate is this machine's capacity; the sender shares the machine, so much more than
+    # that would measure the sender)
+    rate = WEBHOOK.rate_limit * 1.5
+    seconds = (WEBHOOK.burst_limit / (rate - WEBHOOK.rate_limit)) + 6
     # Enough connections that the sender keeps its rate even when answers are slow (a machine
     # running other tests): the open loop must really offer the rate it says.
-    run = load.LoadRun(url=running.api_url, app_secret=secret, rate=rate, seconds=seconds, connections=300)
+    run = load.LoadRun(url=running.api_url, app_secret=secret, rate=rate, seconds=seconds, connections=200)
     stack = load.StackView(running.aws, running.outputs, LOCAL.lane_names)
     states: list[dict[str, str]] = []
     sampling = threading.Event()
