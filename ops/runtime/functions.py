@@ -39,6 +39,13 @@ Handler = Callable[[Any, Any], Any]
 MAX_INSTANCES = 8
 """Concurrent invocations of one function in this process (see above)."""
 
+_INITIALISING = threading.Lock()
+"""One instance initialises at a time in this process. Lambda initialises each execution
+environment in a process of its own; here an instance's set-up shares the interpreter's
+module-level state with every other, and some of that state is not safe to build from two
+threads at once: two Powertools `Logger`s for one service, made together, left one without its
+formatter, and that cold start crashed (a 500 from the door under a 120/s burst)."""
+
 
 @dataclass(frozen=True)
 class FunctionConfig:
@@ -221,4 +228,5 @@ def _load(config: FunctionConfig) -> Handler:
         "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": str(config.memory_mb),
         "AWS_LAMBDA_FUNCTION_VERSION": "$LATEST",
     }
-    return factory(environ)
+    with _INITIALISING:
+        return factory(environ)

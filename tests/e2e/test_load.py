@@ -6,6 +6,7 @@ temporary files. Each test has a runtime of its own (the load would slow the sha
 from __future__ import annotations
 
 import json
+import re
 import signal
 import subprocess
 import threading
@@ -36,17 +37,32 @@ def _age_alarm_states(running) -> dict[str, str]:
     return {a["AlarmName"]: a["StateValue"] for a in alarms if "OldestMessageAge" in a["AlarmName"]}
 
 
-def test_past_its_capacity_the_webhook_route_answers_429_never_a_5xx_and_keeps_every_accepted_delivery(own_pipeline):
+def _failures_logged(log_dir) -> str:
+    """What the functions logged as failing (error lines, and each traceback's last line), so an
+    unexpected status names its cause."""
+    failing = re.compile(r'"level":"ERROR"|^\w+(Error|Exception)\b')
+    found = [
+        f"{log.name}: {line}"
+        for log in sorted(log_dir.glob("*.log"))
+        for line in log.read_text(errors="replace").splitlines()
+        if failing.search(line)
+    ]
+    return "\n".join(found[:40])
+
+
+def test_past_its_capacity_the_webhook_route_answers_429_never_a_5xx_and_keeps_every_accepted_delivery(
+    own_pipeline, tmp_path
+):
     running = own_pipeline
     secret = running.client.app_secret
-    # Given a sender at half again the webhook route's rate for longer than its burst lasts (the
-    # route's rate is this machine's capacity; the sender shares the machine, so much more than
-    # that would measure the sender)
-    rate = WEBHOOK.rate_limit * 1.5
-    seconds = (WEBHOOK.burst_limit / (rate - WEBHOOK.rate_limit)) + 6
+    # Given a sender at twice the webhook route's rate for longer than its burst lasts (the route's
+    # rate is this machine's capacity and the sender shares the machine: at three times it failed
+    # connections itself, at one and a half times a busy machine slowed it to the route's rate)
+    rate = WEBHOOK.rate_limit * 2
+    seconds = (WEBHOOK.burst_limit / (rate - WEBHOOK.rate_limit)) + 8
     # Enough connections that the sender keeps its rate even when answers are slow (a machine
     # running other tests): the open loop must really offer the rate it says.
-    run = load.LoadRun(url=running.api_url, app_secret=secret, rate=rate, seconds=seconds, connections=200)
+    run = load.LoadRun(url=running.api_url, app_secret=secret, rate=rate, seconds=seconds, connections=300)
     stack = load.StackView(running.aws, running.outputs, LOCAL.lane_names)
     states: list[dict[str, str]] = []
     sampling = threading.Event()
@@ -63,7 +79,7 @@ def test_past_its_capacity_the_webhook_route_answers_429_never_a_5xx_and_keeps_e
     sampler.join()
     statuses = report.total.statuses
     # Then every delivery was answered, each 200 or 429, and 429s came once the burst was spent
-    assert set(statuses) <= {"200", "429"}, statuses
+    assert set(statuses) <= {"200", "429"}, f"{statuses}\n{_failures_logged(tmp_path / 'logs')}"
     assert statuses.get("429", 0) > 0, statuses
     assert statuses["200"] >= WEBHOOK.burst_limit, statuses
     # (the bucket refills while the deliveries are being answered, however long that takes)
