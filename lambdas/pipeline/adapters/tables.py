@@ -105,7 +105,8 @@ class ObligationReader:
     def _webhook_body(self, log_id: str, row: Mapping[str, Any]) -> bytes:
         if int(row.get(BODY_PARTS, 1)) > 1:
             return WebhookLog(self._dynamodb, self._tables[Table.WEBHOOK_LOG]).load_body(log_id)
-        return webhook_body.unpack(str(row[BODY_ENCODING]), [bytes(row[BODY])])
+        encoding = row.get(BODY_ENCODING)
+        return webhook_body.unpack(None if encoding is None else str(encoding), [bytes(row[BODY])])
 
 
 def _job_payload(row: Mapping[str, Any]) -> Any:

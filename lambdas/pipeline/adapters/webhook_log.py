@@ -1,15 +1,20 @@
 """The webhook log: one row per distinct delivery body, written before anything is enqueued.
 
 Row layout (table key `id` = `wh-<sha256 of the raw body>`):
-- `status` "queued" (or "unparseable"), `received_at` (epoch s), `replays` 0. A row enters the
-  sparse age index (`pending_shard`, `pending_since`) only when its send failed (`mark_unsent`):
-  a row whose message reached its lane is the queue's to deliver, and most rows are never written
-  again (their task's writes are their done-mark; see domain/marks.py). That keeps a delivery at
-  one write, with no index entry to add and later remove.
+- `status` "queued" (or "unparseable"), `received_at` (epoch s); `replays` once the sweeper has
+  replayed it (none is none, as the sweeper reads it). A row enters the sparse age index
+  (`pending_shard`, `pending_since`) only when its send failed (`mark_unsent`): a row whose message
+  reached its lane is the queue's to deliver, and most rows are never written again (their task's
+  writes are their done-mark; see domain/marks.py). That keeps a delivery at one write, with no
+  index entry to add and later remove.
 - `lane`, `tenant`, `kind` for parseable bodies; `unparseable_reason` otherwise.
-- the raw bytes: `body` (Binary, part 0), `body_encoding` (domain/webhook_body.ENCODINGS), `body_size` (raw
-  length), `body_parts` (count). Parts 1.. are items `<id>#part<n>` holding `body` and `part_of`.
-  `load_body` puts them back together; consumers should read bodies through it.
+- the raw bytes: `body` (Binary, part 0); `body_encoding` (domain/webhook_body.ENCODINGS) unless it
+  is the usual one, and `body_parts` (the count) only when there is more than one. Parts 1.. are
+  items `<id>#part<n>` holding `body` and `part_of`. `load_body` puts them back together;
+  consumers should read bodies through it. Usual values are left unsaid (here and for `replays`),
+  and the raw length is not kept, because every byte of a row is paid for: with them a 2 KB
+  WhatsApp text's row was about 1,040 bytes, two write units for most deliveries; without them,
+  about 970 and one.
 - `expires_at` (schema.TTL) on the row and on each part: the raw-delivery retention, counted from
   receipt. A redelivery of the same bytes finds the row and leaves its expiry as it was.
 - `sender_hash` (schema.SENDER_HASH) when the delivery names exactly one person: the key of the
@@ -33,14 +38,12 @@ from pipeline.domain.webhook import LogEntry, Recorded, WebhookLogUnavailable
 
 STATUS = "status"
 RECEIVED_AT = "received_at"
-REPLAYS = "replays"
 LANE = "lane"
 TENANT = "tenant"
 KIND = "kind"
 UNPARSEABLE_REASON = "unparseable_reason"
 BODY = "body"
 BODY_ENCODING = "body_encoding"
-BODY_SIZE = "body_size"
 BODY_PARTS = "body_parts"
 PART_OF = "part_of"
 UNPROCESSED_RETRIES = 5
@@ -60,13 +63,13 @@ def _row(entry: LogEntry) -> dict[str, Any]:
     item: dict[str, Any] = {
         schema.ID: {"S": entry.id},
         RECEIVED_AT: _number(entry.received_at),
-        REPLAYS: {"N": "0"},
         BODY: {"B": entry.body.parts[0]},
-        BODY_ENCODING: {"S": entry.body.encoding},
-        BODY_SIZE: {"N": str(entry.body.size)},
-        BODY_PARTS: {"N": str(len(entry.body.parts))},
         schema.TTL: {"N": str(entry.expires_at)},
     }
+    if entry.body.encoding != webhook_body.UNNAMED_ENCODING:
+        item[BODY_ENCODING] = {"S": entry.body.encoding}
+    if len(entry.body.parts) > 1:
+        item[BODY_PARTS] = {"N": str(len(entry.body.parts))}
     if entry.sender_hash is not None:
         item[schema.SENDER_HASH] = {"S": entry.sender_hash}
     if entry.route is None:
@@ -167,11 +170,11 @@ class WebhookLog:
             ).get("Item")
             if row is None:
                 raise KeyError(log_id)
-            count = int(row[BODY_PARTS]["N"])
+            count = int(row.get(BODY_PARTS, {"N": "1"})["N"])
             parts = [row[BODY]["B"], *self._parts(log_id, count)]
         except (ClientError, BotoCoreError) as exc:
             raise WebhookLogUnavailable(f"webhook log read failed: {exc}") from exc
-        return webhook_body.unpack(row[BODY_ENCODING]["S"], parts)
+        return webhook_body.unpack(row.get(BODY_ENCODING, {}).get("S"), parts)
 
     def _parts(self, log_id: str, count: int) -> list[bytes]:
         if count <= 1:

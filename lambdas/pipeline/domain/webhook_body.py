@@ -3,13 +3,14 @@
 A DynamoDB item holds at most 400 KB; Meta may send 3 MB. Bodies over half a kilobyte are
 deflated against a preset dictionary of Meta's own JSON (every stored kilobyte is a write unit, and
 a small delivery is mostly Meta's field names, which plain gzip has to spell out once per body:
-a 2 KB WhatsApp text takes 0.96 KB gzipped and 0.74 KB this way, so its row fits one write unit
-with its other attributes). The dictionary is versioned in the encoding's name and never edited:
-rows written with it must stay readable. A body that is still too
-big for one item is split into parts: the log row holds part 0 and the part count, and parts 1..n-1
-are their own items (`<log id>#part<n>`), written in the same transaction as the row. Nothing is
-truncated or dropped: a delivery either fits completely or its write fails loudly (5xx, so Meta
-retries), and the settings refuse a body cap for which that could happen (`MAX_LOGGABLE_BYTES`).
+a 2 KB WhatsApp text takes 0.96 KB gzipped and about 0.76 KB this way, so its row fits one write
+unit with its other attributes: see adapters/webhook_log.py for the bytes those take). The
+dictionary is versioned in the encoding's name and never edited: rows written with it must stay
+readable. A body that is still too big for one item is split into parts: the log row holds part 0
+and the part count, and parts 1..n-1 are their own items (`<log id>#part<n>`), written in the
+same transaction as the row. Nothing is truncated or dropped: a delivery either fits completely or
+its write fails loudly (5xx, so Meta retries), and the settings refuse a body cap for which that
+could happen (`MAX_LOGGABLE_BYTES`).
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ GZIP = "gzip"
 """Read only: rows written before the dictionary."""
 META_DEFLATE = "deflate-meta1"
 ENCODINGS = (IDENTITY, GZIP, META_DEFLATE)
+UNNAMED_ENCODING = META_DEFLATE
+"""What a row that names no encoding holds: the door names it only when it is another."""
 
 COMPRESS_FROM_BYTES = 512
 """Below this the saving is under a write unit's worth, whatever the ratio."""
@@ -90,7 +93,9 @@ def pack(raw: bytes) -> StoredBody:
     return StoredBody(encoding=encoding, parts=parts, size=len(raw))
 
 
-def unpack(encoding: str, parts: Sequence[bytes]) -> bytes:
+def unpack(encoding: str | None, parts: Sequence[bytes]) -> bytes:
+    """The raw bytes back; `encoding` None for a row that names none."""
+    encoding = UNNAMED_ENCODING if encoding is None else encoding
     data = b"".join(parts)
     if encoding == IDENTITY:
         return data

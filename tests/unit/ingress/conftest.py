@@ -123,6 +123,10 @@ class Inspect:
     def rows(self) -> list[dict]:
         return self._dynamodb.scan(TableName=self._resources.webhook_table)["Items"]
 
+    def put_row(self, item: dict) -> None:
+        """A row as an earlier door wrote it."""
+        self._dynamodb.put_item(TableName=self._resources.webhook_table, Item=item)
+
     def messages(self, lane: str) -> list[dict]:
         """Every message on the lane's queue (received, then made visible again)."""
         url = self._resources.queue_urls[lane]

@@ -6,6 +6,8 @@ import base64
 import json
 import os
 
+from bench.consumer_costs import item_size
+from bench.scenarios.s10_cost import varied_text
 from pipeline import schema
 from pipeline.domain import webhook, webhook_body
 from pipeline.domain.envelope import Envelope
@@ -31,7 +33,7 @@ def test_new_delivery_is_logged_queued_then_enqueued_on_its_lane(door, inspect):
     assert row["lane"]["S"] == "messages"
     assert row["tenant"]["S"] == "102030405060"
     assert row["kind"]["S"] == "whatsapp.messages"
-    assert row["replays"]["N"] == "0"
+    assert "replays" not in row  # a row the sweeper never replayed says nothing of replays
     # And one message carries the envelope, grouped by tenant, with the payload inline
     [message] = inspect.messages("messages")
     envelope = Envelope.from_json(message["Body"])
@@ -156,15 +158,51 @@ def test_large_bodies_are_compressed_and_travel_by_reference(door, inspect):
 
     assert door(post(raw), None)["statusCode"] == 200
 
-    # Then the row stores it compressed, and the message points at the row instead of carrying it
+    # Then the row stores it compressed in the usual encoding, which it leaves unnamed, and the
+    # message points at the row instead of carrying it
     row_id = webhook.log_id(raw)
     row = inspect.row(row_id)
-    assert row["body_encoding"]["S"] == webhook_body.META_DEFLATE
+    assert "body_encoding" not in row
+    assert webhook_body.UNNAMED_ENCODING == webhook_body.META_DEFLATE
     assert len(row["body"]["B"]) < len(raw) / 10
     assert webhook_body.unpack(webhook_body.META_DEFLATE, [row["body"]["B"]]) == raw
     [message] = inspect.messages("messages")
     envelope = Envelope.from_json(message["Body"])
     assert (envelope.payload, envelope.ref) == (None, row_id)
+
+
+def test_the_row_of_a_2_kb_whatsapp_text_fits_one_write_unit(door, inspect):
+    # Given 2 KB WhatsApp texts of varied words (the cost scenario's), from one sender each
+    empty = len(encode(whatsapp_message("")))
+    for seed in range(30):
+        raw = encode(whatsapp_message(varied_text(seed, 2048 - empty)))
+        assert 2040 <= len(raw) <= 2048
+        # When each is delivered
+        assert door(post(raw), None)["statusCode"] == 200
+        # Then its row, sender hash and expiry included, is at most the 1 KB of one write unit,
+        # and reads back byte for byte
+        row = inspect.row(webhook.log_id(raw))
+        assert schema.SENDER_HASH in row
+        assert schema.TTL in row
+        assert item_size(row) <= 1024, (seed, item_size(row))
+        assert inspect.body(webhook.log_id(raw)) == raw
+
+
+def test_a_row_an_earlier_door_wrote_with_its_encoding_size_and_part_count_reads_back(inspect):
+    raw = encode(whatsapp_message("order refund parcel " * 60))
+    stored = webhook_body.pack(raw)
+    inspect.put_row(
+        {
+            schema.ID: {"S": "wh-earlier"},
+            "status": {"S": "queued"},
+            "body": {"B": stored.parts[0]},
+            "body_encoding": {"S": webhook_body.META_DEFLATE},
+            "body_size": {"N": str(len(raw))},
+            "body_parts": {"N": "1"},
+        }
+    )
+
+    assert inspect.body("wh-earlier") == raw
 
 
 def test_a_body_too_big_for_one_item_is_stored_whole_across_parts(door, inspect):
