@@ -82,10 +82,11 @@ soak: setup
 
 # Not part of `make test`. Every run starts from a clean mutants/ (mutmut's copy of the project),
 # so each mutant is judged by the tests as they are now; one worker leaves a core for the rest.
-# FILES names the modules of lambdas/pipeline/domain to run and report. consumer.py is mutated
-# too but not run by default: its 1022 mutants take about 45 minutes with one worker (most die in
-# the in-memory pipeline tests within a second; each survivor runs a minute of moto tests): add
-# it to FILES on the command line to run it.
+# FILES names the modules of lambdas/pipeline/domain to run and report. The consumer's rules are
+# mutated too but not run by default: consumer.py, task_step.py, settling.py and batch_time.py
+# have about 1022 mutants, some 45 minutes with one worker (most die in the in-memory pipeline
+# tests within a second; each survivor runs a minute of moto tests): name them in FILES on the
+# command line to run them, `make mutation FILES="consumer task_step settling batch_time"`.
 FILES ?= webhook routing admission retry budgets marks
 mutation: setup $(VENV)/.mutation-installed
 	rm -rf mutants

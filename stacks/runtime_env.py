@@ -2,9 +2,9 @@
 
 The stack calls these with CDK tokens for resource names; tests and the local runtime call them
 with real names. Either way the handlers parse the result with `pipeline.settings`, so what the
-template says and what the code reads cannot drift apart. Lane and sweeper policies are the
-functions' own types (pipeline/policy), written with their codec: the stack spells no field of
-them here. No CDK import here.
+template says and what the code reads cannot drift apart. Lane and sweeper policies, and the
+doors' and retention settings, are the functions' own types (pipeline/policy, pipeline/settings),
+written with the policy codec: the stack spells no key of them here. No CDK import here.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Any
 from pipeline.domain import erasure as erasure_rules
 from pipeline.policy import codec
 from pipeline.policy.sweeper import SweeperSettings
-from pipeline.settings import EnvVar
+from pipeline.settings import EnvVar, ErasureSettings, JobsSettings, RetentionSettings, WebhookSettings
 from stacks.config.environments import Environment
 from stacks.config.lanes import Lane
 from stacks.config.privacy import DAY
@@ -74,24 +74,24 @@ def _dependencies(env: Environment, dumps: Dumps) -> str:
     return dumps({d.name: {"limit": d.limit, "mode": d.mode.value} for d in env.dependencies})
 
 
-def _retention(env: Environment, dumps: Dumps) -> dict[str, str]:
-    return {EnvVar.RETENTION: dumps(env.retention.seconds())}
+def _retention(env: Environment) -> dict[str, str]:
+    return {EnvVar.RETENTION: codec.dumps(RetentionSettings(**env.retention.seconds()))}
 
 
 def ingress(env: Environment, resources: Resources, dumps: Dumps) -> dict[str, str]:
     return {
         **_common(env, resources, "ingress"),
-        **_retention(env, dumps),
+        **_retention(env),
         EnvVar.SENDER_KEY_ARN: resources.sender_key_arn,
         EnvVar.LANE_QUEUES: dumps(dict(resources.queue_urls)),
         EnvVar.META_SECRET_ARN: resources.secret_arn,
-        EnvVar.WEBHOOK: dumps(
-            {
-                "max_body_bytes": env.webhook.max_body_bytes,
-                "max_json_depth": env.webhook.max_json_depth,
-                "secret_cache_seconds": env.webhook.secret_cache_seconds,
-                "secret_refresh_seconds": env.webhook.secret_refresh_seconds,
-            }
+        EnvVar.WEBHOOK: codec.dumps(
+            WebhookSettings(
+                max_body_bytes=env.webhook.max_body_bytes,
+                max_json_depth=env.webhook.max_json_depth,
+                secret_cache_seconds=env.webhook.secret_cache_seconds,
+                secret_refresh_seconds=env.webhook.secret_refresh_seconds,
+            )
         ),
     }
 
@@ -99,17 +99,17 @@ def ingress(env: Environment, resources: Resources, dumps: Dumps) -> dict[str, s
 def jobs(env: Environment, resources: Resources, dumps: Dumps) -> dict[str, str]:
     return {
         **_common(env, resources, "jobs"),
-        **_retention(env, dumps),
+        **_retention(env),
         EnvVar.SENDER_KEY_ARN: resources.sender_key_arn,
         EnvVar.LANES: _all_lanes(env),
         EnvVar.LANE_QUEUES: dumps(dict(resources.queue_urls)),
-        EnvVar.JOBS: dumps(
-            {
-                "admission_cache_seconds": env.jobs.admission_cache_seconds,
-                "tenant_queued_limit": env.jobs.tenant_queued_limit,
-                "max_payload_bytes": env.jobs.max_payload_bytes,
-                "callers": {grant.principal: list(grant.tenants) for grant in env.jobs.callers},
-            }
+        EnvVar.JOBS: codec.dumps(
+            JobsSettings(
+                admission_cache_seconds=env.jobs.admission_cache_seconds,
+                tenant_queued_limit=env.jobs.tenant_queued_limit,
+                max_payload_bytes=env.jobs.max_payload_bytes,
+                callers={grant.principal: tuple(grant.tenants) for grant in env.jobs.callers},
+            )
         ),
     }
 
@@ -117,7 +117,7 @@ def jobs(env: Environment, resources: Resources, dumps: Dumps) -> dict[str, str]
 def consumer(env: Environment, lane: Lane, resources: Resources, dumps: Dumps) -> dict[str, str]:
     return {
         **_common(env, resources, f"consumer-{lane.name}"),
-        **_retention(env, dumps),
+        **_retention(env),
         EnvVar.SENDER_KEY_ARN: resources.sender_key_arn,
         EnvVar.LANE: codec.dumps(lane.policy),
         EnvVar.QUEUE_URL: resources.queue_urls[lane.name],
@@ -131,19 +131,19 @@ def erasure(env: Environment, resources: Resources, dumps: Dumps) -> dict[str, s
     lane = erasure_rules.LANE
     return {
         **_common(env, resources, "erasure"),
-        **_retention(env, dumps),
+        **_retention(env),
         EnvVar.SENDER_KEY_ARN: resources.sender_key_arn,
         EnvVar.META_SECRET_ARN: resources.secret_arn,
         EnvVar.LANE_QUEUES: dumps({lane: resources.queue_urls[lane]}),
-        EnvVar.ERASURE: dumps(
-            {
-                "lane": lane,
-                "queued_limit": env.jobs.tenant_queued_limit,
-                "deadline_seconds": env.erasure.deadline_days * DAY,
-                "max_body_bytes": env.erasure.max_body_bytes,
-                "secret_cache_seconds": env.webhook.secret_cache_seconds,
-                "secret_refresh_seconds": env.webhook.secret_refresh_seconds,
-            }
+        EnvVar.ERASURE: codec.dumps(
+            ErasureSettings(
+                lane=lane,
+                queued_limit=env.jobs.tenant_queued_limit,
+                deadline_seconds=env.erasure.deadline_days * DAY,
+                max_body_bytes=env.erasure.max_body_bytes,
+                secret_cache_seconds=env.webhook.secret_cache_seconds,
+                secret_refresh_seconds=env.webhook.secret_refresh_seconds,
+            )
         ),
     }
 

@@ -112,13 +112,14 @@ def test_a_secret_cache_outside_its_bounds_is_refused(change, message):
 
 
 def test_every_environment_keeps_raw_deliveries_shortest_and_its_periods_reach_its_functions():
+    from pipeline.policy import codec
     from pipeline.settings import RetentionSettings
 
     for env in ENVIRONMENTS.values():
         kept = env.retention
         # Raw bodies are only a window for replays; what was made of them is the product's data.
         assert kept.raw_deliveries_days <= kept.effects_days
-        parsed = RetentionSettings.from_dict(kept.seconds())
+        parsed = codec.from_plain(RetentionSettings, kept.seconds())
         assert parsed.raw_deliveries_seconds == kept.raw_deliveries_days * 86400
         assert parsed.effects_seconds == kept.effects_days * 86400
     prod = ENVIRONMENTS["prod"].retention

@@ -24,7 +24,7 @@ from pipeline.domain import marks
 from pipeline.domain.effects import OnConflict, Table, Update, Write
 from pipeline.domain.envelope import Envelope
 from pipeline.domain.ports import CommitState, Committer
-from pipeline.domain.sweep import Overdue, PendingRow
+from pipeline.domain.sweep_inputs import Overdue, PendingRow
 
 REPLAYS = "replays"
 REPLAYED_AT = "replayed_at"

@@ -24,7 +24,7 @@ from typing import Any
 
 from pipeline import schema
 from pipeline.domain import admission
-from pipeline.domain.sweep import DepthSeen, depth_key
+from pipeline.domain.sweep_inputs import DepthSeen, depth_key
 
 DEPTH = "depth"
 SEEN_AT = "seen_at"

@@ -88,7 +88,7 @@ def build_handler(
     clock: Callable[[], float] = time.time,
 ) -> Handler:
     rules = JobsApiRules(
-        callers=config.settings.callers,
+        callers=config.settings.grants,
         profiles=config.profiles,
         queue_urls=config.queue_urls,
         max_body_bytes=config.max_body_bytes,

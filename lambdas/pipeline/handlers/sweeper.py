@@ -27,7 +27,9 @@ from pipeline.adapters.transactions import Committer
 from pipeline.domain import job_bookkeeping
 from pipeline.domain.effects import Table, Write
 from pipeline.domain.envelope import Envelope, Outgoing
-from pipeline.domain.sweep import SWEPT_SOURCES, PendingRow, ReplayFailed, Sweep, SweepReport, patience_for
+from pipeline.domain.sweep import SWEPT_SOURCES, Sweep, SweepReport
+from pipeline.domain.sweep_inputs import PendingRow, ReplayFailed
+from pipeline.domain.sweep_verdict import patience_for
 
 SERVICE = "sweeper"
 STOP_MARGIN_MS = 5_000

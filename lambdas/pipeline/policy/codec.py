@@ -1,10 +1,11 @@
 """One way to write a policy dataclass as JSON and read it back, driven by its fields' type hints.
 
 Supported: nested frozen dataclasses, enums (by value), `tuple[X, ...]` and fixed tuples (as JSON
-arrays), `X | None`, str, int, float and bool. Every field is written, so reading is strict: an
-unknown or missing key, or a value of the wrong type, fails with the path of the field that is
-wrong. A dataclass's own `__post_init__` checks run on reading too, so the function refuses what
-the stack would have refused.
+arrays), `dict[str, X]` (as JSON objects), `X | None`, str, int, float and bool. Every field is
+written, so reading is strict: an unknown or missing key, or a value of the wrong type, fails with
+the path of the field that is wrong. A dataclass's own `__post_init__` checks run on reading too,
+so the function refuses what the stack would have refused. Only fields are written: a
+`cached_property` derived from them (JobsSettings.grants) is made again on reading.
 """
 
 from __future__ import annotations
@@ -71,6 +72,8 @@ def _read(kind: Any, raw: Any, path: str) -> Any:
         return _read(rest[0], raw, path)
     if origin is tuple:
         return _tuple(kind, raw, path)
+    if origin is dict:
+        return _dict(kind, raw, path)
     if isinstance(kind, type) and is_dataclass(kind):
         return _dataclass(kind, raw, path)
     if isinstance(kind, type) and issubclass(kind, Enum):
@@ -110,6 +113,15 @@ def _tuple(kind: Any, raw: Any, path: str) -> tuple[Any, ...]:
     if len(raw) != len(args):
         raise PolicyError(f"{path}: expected {len(args)} items, got {len(raw)}")
     return tuple(_read(arg, item, f"{path}[{i}]") for i, (arg, item) in enumerate(zip(args, raw, strict=True)))
+
+
+def _dict(kind: Any, raw: Any, path: str) -> dict[str, Any]:
+    key_type, value_type = typing.get_args(kind)
+    if key_type is not str:
+        raise PolicyError(f"{path}: only `dict[str, X]` can be read from JSON")
+    if not isinstance(raw, dict):
+        raise PolicyError(f"{path}: expected an object, got {type(raw).__name__}")
+    return {key: _read(value_type, item, f"{path}[{key!r}]") for key, item in raw.items()}
 
 
 def _scalar(kind: Any, raw: Any, path: str) -> Any:

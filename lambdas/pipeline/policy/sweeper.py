@@ -1,5 +1,5 @@
 """The sweeper's policy: how long a row may sit before it is called lost, and how often it may be
-replayed before it is abandoned (domain/sweep.py has the rule)."""
+replayed before it is abandoned (domain/sweep_verdict.py has the rule)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ class SweeperSettings:
     def __post_init__(self) -> None:
         if self.grace_seconds <= 0 or self.patience_seconds < self.grace_seconds:
             raise ValueError("sweeper settings need 0 < grace_seconds <= patience_seconds")
-        # A cap below patience is not refused, only never reached (see sweep.patience_for): a
+        # A cap below patience is not refused, only never reached (see sweep_verdict.patience_for): a
         # sweeper switched off by a grace period beyond any run raises patience with it.
         if self.patience_cap_seconds <= 0:
             raise ValueError("sweeper settings need patience_cap_seconds > 0")

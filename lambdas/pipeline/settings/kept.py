@@ -1,13 +1,13 @@
-"""How long data is kept, and the sweeper's policy, as the functions are given them."""
+"""How long data is kept, and the sweeper's policy, as the functions are given them (both read
+with the policy codec, pipeline/policy/codec.py)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, fields
 
 from pipeline.policy.sweeper import SweeperSettings
-from pipeline.settings.environ import EnvVar, SettingsError, policy, section
+from pipeline.settings.environ import EnvVar, policy
 
 
 def sweeper(environ: Mapping[str, str]) -> SweeperSettings:
@@ -24,21 +24,10 @@ class RetentionSettings:
     effects_seconds: int
     erasure_requests_seconds: int
 
-    @classmethod
-    def from_dict(cls, raw: Mapping[str, Any]) -> RetentionSettings:
-        try:
-            parsed = cls(
-                raw_deliveries_seconds=int(raw["raw_deliveries_seconds"]),
-                jobs_seconds=int(raw["jobs_seconds"]),
-                effects_seconds=int(raw["effects_seconds"]),
-                erasure_requests_seconds=int(raw["erasure_requests_seconds"]),
-            )
-        except (KeyError, TypeError, ValueError) as exc:
-            raise SettingsError(f"retention settings are incomplete or malformed: {exc!r}") from exc
-        if min(vars(parsed).values()) < 1:
-            raise SettingsError("retention settings need every period >= 1 second")
-        return parsed
+    def __post_init__(self) -> None:
+        if min(getattr(self, f.name) for f in fields(self)) < 1:
+            raise ValueError("retention settings need every period >= 1 second")
 
 
 def retention(environ: Mapping[str, str]) -> RetentionSettings:
-    return RetentionSettings.from_dict(section(environ, EnvVar.RETENTION))
+    return policy(environ, EnvVar.RETENTION, RetentionSettings)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.unit.consumer.harness import LaneHarness, atomic_requests, repoint_consumer_logs
+from tests.unit.consumer.handler_seams import atomic_requests, repoint_consumer_logs
+from tests.unit.consumer.harness import LaneHarness
 
 
 @pytest.fixture(autouse=True)

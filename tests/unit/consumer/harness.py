@@ -9,150 +9,31 @@ session whose event hooks record every call it makes, so tests can inspect what 
 and can make its calls slow (moto answers, and the answer arrives late). As Lambda does, the
 harness drops the response of an invocation that answers after its deadline: nothing is deleted,
 and its messages come back when their visibility runs out.
+
+Beside it: handler_seams.py (those clients, the context, a clock), lane_env.py (a test lane's
+settings and messages) and handler_output.py (the log lines and metrics a handler left).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import logging
-import sys
-import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import boto3
-from moto.core.botocore_stubber import BotocoreStubber
 
-from ops.lane_changes import changed_lane
 from ops.runtime import event_source
 from pipeline import schema, settings
-from pipeline.adapters.clients import Clients
 from pipeline.adapters.webhook_log import LogEntry, WebhookLog
 from pipeline.domain import jobs as job_rules
 from pipeline.domain import retention, webhook_body
 from pipeline.domain.envelope import Envelope
 from pipeline.domain.routing import Route
 from pipeline.handlers.consumer import create_handler
-from pipeline.policy.lanes import BudgetMode, TenantQuota
 from tests.support.aws import REGION
-
-_ATOMIC = threading.RLock()
-
-
-@contextmanager
-def atomic_requests(monkeypatch: Any) -> Iterator[None]:
-    """Make each moto request atomic, as each DynamoDB write (and transaction) is atomic in AWS.
-    moto's in-process backend has no lock of its own, and a transaction there restores a snapshot
-    of the whole table when it fails, which under real threads could undo another thread's write."""
-    original = BotocoreStubber.process_request
-
-    def locked(self: BotocoreStubber, request: Any) -> Any:
-        with _ATOMIC:
-            return original(self, request)
-
-    monkeypatch.setattr(BotocoreStubber, "process_request", locked)
-    yield
-
-
-def repoint_consumer_logs() -> None:
-    """Powertools binds a logger's stream handler to sys.stdout when the first Logger of a service
-    is made; under pytest that may be a capture buffer closed since. Point consumer loggers at
-    the current stdout, so a later test's log lines do not hit a closed file."""
-    for name, logger in logging.Logger.manager.loggerDict.items():
-        if name.startswith("consumer-") and isinstance(logger, logging.Logger):
-            for handler in logger.handlers:
-                if isinstance(handler, logging.StreamHandler):
-                    # Not setStream: that flushes the old stream first, which may be closed.
-                    handler.stream = sys.stdout
-
-
-def with_lane(environ: Mapping[str, str], **changes: Any) -> dict[str, str]:
-    """The consumer environment with some of its lane policy's fields changed (typed values, as
-    the catalogue writes them) and task `options` merged in."""
-    return {**environ, "LANE": changed_lane(environ["LANE"], **changes)}
-
-
-def tenant_cap(limit: int, mode: str = "enforce") -> TenantQuota:
-    """A tenant quota for a test lane (the catalogue names what each real one protects)."""
-    return TenantQuota(limit, "a partner's per-tenant limit", BudgetMode(mode))
-
-
-def with_dependency(environ: Mapping[str, str], name: str, *, limit: int, mode: str = "enforce") -> dict[str, str]:
-    dependencies = json.loads(environ["DEPENDENCIES"])
-    dependencies[name] = {"limit": limit, "mode": mode}
-    return {**environ, "DEPENDENCIES": json.dumps(dependencies)}
-
-
-class Context:
-    """The slice of the Lambda context the consumer reads."""
-
-    def __init__(self, remaining_seconds: float) -> None:
-        self._deadline = time.monotonic() + remaining_seconds
-
-    def get_remaining_time_in_millis(self) -> int:
-        return max(0, int((self._deadline - time.monotonic()) * 1000))
-
-
-@dataclass
-class Clock:
-    now: float = field(default_factory=time.time)
-
-    def __call__(self) -> float:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += seconds
-
-
-@dataclass
-class Calls:
-    """Every API call the handler's clients made: (service, operation, params)."""
-
-    made: list[tuple[str, str, dict[str, Any]]] = field(default_factory=list)
-    lock: threading.Lock = field(default_factory=threading.Lock)
-
-    def record(self, params: Mapping[str, Any], model: Any, **_: Any) -> None:
-        with self.lock:
-            self.made.append((model.service_model.service_name, model.name, dict(params)))
-
-    def of(self, operation: str) -> list[dict[str, Any]]:
-        with self.lock:
-            return [params for _, name, params in self.made if name == operation]
-
-    def count(self, service: str | None = None) -> int:
-        with self.lock:
-            return sum(1 for s, _, _ in self.made if service is None or s == service)
-
-    def clear(self) -> None:
-        with self.lock:
-            self.made.clear()
-
-
-@dataclass
-class Slow:
-    """Seconds added to every call of a service ("sqs", "dynamodb"), on botocore's `after-call`:
-    moto has done the work, the answer just takes longer to arrive, as a slow dependency's does.
-    (`after-call` is on every path a call can take; the runtime answers in-process calls before
-    any `before-send`.)"""
-
-    seconds: Mapping[str, float]
-
-    def __call__(self, event_name: str, **_: Any) -> None:
-        delay = self.seconds.get(event_name.split(".")[1], 0.0)
-        if delay:
-            time.sleep(delay)
-
-
-def hooked_clients(calls: Calls, slow: Mapping[str, float] | None = None) -> Clients:
-    session = boto3.session.Session(region_name=REGION)
-    session.events.register("provide-client-params.*.*", calls.record)
-    if slow:
-        session.events.register("after-call", Slow(slow))
-    return Clients(region=REGION, _session=session)
+from tests.unit.consumer.handler_seams import Calls, Context, hooked_clients
 
 
 class LaneHarness:
@@ -362,56 +243,3 @@ def _decimals(value: Any) -> Any:
     if isinstance(value, list):
         return [_decimals(v) for v in value]
     return value
-
-
-def internal(
-    lane: str,
-    work_id: str,
-    kind: str,
-    payload: Any,
-    *,
-    tenant: str = "system",
-    created_at: float | None = None,
-    deadline: float | None = None,
-) -> Envelope:
-    return Envelope(
-        id=work_id,
-        lane=lane,
-        tenant=tenant,
-        kind=kind,
-        source="internal",
-        created_at=created_at if created_at is not None else time.time(),
-        deadline=deadline,
-        payload=payload,
-    )
-
-
-def log_lines(caplog: Any) -> list[dict[str, Any]]:
-    """The handler's log records as dicts (message, level and the `extra` fields). Read through
-    caplog: Powertools binds its stream handler once per process, so stdout capture would miss
-    the log lines of every logger but the first."""
-    return [{"message": r.getMessage(), "level": r.levelname, **r.__dict__} for r in caplog.records]
-
-
-def stdout_records(text: str) -> list[dict[str, Any]]:
-    """The JSON documents a handler printed: its EMF metric documents."""
-    found = []
-    for raw in text.splitlines():
-        line = raw.strip()
-        if line.startswith("{"):
-            try:
-                found.append(json.loads(line))
-            except json.JSONDecodeError:
-                continue
-    return found
-
-
-def metric_total(printed: list[dict[str, Any]], name: str, **dimensions: str) -> float:
-    total = 0.0
-    for doc in printed:
-        if "_aws" not in doc or name not in doc:
-            continue
-        if all(doc.get(k) == v for k, v in dimensions.items()):
-            value = doc[name]
-            total += sum(value) if isinstance(value, list) else value
-    return total

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pipeline import schema
 from pipeline.domain.errors import TransientError
 from tests.unit.consumer.fakes import Recorder, counter_value
-from tests.unit.consumer.harness import internal
+from tests.unit.consumer.lane_env import internal
 
 
 def test_a_poison_record_in_a_batch_of_ten_leaves_the_other_nine_acked(lane):

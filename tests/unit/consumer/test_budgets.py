@@ -15,16 +15,9 @@ from pipeline.domain import budgets
 from pipeline.domain.envelope import Envelope
 from tests.support.aws import REGION
 from tests.unit.consumer.fakes import ConcurrencyProbe, Recorder
-from tests.unit.consumer.harness import (
-    Clock,
-    internal,
-    log_lines,
-    metric_total,
-    stdout_records,
-    tenant_cap,
-    with_dependency,
-    with_lane,
-)
+from tests.unit.consumer.handler_output import log_lines, metric_total, stdout_records
+from tests.unit.consumer.handler_seams import Clock
+from tests.unit.consumer.lane_env import internal, tenant_cap, with_dependency, with_lane
 
 
 def _quota_writes(h) -> list[dict]:

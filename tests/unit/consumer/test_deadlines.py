@@ -7,7 +7,8 @@ import time
 from pipeline import schema
 from pipeline.domain.marks import marker_key
 from tests.unit.consumer.fakes import Recorder
-from tests.unit.consumer.harness import internal, log_lines, metric_total, stdout_records, with_lane
+from tests.unit.consumer.handler_output import log_lines, metric_total, stdout_records
+from tests.unit.consumer.lane_env import internal, with_lane
 
 
 def test_a_job_past_its_deadline_is_expired_without_a_task_call(lane, capsys, caplog):

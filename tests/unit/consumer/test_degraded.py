@@ -25,7 +25,9 @@ from pipeline.domain.marks import marker_key
 from pipeline.domain.work import TaskResult
 from tests.support.aws import REGION
 from tests.unit.consumer.fakes import Recorder, counter_value, counter_write
-from tests.unit.consumer.harness import Context, internal, log_lines, tenant_cap, with_lane
+from tests.unit.consumer.handler_output import log_lines
+from tests.unit.consumer.handler_seams import Context
+from tests.unit.consumer.lane_env import internal, tenant_cap, with_lane
 
 
 def refusing(h: Any, operation: str) -> Clients:

@@ -9,7 +9,9 @@ import time
 from pipeline import schema
 from pipeline.domain.marks import marker_key
 from tests.unit.consumer.fakes import Recorder, counter_value
-from tests.unit.consumer.harness import Context, internal, log_lines
+from tests.unit.consumer.handler_output import log_lines
+from tests.unit.consumer.handler_seams import Context
+from tests.unit.consumer.lane_env import internal
 
 
 def _outcomes(caplog) -> list[str]:

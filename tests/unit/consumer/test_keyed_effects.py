@@ -12,7 +12,7 @@ from pipeline.adapters.webhook_log import WebhookLog
 from pipeline.domain.effects import Put, Table
 from pipeline.domain.work import TaskResult
 from tests.support.aws import REGION
-from tests.unit.consumer.harness import log_lines
+from tests.unit.consumer.handler_output import log_lines
 from tests.unit.tasks.payloads import WABA, status, text_message, whatsapp
 
 

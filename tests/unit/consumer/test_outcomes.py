@@ -14,7 +14,9 @@ from pipeline.domain.errors import PermanentError, TransientError
 from pipeline.domain.work import TaskResult
 from pipeline.policy.lanes import RetryPolicy
 from tests.unit.consumer.fakes import Recorder, counter_value
-from tests.unit.consumer.harness import Context, log_lines, metric_total, stdout_records, with_lane
+from tests.unit.consumer.handler_output import log_lines, metric_total, stdout_records
+from tests.unit.consumer.handler_seams import Context
+from tests.unit.consumer.lane_env import with_lane
 
 
 def _raise(exc: Exception):

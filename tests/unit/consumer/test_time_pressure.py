@@ -14,7 +14,8 @@ import time
 
 from pipeline import metric_names, schema
 from tests.unit.consumer.fakes import Recorder
-from tests.unit.consumer.harness import Context, log_lines, metric_total, stdout_records
+from tests.unit.consumer.handler_output import log_lines, metric_total, stdout_records
+from tests.unit.consumer.handler_seams import Context
 
 OUT_OF_TIME_LINE = "invocation ran out of time before its batch settled"
 

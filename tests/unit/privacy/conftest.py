@@ -18,7 +18,8 @@ from pipeline.handlers import ingress
 from pipeline.handlers import jobs as jobs_handler
 from tests.support.aws import META_APP_SECRET, REGION, handler_clients, http_api_event
 from tests.unit.consumer.conftest import _consumer_logs_to_current_stdout, atomic  # noqa: F401
-from tests.unit.consumer.harness import LaneHarness, with_lane
+from tests.unit.consumer.harness import LaneHarness
+from tests.unit.consumer.lane_env import with_lane
 from tests.unit.ingress.conftest import NOW, Clock, encode, post
 from tests.unit.jobs.conftest import submit
 from tests.unit.tasks.payloads import FakeVendor

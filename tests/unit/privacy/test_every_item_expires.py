@@ -7,7 +7,7 @@ import secrets
 
 from pipeline import schema
 from stacks.config.environments import ENVIRONMENTS
-from tests.unit.consumer.harness import internal
+from tests.unit.consumer.lane_env import internal
 from tests.unit.tasks.payloads import comment_change, feed, status, text_message, whatsapp
 
 from .conftest import TABLES

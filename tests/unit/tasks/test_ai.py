@@ -13,7 +13,8 @@ from pipeline.adapters.vendor import SimulatedVendor, VendorRejected, VendorTime
 from pipeline.domain.envelope import Envelope
 from pipeline.tasks import ai
 from tests.support.aws import REGION
-from tests.unit.consumer.harness import internal, log_lines, with_lane
+from tests.unit.consumer.handler_output import log_lines
+from tests.unit.consumer.lane_env import internal, with_lane
 from tests.unit.tasks.payloads import FakeVendor
 
 SHOP = "shop-1"

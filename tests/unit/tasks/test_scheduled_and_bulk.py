@@ -10,7 +10,7 @@ import pytest
 from pipeline import schema
 from pipeline.domain.errors import PermanentError
 from pipeline.tasks import bulk, scheduled
-from tests.unit.consumer.harness import log_lines
+from tests.unit.consumer.handler_output import log_lines
 from tests.unit.tasks.payloads import FakeContext, envelope
 
 

@@ -1,0 +1,59 @@
+"""What a lane's consumer is built from: its settings, and the ports it calls (domain/ports.py)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pipeline.domain.budgets import Budget
+from pipeline.domain.ports import (
+    Budgets,
+    CallTimes,
+    Committer,
+    Drain,
+    LaneQueue,
+    ObligationStore,
+    Observer,
+    Reader,
+    SenderHasher,
+)
+from pipeline.domain.work import Eraser, Vendor
+from pipeline.policy.lanes import LanePolicy
+
+
+@dataclass(frozen=True)
+class ConsumerConfig:
+    lane: LanePolicy
+    dependency: Budget | None
+    marker_ttl_seconds: int
+    effects_retention_seconds: int
+    """How long what the tasks write is kept: every write without an expiry of its own gets one."""
+
+    @property
+    def reserve_seconds(self) -> float:
+        """The least time kept back after a task for its commit and the batch's bookkeeping; more
+        when the calls that need it are slow (BatchTime.settle_reserve)."""
+        return min(1.0, max(0.1, (self.lane.timeout_seconds - self.lane.task_time_limit_seconds) / 2))
+
+    @property
+    def least_start_seconds(self) -> float:
+        """The shortest time limit worth starting a task under. A record is run under whatever the
+        invocation has left (less the reserve), up to its lane's limit; requiring the whole limit
+        would let a batch start records only in its first timeout - limit - reserve seconds (one
+        second locally, a sixth of the invocation in production) and re-send the rest."""
+        full = self.lane.task_time_limit_seconds
+        return min(full, max(self.reserve_seconds, full / 10))
+
+
+@dataclass(frozen=True)
+class Adapters:
+    store: ObligationStore
+    reader: Reader
+    budgets: Budgets
+    committer: Committer
+    queue: LaneQueue
+    drain: Drain
+    observer: Observer
+    vendor: Vendor
+    calls: CallTimes
+    senders: SenderHasher
+    eraser: Eraser

@@ -1,0 +1,183 @@
+"""How a record's outcome is carried out when it takes more than an ack: a deferral, an expiry,
+a retry, a dead letter and the marks on its row they carry; then, once per batch, the re-sends
+and visibility changes the batch's outcomes ask SQS for.
+
+Steps 6 and the end of the batch in domain/consumer.py's overview.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from dataclasses import replace
+
+from pipeline import schema
+from pipeline.domain import marks, retry
+from pipeline.domain import outcomes as out
+from pipeline.domain.consumer_config import Adapters, ConsumerConfig
+from pipeline.domain.envelope import Envelope
+from pipeline.domain.errors import Classified, PermanentError, classify
+from pipeline.domain.job_bookkeeping import job_finished
+from pipeline.domain.marks import Obligation
+from pipeline.domain.outcomes import RecordOutcome
+from pipeline.domain.ports import CommitState
+from pipeline.domain.records import Received
+from pipeline.metric_names import Outcome
+
+ERROR_ATTRIBUTE_LIMIT = 256
+
+
+def attempt_of(received: Received) -> int:
+    carried = received.envelope.attempt if received.envelope else 0
+    return retry.attempt_number(carried, received.receive_count)
+
+
+def malformed(received: Received) -> Classified:
+    error = classify(PermanentError("malformed", received.problem or "not an envelope"))
+    return replace(error, error_class="MalformedEnvelope")
+
+
+class Settler:
+    def __init__(
+        self, config: ConsumerConfig, adapters: Adapters, *, clock: Callable[[], float], rng: random.Random
+    ) -> None:
+        self._config = config
+        self._lane = config.lane
+        self._io = adapters
+        self._clock = clock
+        self._rng = rng
+
+    # Outcomes with side effects
+
+    def defer(self, received: Received, budget: str) -> RecordOutcome:
+        delay = retry.deferral_delay(self._lane.defer_seconds, self._rng)
+        return out.deferred(delay, attempt_of(received), budget)
+
+    def expire(
+        self, received: Received, obligation: Obligation, attempt: int, now: float, *, time_left: float
+    ) -> RecordOutcome:
+        detail = {"time_left": round(max(0.0, time_left), 3)} if time_left > 0 else {}
+        envelope = received.envelope
+        assert envelope is not None
+        mark = marks.finish(
+            obligation,
+            envelope,
+            status=schema.RowStatus.EXPIRED,
+            now=now,
+            attempts=attempt,
+            marker_ttl_seconds=self._config.marker_ttl_seconds,
+        )
+        if mark is None:  # internal work: nothing to mark, nobody waiting
+            return out.acked(Outcome.EXPIRED, attempt, **detail)
+        try:
+            committed = self._io.committer.commit(
+                mark, job_finished(envelope, obligation.status, schema.RowStatus.EXPIRED)
+            )
+        except Exception as exc:
+            return self.failed(received, obligation, classify(exc))
+        if committed.state is CommitState.DUPLICATE:
+            return out.acked(Outcome.DUPLICATE, attempt)
+        return out.acked(Outcome.EXPIRED, attempt, **detail)
+
+    def failed(self, received: Received, obligation: Obligation | None, error: Classified) -> RecordOutcome:
+        attempt = attempt_of(received)
+        if error.transient and attempt < self._lane.max_receives:
+            return self._retry(received, obligation, error, attempt)
+        if error.transient:
+            # Counted across re-sends, which SQS's receive count is not; dead-lettering here also
+            # attaches the reason and marks the row, which a silent redrive would do neither of.
+            error = replace(error, reason="retries_exhausted")
+        return self.dead_letter(received, obligation, error, attempt)
+
+    def _retry(
+        self, received: Received, obligation: Obligation | None, error: Classified, attempt: int
+    ) -> RecordOutcome:
+        backoff = retry.backoff(attempt, self._lane.retry.base_seconds, self._lane.retry.cap_seconds, self._rng)
+        if obligation is not None and received.envelope is not None and not obligation.internal and obligation.open:
+            note = marks.retry_note(obligation, received.envelope, now=self._clock(), attempts=attempt, error=error)
+            try:
+                self._io.committer.commit(note, ())
+            except Exception as exc:  # the row is a status display here; the message is the retry
+                self._io.observer.problem("retry not noted on the row", exc, id=received.envelope.id)
+        return out.retried(backoff.seconds, error, attempt, backoff_ceiling=round(backoff.ceiling, 3))
+
+    def dead_letter(
+        self, received: Received, obligation: Obligation | None, error: Classified, attempt: int
+    ) -> RecordOutcome:
+        envelope = received.envelope
+        attributes = {
+            "reason": error.reason,
+            "error_class": error.error_class,
+            "error": error.message[:ERROR_ATTRIBUTE_LIMIT],
+            "attempts": str(attempt),
+            "lane": self._lane.name,
+            "tenant": envelope.tenant if envelope else "",
+            "kind": envelope.kind if envelope else "",
+            "id": envelope.id if envelope else "",
+            "source_message_id": received.message_id,
+        }
+        try:
+            # The original body, unchanged: a redrive replays exactly what arrived.
+            self._io.queue.dead_letter(received.body, attributes)
+        except Exception as exc:
+            # Unable to park it: keep it in the lane, where the receive count still bounds it.
+            backoff = retry.backoff(attempt, self._lane.retry.base_seconds, self._lane.retry.cap_seconds, self._rng)
+            return out.retried(backoff.seconds, classify(exc), attempt, dead_letter_failed=error.reason)
+        if envelope is not None and obligation is not None and obligation.found is not None and obligation.open:
+            self._mark_failed(envelope, obligation, error, attempt)
+        return out.dead_lettered(error, attempt)
+
+    def _mark_failed(self, envelope: Envelope, obligation: Obligation, error: Classified, attempt: int) -> None:
+        mark = marks.finish(
+            obligation,
+            envelope,
+            status=schema.RowStatus.FAILED,
+            now=self._clock(),
+            attempts=attempt,
+            marker_ttl_seconds=self._config.marker_ttl_seconds,
+            error=error,
+        )
+        if mark is None:
+            return
+        try:
+            self._io.committer.commit(mark, job_finished(envelope, obligation.status, schema.RowStatus.FAILED))
+        except Exception as exc:  # it is in the DLQ already; the sweeper will see the row pending
+            self._io.observer.problem("dead-lettered row not marked failed", exc, id=envelope.id)
+
+    # SQS, once per batch
+
+    def settle_with_sqs(self, batch: list[Received], settled: dict[int, RecordOutcome]) -> dict[int, RecordOutcome]:
+        deferrals = [index for index, outcome in settled.items() if outcome.defer_seconds is not None]
+        if deferrals:
+            resends: list[tuple[Envelope, int]] = []
+            for index in deferrals:
+                received = batch[index]
+                envelope = received.envelope
+                assert envelope is not None
+                carried = retry.carried_on_resend(envelope.attempt, received.receive_count)
+                resends.append((envelope.deferred().with_attempts(carried), settled[index].defer_seconds or 0))
+            try:
+                refused = self._io.queue.defer(resends)
+            except Exception as exc:
+                self._io.observer.problem("deferrals not re-sent", exc, count=len(resends))
+                refused = set(range(len(resends)))
+            for position in refused:
+                index = deferrals[position]
+                # Not re-sent, so not acked either: the original comes back after the same delay.
+                settled[index] = replace(
+                    settled[index], failed=True, visibility_seconds=settled[index].defer_seconds, defer_seconds=None
+                )
+        changes = [
+            (batch[index].receipt_handle, outcome.visibility_seconds)
+            for index, outcome in settled.items()
+            if outcome.failed and outcome.visibility_seconds is not None and batch[index].receipt_handle
+        ]
+        if changes:
+            try:
+                refused_changes = self._io.queue.set_visibility(changes)
+            except Exception as exc:
+                self._io.observer.problem("visibility not changed; messages return after the queue's timeout", exc)
+            else:
+                if refused_changes:
+                    self._io.observer.problem("some visibility changes were refused", None, refused=refused_changes)
+        return settled

@@ -1,0 +1,149 @@
+"""One admitted record's task, run under its time limit, and the one commit of what it wrote.
+
+Steps 4 and 5 in domain/consumer.py's overview: the task may hold the lane's dependency budget
+around its external call (exhausted → deferred); then follow-ups are sent, and the task's writes
+and the done-mark commit as one transaction, or, for a queued webhook whose writes are each
+idempotent by key, those writes alone (marks.effect_is_mark).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from pipeline import schema
+from pipeline.domain import budgets as budget_rules
+from pipeline.domain import marks, retention, senders
+from pipeline.domain import outcomes as out
+from pipeline.domain.consumer_config import Adapters, ConsumerConfig
+from pipeline.domain.effects import TASK_TABLES, Write
+from pipeline.domain.errors import DependencyBusy, PermanentError, TaskTimeout, classify
+from pipeline.domain.job_bookkeeping import job_finished
+from pipeline.domain.marks import Obligation
+from pipeline.domain.outcomes import RecordOutcome
+from pipeline.domain.ports import CommitState
+from pipeline.domain.records import Received
+from pipeline.domain.service_times import ServiceTimes
+from pipeline.domain.settling import Settler, attempt_of
+from pipeline.domain.task_context import TaskRun
+from pipeline.domain.time_limit import run_with_limit
+from pipeline.domain.work import TaskFn, TaskResult
+from pipeline.metric_names import Outcome
+
+
+class TaskStep:
+    def __init__(
+        self,
+        config: ConsumerConfig,
+        task: TaskFn,
+        adapters: Adapters,
+        *,
+        clock: Callable[[], float],
+        service: ServiceTimes,
+        settle: Settler,
+    ) -> None:
+        self._config = config
+        self._lane = config.lane
+        self._task = task
+        self._io = adapters
+        self._clock = clock
+        self._service = service
+        self._settle = settle
+
+    def run(
+        self, received: Received, obligation: Obligation, remaining: Callable[[], float], reserve: float
+    ) -> RecordOutcome:
+        """`reserve`: the time to keep back for this record's own calls and the batch's settling."""
+        envelope = received.envelope
+        assert envelope is not None
+        attempt = attempt_of(received)
+        left = remaining()
+        full = self._lane.task_time_limit_seconds
+        limit = min(full, left - reserve)
+        if limit < self._config.least_start_seconds:
+            return out.not_started(attempt, left)
+        try:
+            payload = self._io.store.payload(envelope, obligation.found)
+            context = TaskRun(
+                envelope=envelope,
+                payload=payload,
+                lane=self._lane.name,
+                options=self._lane.options,
+                now=self._clock(),
+                vendor=self._io.vendor,
+                reader=self._io.reader,
+                budgets=self._io.budgets,
+                dependency=self._config.dependency,
+                limit_seconds=limit,
+                on_over_budget=lambda grant: self._io.observer.over_budget(received, grant),
+                hasher=self._io.senders.hash,
+                eraser=self._io.eraser,
+            )
+            started = self._clock()
+            result = run_with_limit(self._task, context, limit, name=f"{self._lane.name}:{envelope.kind}")
+            self._service.observe(envelope.kind, self._clock() - started)
+        except DependencyBusy:
+            return self._settle.defer(received, budget_rules.DEPENDENCY)
+        except TaskTimeout as exc:
+            if limit < full:
+                # Stopped by the end of the invocation, not by its own limit: the record gets
+                # another go with its whole limit, and this costs it no attempt.
+                return out.cut_short(attempt, limit)
+            return self._settle.failed(received, obligation, classify(exc))
+        except Exception as exc:
+            return self._settle.failed(received, obligation, classify(exc))
+        try:
+            return self._commit(received, obligation, result, attempt, called_out=context.called_out)
+        except Exception as exc:
+            return self._settle.failed(received, obligation, classify(exc))
+
+    def _commit(
+        self, received: Received, obligation: Obligation, result: TaskResult, attempt: int, *, called_out: bool
+    ) -> RecordOutcome:
+        envelope = received.envelope
+        assert envelope is not None
+        strays = sorted({str(write.table) for write in result.writes if write.table not in TASK_TABLES})
+        if strays:
+            raise PermanentError("task_wrote_obligation", f"a task may not write {', '.join(strays)}")
+        now = self._clock()
+        effects = retention.stamp(result.writes, retention.expiry(now, self._config.effects_retention_seconds))
+        effects = senders.attributed(effects, _sender_of(obligation))
+        if marks.effect_is_mark(obligation, result.keyed, called_out):
+            applied = self._io.committer.apply(effects)
+            outcome = Outcome.DONE if applied.state is CommitState.COMMITTED else Outcome.DUPLICATE
+            detail = dict(result.detail)
+            if applied.skipped and outcome is Outcome.DONE:
+                detail["skipped_writes"] = applied.skipped
+            return out.acked(outcome, attempt, **detail)
+        if result.follow_ups:
+            self._io.queue.send(result.follow_ups)
+        final = Outcome.SUPERSEDED if result.superseded else Outcome.DONE
+        mark = marks.finish(
+            obligation,
+            envelope,
+            status=schema.RowStatus.DONE,
+            now=now,
+            attempts=attempt,
+            marker_ttl_seconds=self._config.marker_ttl_seconds,
+            outcome=final,
+        )
+        assert mark is not None  # finishing as done always has a mark
+        writes: tuple[Write, ...] = (() if result.superseded else effects) + job_finished(
+            envelope, obligation.status, schema.RowStatus.DONE
+        )
+        committed = self._io.committer.commit(mark, writes)
+        outcome = {
+            CommitState.COMMITTED: final,
+            CommitState.SUPERSEDED: Outcome.SUPERSEDED,
+            CommitState.DUPLICATE: Outcome.DUPLICATE,
+        }[committed.state]
+        detail = dict(result.detail)
+        if committed.skipped:
+            detail["skipped_writes"] = committed.skipped
+        return out.acked(outcome, attempt, **detail)
+
+
+def _sender_of(obligation: Obligation) -> str | None:
+    """The one person the record's row is about (the door's or the jobs API's index key), if any."""
+    found = obligation.found
+    value = None if found is None or obligation.internal else found.get(schema.SENDER_HASH)
+    return value if senders.is_hash(value) else None

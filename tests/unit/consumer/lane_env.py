@@ -1,0 +1,53 @@
+"""A test lane's settings and messages: its consumer environment with some policy changed, a
+tenant quota or dependency budget to give it, and an internal envelope for it.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from ops.lane_changes import changed_lane
+from pipeline.domain.envelope import Envelope
+from pipeline.policy.lanes import BudgetMode, TenantQuota
+
+
+def with_lane(environ: Mapping[str, str], **changes: Any) -> dict[str, str]:
+    """The consumer environment with some of its lane policy's fields changed (typed values, as
+    the catalogue writes them) and task `options` merged in."""
+    return {**environ, "LANE": changed_lane(environ["LANE"], **changes)}
+
+
+def tenant_cap(limit: int, mode: str = "enforce") -> TenantQuota:
+    """A tenant quota for a test lane (the catalogue names what each real one protects)."""
+    return TenantQuota(limit, "a partner's per-tenant limit", BudgetMode(mode))
+
+
+def with_dependency(environ: Mapping[str, str], name: str, *, limit: int, mode: str = "enforce") -> dict[str, str]:
+    dependencies = json.loads(environ["DEPENDENCIES"])
+    dependencies[name] = {"limit": limit, "mode": mode}
+    return {**environ, "DEPENDENCIES": json.dumps(dependencies)}
+
+
+def internal(
+    lane: str,
+    work_id: str,
+    kind: str,
+    payload: Any,
+    *,
+    tenant: str = "system",
+    created_at: float | None = None,
+    deadline: float | None = None,
+) -> Envelope:
+    return Envelope(
+        id=work_id,
+        lane=lane,
+        tenant=tenant,
+        kind=kind,
+        source="internal",
+        created_at=created_at if created_at is not None else time.time(),
+        deadline=deadline,
+        payload=payload,
+    )
