@@ -15,7 +15,7 @@ message id) around an idempotent put of the message, and nothing else. It runs i
 emulator over the same deliveries, in batches as full as this pipeline's were in the same run,
 and is metered the same way.
 
-Prices: ops/pricing.py's list prices; Lambda compute from its stated assumptions (door 30 ms at
+Prices: ops/prices.py's list prices; Lambda compute from its stated assumptions (door 30 ms at
 1 GB, consumer 50 ms a message at 512 MB plus 20 ms an invocation), the same for both designs.
 Logs: the bytes this pipeline's door and consumer wrote, measured, plus Lambda's own START, END
 and REPORT lines per invocation for both. X-Ray: at production's setting (tracing passed through,
@@ -98,7 +98,8 @@ class Tally:
         return value / self.webhooks
 
     def cost_per_million(self) -> dict[str, float]:
-        from ops.pricing import ASSUMED, Counts, itemised
+        from ops.prices import ASSUMED
+        from ops.pricing import Counts, itemised
 
         lane = next(lane for lane in catalogue() if lane.name == LANE)
         platform = (self.door_invocations + self.consumer_invocations) * ASSUMED.platform_log_bytes_per_invocation
@@ -435,7 +436,8 @@ FLOOR_LOG_BYTES = 300
 def _floor(ours: Tally) -> dict[str, float]:
     """The floor priced like the designs: the same Lambda assumptions and batch fill as this run,
     one send plus a receive and a delete per batch, one consistent read of the row."""
-    from ops.pricing import ASSUMED, Counts, itemised
+    from ops.prices import ASSUMED
+    from ops.pricing import Counts, itemised
 
     lane = next(lane for lane in catalogue() if lane.name == LANE)
     n = ours.webhooks
