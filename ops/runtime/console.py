@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ops.runtime.alarms import ALARM, OK
-from ops.runtime.fair_groups import NoisyGroup
+from ops.runtime.fairness import NoisyGroup
 from ops.runtime.runtime import LaneView, LocalRuntime
 from pipeline import metric_names
 from pipeline.metric_names import Outcome

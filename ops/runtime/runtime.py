@@ -25,7 +25,7 @@ from typing import Any
 
 import boto3
 
-from ops.runtime import fair_groups, lambda_control, moto_patches, moto_sqs, sdk_models
+from ops.runtime import fairness, lambda_control, moto_patches, moto_sqs, sdk_models
 from ops.runtime.alarms import INSUFFICIENT, OK, AlarmDefinition, AlarmEvaluator
 from ops.runtime.api import ApiServer, Route, route_throttles
 from ops.runtime.capture import OutputCapture
@@ -131,7 +131,7 @@ class LocalRuntime:
         self.queue_samples: dict[str, QueueSample] = {}
         """Each queue's latest sample (a second old at most), for the live view."""
         self._saved_switch_interval = sys.getswitchinterval()
-        self._saved_fairness = fair_groups.AWS
+        self._saved_fairness = fairness.AWS
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -161,7 +161,7 @@ class LocalRuntime:
         moto_patches.install()
         sdk_models.share()
         # The lanes' queues are fair queues on clocks scaled to this environment's seconds.
-        self._saved_fairness = moto_sqs.use_fairness(fair_groups.LOCAL)
+        self._saved_fairness = moto_sqs.use_fairness(fairness.LOCAL)
         # Every function shares this interpreter's lock; a door request waiting behind consumer
         # batches gets it back sooner with shorter slices (measured: see bench/REPORT.md, soak).
         self._saved_switch_interval = sys.getswitchinterval()
