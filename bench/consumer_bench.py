@@ -22,173 +22,14 @@ timing, nothing asserted.
 from __future__ import annotations
 
 import argparse
-import io
-import json
-import os
 import time
 import warnings
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager, redirect_stdout
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from bench.mapping_player import BATCH, drain
-from bench.scenarios.s10_cost import varied_text
-
-REGION = "us-east-1"
-LANE = "messages"
-
-
-@contextmanager
-def _aws() -> Iterator[None]:
-    for name, value in {
-        "AWS_ACCESS_KEY_ID": "bench",
-        "AWS_SECRET_ACCESS_KEY": "bench",
-        "AWS_DEFAULT_REGION": REGION,
-        "AWS_REGION": REGION,
-    }.items():
-        os.environ[name] = value
-    from moto import mock_aws
-
-    with mock_aws():
-        yield
-
-
-def _category(table: str, key: Mapping[str, Any]) -> str:
-    if table in ("webhook-log", "jobs"):
-        return "done-mark"
-    if table == "data":
-        return "effect"
-    if table == "idempotency":
-        return "idempotency"
-    pk = key.get("pk", {}).get("S", "")
-    for prefix, name in (
-        ("quota#", "tenant quota"),
-        ("dependency#", "dependency"),
-        ("drain#", "drain count"),
-        ("done#", "done-mark"),
-        ("queued#", "jobs count"),
-    ):
-        if pk.startswith(prefix):
-            return name
-    return "other"
-
-
-@dataclass
-class World:
-    environ: dict[str, str]
-    queue_url: str
-    dynamodb: Any
-    sqs: Any
-    esm_requests: int = 0
-
-    def meter(self) -> tuple[Any, Any]:
-        import boto3
-
-        from bench.consumer_costs import Meter, Tables
-
-        session = boto3.session.Session(region_name=REGION)
-        meter = Meter(
-            probe=self.dynamodb,
-            tables=Tables(
-                keys={
-                    "webhook-log": ("id",),
-                    "jobs": ("id",),
-                    "state": ("pk",),
-                    "data": ("pk", "sk"),
-                    "idempotency": ("id",),
-                },
-                # The sparse pending index, and the sender index on the tasks' effects (erasure).
-                indexed_by={"webhook-log": "pending_shard", "jobs": "pending_shard", "data": "sender_hash"},
-            ),
-            category=_category,
-        )
-        meter.attach(session.events)
-        return session, meter
-
-    def deliver(self, count: int, tenant_of: Callable[[int], str], copies: int = 1) -> None:
-        """Log `count` deliveries the way the ingress does and put their messages on the lane."""
-        from pipeline.adapters.webhook_log import LogEntry, WebhookLog
-        from pipeline.domain import webhook, webhook_body
-        from pipeline.domain.routing import Route
-
-        log = WebhookLog(self.dynamodb, "webhook-log")
-        now = time.time()
-        for n in range(count):
-            tenant = tenant_of(n)
-            raw = json.dumps(
-                {
-                    "object": "whatsapp_business_account",
-                    "entry": [
-                        {
-                            "id": tenant,
-                            "changes": [
-                                {
-                                    "field": "messages",
-                                    "value": {
-                                        "messaging_product": "whatsapp",
-                                        "messages": [
-                                            {
-                                                "from": "15550001",
-                                                "id": f"wamid.{n:06d}",
-                                                "timestamp": "1700000000",
-                                                "type": "text",
-                                                "text": {"body": varied_text(n, _chosen["text_bytes"])},
-                                            }
-                                        ],
-                                    },
-                                }
-                            ],
-                        }
-                    ],
-                }
-            ).encode()
-            row_id = webhook.log_id(raw)
-            route = Route(lane=LANE, tenant=tenant, kind="whatsapp.messages")
-            log.record(
-                LogEntry(
-                    id=row_id, received_at=now, body=webhook_body.pack(raw), route=route, expires_at=int(now) + 86400
-                )
-            )
-            envelope = webhook.envelope(row_id, route, webhook.parse(raw, 64), now)
-            for _ in range(copies):
-                self.sqs.send_message(QueueUrl=self.queue_url, MessageBody=envelope.to_json(), MessageGroupId=tenant)
-
-    def drain(self, handler: Callable[[dict[str, Any], Any], Any]) -> int:
-        """Play the event source mapping until the queue is empty; returns the batches run."""
-
-        def quiet(event: dict[str, Any], context: Any) -> Any:
-            with redirect_stdout(io.StringIO()):  # log lines and EMF documents
-                return handler(event, context)
-
-        drained = drain(self.sqs, self.queue_url, f"arn:aws:sqs:{REGION}:000000000000:{LANE}", quiet)
-        self.esm_requests += drained.requests
-        return drained.batches
-
-
-def _world(lane_changes: Mapping[str, Any] | None = None) -> World:
-    import boto3
-
-    from ops.lane_changes import changed_lane
-    from stacks import runtime_env
-    from stacks.config.environments import ENVIRONMENTS
-    from tests.support.aws import deploy
-
-    env = ENVIRONMENTS["local"]
-    deployed = deploy(env)
-    environ = {
-        **runtime_env.consumer(env, env.lane(LANE), deployed.resources, json.dumps),
-        "AWS_REGION": REGION,
-        "LOG_LEVEL": "WARNING",
-    }
-    if lane_changes:
-        environ["LANE"] = changed_lane(environ["LANE"], **lane_changes)
-    return World(
-        environ,
-        deployed.resources.queue_urls[LANE],
-        boto3.client("dynamodb", region_name=REGION),
-        boto3.client("sqs", region_name=REGION),
-    )
+from bench.consumer_world import LANE, REGION, TEXT_BYTES, chosen, fake_aws, make_world
+from bench.mapping_player import BATCH
 
 
 @dataclass
@@ -210,8 +51,8 @@ def _ours(messages: int, tenant_of: Callable[[int], str], name: str) -> Figures:
     from pipeline.adapters.clients import Clients
     from pipeline.handlers.consumer import create_handler
 
-    with _aws():
-        world = _world()
+    with fake_aws():
+        world = make_world()
         world.deliver(messages, tenant_of)
         session, meter = world.meter()
         world.drain(create_handler(world.environ, clients=Clients(region=REGION, _session=session)))
@@ -221,8 +62,8 @@ def _ours(messages: int, tenant_of: Callable[[int], str], name: str) -> Figures:
 def _powertools(messages: int) -> Figures:
     from bench.consumer_powertools import create_idempotency_table, make_handler, store_message
 
-    with _aws():
-        world = _world()
+    with fake_aws():
+        world = make_world()
         create_idempotency_table(world.dynamodb)
         world.deliver(messages, lambda n: f"waba-{n // BATCH}")
         session, meter = world.meter()
@@ -249,8 +90,8 @@ def _cheap_paths(messages: int) -> tuple[Figures, Figures]:
     from pipeline.adapters.clients import Clients
     from pipeline.handlers.consumer import create_handler
 
-    with _aws():
-        world = _world()
+    with fake_aws():
+        world = make_world()
         world.deliver(messages, lambda n: f"waba-{n // BATCH}")
         world.drain(create_handler(world.environ))
         world.esm_requests = 0
@@ -258,7 +99,7 @@ def _cheap_paths(messages: int) -> tuple[Figures, Figures]:
         session, again = world.meter()
         world.drain(create_handler(world.environ, clients=Clients(region=REGION, _session=session)))
         repeat = Figures("redelivered (already done)", messages, again, world.esm_requests)
-    with _aws():
+    with fake_aws():
         # A tenant whose whole quota is held by other consumers: every record of each batch is
         # deferred, so everything metered is the price of deferring.
         from pipeline.adapters.leases import LeaseBudgets
@@ -268,7 +109,7 @@ def _cheap_paths(messages: int) -> tuple[Figures, Figures]:
         # The messages lane has no cap (nothing it calls has a per-tenant limit): give it one here,
         # to price the path a capped lane's flood takes.
         quota = 4
-        world = _world({"defer_seconds": 30, "tenant_quota": TenantQuota(quota, "a partner's per-tenant limit")})
+        world = make_world({"defer_seconds": 30, "tenant_quota": TenantQuota(quota, "a partner's per-tenant limit")})
         held = budgets.tenant_quota(LANE, "waba-flood", quota, "enforce")
         LeaseBudgets(world.dynamodb, "state", time.time).acquire(held, quota, hold_seconds=600)
         world.deliver(messages, lambda n: "waba-flood")
@@ -303,17 +144,12 @@ def _breakdown(rows: list[Figures]) -> None:
         print(f"{row.name:<44}" + "".join(f"{row.per(row.meter.wcu[name]):>13.2f}" for name in names))
 
 
-TEXT_BYTES = 1800
-"""With the rest of the delivery, about the 2 KB WhatsApp text the cost targets are set at."""
-_chosen = {"text_bytes": TEXT_BYTES}
-
-
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--messages", type=int, default=100, help="messages per scenario (a multiple of 10)")
     parser.add_argument("--text-bytes", type=int, default=TEXT_BYTES, help="length of each message's text")
     args = parser.parse_args(argv)
-    _chosen["text_bytes"] = args.text_bytes
+    chosen["text_bytes"] = args.text_bytes
     # Powertools asks for the Lambda context to bound in-progress records; there is none here.
     warnings.filterwarnings("ignore", message="Couldn't determine the remaining time left")
     messages = max(BATCH, args.messages // BATCH * BATCH)

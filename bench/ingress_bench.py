@@ -24,20 +24,18 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from bench.ingress_fixtures import REGION, delivery_events, door_environ, stdout_to_devnull, stubbed_handler
+
 ROOT = Path(__file__).resolve().parent.parent
-REGION = "us-east-1"
 FAKE_AWS = {
     "AWS_ACCESS_KEY_ID": "bench",
     "AWS_SECRET_ACCESS_KEY": "bench",
     "AWS_DEFAULT_REGION": REGION,
     "AWS_REGION": REGION,
 }
-SECRET = "bench-app-secret"
 
 _BASELINE = """
 import time
@@ -63,25 +61,6 @@ print(t2 - t0, t1 - t0)
 """
 
 
-def _environ() -> dict[str, str]:
-    from stacks import runtime_env
-    from stacks.config.environments import ENVIRONMENTS
-    from stacks.runtime_env import Resources
-
-    lanes = [lane.name for lane in ENVIRONMENTS["dev"].lanes]
-    resources = Resources(
-        webhook_table="webhook-log",
-        jobs_table="jobs",
-        state_table="state",
-        data_table="data",
-        queue_urls={name: f"https://sqs.{REGION}.amazonaws.com/123456789012/{name}" for name in lanes},
-        dlq_urls={name: f"https://sqs.{REGION}.amazonaws.com/123456789012/{name}-dlq" for name in lanes},
-        secret_arn=f"arn:aws:secretsmanager:{REGION}:123456789012:secret:meta",
-        sender_key_arn=f"arn:aws:secretsmanager:{REGION}:123456789012:secret:sender-key",
-    )
-    return {**runtime_env.ingress(ENVIRONMENTS["dev"], resources, json.dumps), "AWS_REGION": REGION}
-
-
 def _child(code: str, *args: str) -> list[float]:
     env = {**os.environ, **FAKE_AWS, "PYTHONPATH": f"{ROOT}{os.pathsep}{ROOT / 'lambdas'}"}
     out = subprocess.run(
@@ -91,7 +70,7 @@ def _child(code: str, *args: str) -> list[float]:
 
 
 def cold_start(runs: int) -> None:
-    environ = json.dumps(_environ())
+    environ = json.dumps(door_environ())
     _child(_BASELINE)  # warm the OS file cache (and bytecode caches, where writable) for both sides
     _child(_INGRESS, environ)
     baseline, ingress, ingress_import = [], [], []
@@ -108,118 +87,8 @@ def cold_start(runs: int) -> None:
     print(f"  ratio to the boto3 baseline     {ours / base:7.2f} x")
 
 
-class _StubDynamoDB:
-    def put_item(self, **_: Any) -> dict[str, Any]:
-        return {}
-
-    def transact_write_items(self, **_: Any) -> dict[str, Any]:
-        return {}
-
-
-class _StubSQS:
-    def send_message(self, **_: Any) -> dict[str, Any]:
-        return {"MessageId": "bench"}
-
-
-class _StubSecrets:
-    def get_secret_value(self, **_: Any) -> dict[str, Any]:
-        return {
-            "SecretString": json.dumps(
-                {"app_secret": SECRET, "previous_app_secret": "", "verify_token": "t", "sender_hash_key": "k" * 64}
-            )
-        }
-
-
-def _message(index: int, text: str) -> bytes:
-    payload = {
-        "object": "whatsapp_business_account",
-        "entry": [
-            {
-                "id": "102030405060",
-                "changes": [
-                    {
-                        "field": "messages",
-                        "value": {
-                            "messaging_product": "whatsapp",
-                            "metadata": {"display_phone_number": "15550001111", "phone_number_id": "1234"},
-                            "contacts": [{"profile": {"name": "Ana"}, "wa_id": "15551234567"}],
-                            "messages": [
-                                {
-                                    "from": "15551234567",
-                                    "id": f"wamid.bench{index}",
-                                    "timestamp": str(1_700_000_000 + index),
-                                    "type": "text",
-                                    "text": {"body": text},
-                                }
-                            ],
-                        },
-                    }
-                ],
-            }
-        ],
-    }
-    return json.dumps(payload, ensure_ascii=False).encode()
-
-
-def _events(count: int, text: str, secret: str = SECRET) -> list[dict[str, Any]]:
-    from pipeline.domain.signature import sign
-
-    events = []
-    for index in range(count):
-        raw = _message(index, text)
-        events.append(
-            {
-                "requestContext": {"http": {"method": "POST"}},
-                "rawPath": "/webhooks/meta",
-                "headers": {"content-type": "application/json", "x-hub-signature-256": sign(secret, raw)},
-                "body": raw.decode(),
-                "isBase64Encoded": False,
-            }
-        )
-    return events
-
-
-@contextmanager
-def _stdout_to_devnull() -> Iterator[None]:
-    """Logs and EMF lines are part of the work; the terminal is not."""
-    sys.stdout.flush()
-    saved = os.dup(1)
-    with open(os.devnull, "w") as devnull:
-        os.dup2(devnull.fileno(), 1)
-        try:
-            yield
-        finally:
-            sys.stdout.flush()
-            os.dup2(saved, 1)
-            os.close(saved)
-
-
-def _stubbed_handler() -> Callable[[dict[str, Any], Any], dict[str, Any]]:
-    from pipeline.adapters.lane_queue import QueueSender
-    from pipeline.adapters.observability import logger_for, metrics_for
-    from pipeline.adapters.secrets import MetaSecretSource
-    from pipeline.adapters.sender_key import SenderKey
-    from pipeline.adapters.webhook_log import WebhookLog
-    from pipeline.domain.webhook_door import WebhookDoorPorts
-    from pipeline.handlers import ingress
-
-    environ = _environ()
-    ports = WebhookDoorPorts(
-        secrets=MetaSecretSource(_StubSecrets(), "arn", time.time),
-        log=WebhookLog(_StubDynamoDB(), "webhook-log"),
-        queue=QueueSender(_StubSQS()),
-        senders=SenderKey(_StubSecrets(), "arn"),
-    )
-    return ingress.build_handler(
-        ingress.IngressConfig.from_environ(environ),
-        ports,
-        logger_for(environ, ingress.SERVICE),
-        metrics_for(environ, ingress.SERVICE),
-    )
-
-
 def hot_path(deliveries: int) -> None:
-    handler = _stubbed_handler()
+    handler = stubbed_handler()
     cases = [
         ("one WhatsApp text message", deliveries, "where is my order? 📦"),
         ("16 KB delivery", max(50, deliveries // 4), "x" * 15_000),
@@ -232,9 +101,9 @@ def hot_path(deliveries: int) -> None:
     ]
     print("hot path, AWS calls stubbed out (per delivery)")
     for label, count, text in cases:
-        events = _events(count, text)
+        events = delivery_events(count, text)
         timings = []
-        with _stdout_to_devnull():
+        with stdout_to_devnull():
             handler(events[0], None)  # the secret is read once per instance: outside the timing
             for event in events[1:]:
                 started = time.perf_counter()
@@ -277,8 +146,8 @@ def aws_calls() -> None:
         # The clock the deployed secret is dated for (its previous secret is in force then): with
         # the wall clock that secret is refused as misconfigured and nothing past it is counted.
         handler = ingress.create_handler(environ, clients=clients, clock=lambda: SECRET_CLOCK)
-        first, second = _events(2, "hello", secret=META_APP_SECRET)
-        [split] = _events(1, base64.b64encode(os.urandom(600_000)).decode(), secret=META_APP_SECRET)
+        first, second = delivery_events(2, "hello", secret=META_APP_SECRET)
+        [split] = delivery_events(1, base64.b64encode(os.urandom(600_000)).decode(), secret=META_APP_SECRET)
         unparseable = dict(
             first, body="{not json", headers={"x-hub-signature-256": sign(META_APP_SECRET, b"{not json")}
         )
@@ -286,7 +155,7 @@ def aws_calls() -> None:
 
         def deliver(label: str, event: dict[str, Any]) -> None:
             calls.reset()
-            with _stdout_to_devnull():
+            with stdout_to_devnull():
                 handler(event, None)
             print(f"  {label:36s} {len(calls.calls)}  {', '.join(calls.calls) or '-'}")
 

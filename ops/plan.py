@@ -4,7 +4,8 @@ Per lane, at peak: arrival rate λ, busy slots L = λ x service time (Little's l
 messages are in service at once on average), slots to provision so those run at the target
 utilisation, and the queue bound at the objective, λ x objective (by Little's law again, a backlog
 above it at peak means messages wait longer than the objective). Then the checks where the
-configuration contradicts itself (ops/plan_checks.py), and the monthly cost at list prices (see ops/pricing.py).
+configuration contradicts itself (ops/plan_checks.py), and the monthly cost at list prices (see
+ops/environment_cost.py).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import math
 import textwrap
 
 from ops import pricing
+from ops.environment_cost import EDGE_RULES, environment_cost
 from ops.errors import FAILED, OK
 from ops.output import JSON, TEXT, Console, Table, duration, money, table
 from ops.plan_checks import (
@@ -23,6 +25,7 @@ from ops.plan_checks import (
     plan_lane,
     tenant_cap_lines,
 )
+from ops.prices import ASSUMED, LIST_PRICES
 from stacks.config.environments import Environment
 
 WIDTH = 110
@@ -60,8 +63,8 @@ def _capacity_table(plans: list[LanePlan], env: Environment) -> Table:
 
 
 def _cost_lines(env: Environment, average_fraction: float) -> list[str | Table]:
-    prices = pricing.LIST_PRICES
-    costs = pricing.environment_cost(env, average_fraction, prices)
+    prices = LIST_PRICES
+    costs = environment_cost(env, average_fraction, prices)
     rows = []
     for lane in env.lanes:
         cost = costs.lanes[lane.name]
@@ -100,7 +103,7 @@ def _cost_lines(env: Environment, average_fraction: float) -> list[str | Table]:
     edge = costs.edge
     edge_detail = (
         f"{edge.requests / 1e6:,.1f}M webhook requests: CloudFront {money(edge.cloudfront)}, AWS WAF "
-        f"{money(edge.waf)}, web ACL and {pricing.EDGE_RULES} rules {money(edge.fixed)}"
+        f"{money(edge.waf)}, web ACL and {EDGE_RULES} rules {money(edge.fixed)}"
     )
     if env.edge.enabled:
         lines += _wrapped(f"edge (CloudFront + AWS WAF, on): {money(edge.total)} ({edge_detail})")
@@ -109,7 +112,7 @@ def _cost_lines(env: Environment, average_fraction: float) -> list[str | Table]:
             f"edge (CloudFront + AWS WAF): off; on, it would add about {money(edge.total)} ({edge_detail})"
         )
     lines.append(f"total: about {money(costs.total)} a month")
-    usage = pricing.ASSUMED
+    usage = ASSUMED
     lines += _wrapped(
         "assumed: full consumer batches; every webhook or job through the API (one request, one door invocation of "
         f"{usage.door_seconds * 1000:.0f} ms) and a row; ticks come from a schedule with no row; "

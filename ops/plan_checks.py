@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ops import pricing
+from ops.prices import ASSUMED
 from stacks.config.environments import Environment
 from stacks.config.lanes import QUEUE_RETENTION_DAYS, Lane
 
@@ -160,7 +160,7 @@ def account_lines(env: Environment) -> tuple[list[str], list[str]]:
     ]
     warnings = []
     # Both jobs routes at their throttle, each request a door invocation (Little's law again).
-    jobs_busy = 2 * env.api.jobs.rate_limit * pricing.ASSUMED.door_seconds
+    jobs_busy = 2 * env.api.jobs.rate_limit * ASSUMED.door_seconds
     if env.jobs_reservation < jobs_busy:
         warnings.append(
             f"jobs API: a reservation of {env.jobs_reservation} is under the {jobs_busy:.1f} invocations busy with "

@@ -10,7 +10,9 @@ import math
 from typing import Any
 
 from ops import pricing
+from ops.environment_cost import environment_cost
 from ops.plan_checks import LanePlan, account_lines, dependency_lines, lane_warnings
+from ops.prices import LIST_PRICES
 from stacks.config.environments import Environment
 
 
@@ -49,10 +51,10 @@ def _lane(plan: LanePlan, env: Environment, cost: pricing.Cost) -> dict[str, Any
 
 
 def document(env: Environment, plans: list[LanePlan], *, utilisation: float, average_fraction: float) -> dict[str, Any]:
-    prices = pricing.LIST_PRICES
+    prices = LIST_PRICES
     dependencies, dependency_warnings = dependency_lines(env, plans)
     account, account_warnings = account_lines(env)
-    costs = pricing.environment_cost(env, average_fraction, prices)
+    costs = environment_cost(env, average_fraction, prices)
     lanes = [_lane(plan, env, costs.lanes[plan.lane.name]) for plan in plans]
     fixed, edge, total = costs.fixed, costs.edge, costs.total
     return {

@@ -1,14 +1,11 @@
-"""Monthly cost of a lane at AWS list prices, from its traffic assumptions.
+"""Monthly cost of a lane at AWS list prices (ops/prices.py), from its traffic assumptions.
 
-Prices are us-east-1 on-demand list prices as published in 2025, without free tiers, for the
-services a message touches: SQS standard requests, Lambda on arm64 (GB-seconds and requests),
-DynamoDB on-demand request units and storage (with point-in-time recovery), API Gateway HTTP API
-requests, CloudWatch Logs ingestion, X-Ray traces where tracing is active; plus the fixed cost of
-alarms, the dashboard, the sweeper's schedule and Lambda's idle SQS pollers. The optional edge
-(CloudFront and AWS WAF in front of the webhook) is priced on its own (`edge_cost`). Not included:
-custom metrics ($0.30 per metric-month), data transfer (but the edge's), KMS and Secrets Manager
-requests, AWS WAF's logs of blocked requests. The point is the order of magnitude and how it moves
-with traffic, not a bill.
+The services a message touches are priced: SQS, Lambda, DynamoDB (request units and storage),
+the HTTP API, CloudWatch Logs and X-Ray; plus the fixed cost of alarms, the dashboard, the
+sweeper's schedule and Lambda's idle SQS pollers. What a whole environment costs, with the
+optional edge, is ops/environment_cost.py. Not included: custom metrics ($0.30 per metric-month),
+data transfer (but the edge's), KMS and Secrets Manager requests, AWS WAF's logs of blocked
+requests. The point is the order of magnitude and how it moves with traffic, not a bill.
 
 X-Ray: Lambda's active tracing samples the first request each second and 5% of the rest, and that
 rate cannot be configured for a function, so at a steady million webhooks a month nearly every
@@ -19,82 +16,13 @@ invocation is traced. Environments that take production traffic pass tracing thr
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ops.prices import ASSUMED, LIST_PRICES, Prices, Usage
 from pipeline import metric_names
 from pipeline.domain.routing import WEBHOOK_LANES
-from stacks.config.environments import Environment
 from stacks.config.lanes import Lane
 from stacks.config.privacy import Retention
-
-
-@dataclass(frozen=True)
-class Prices:
-    region: str = "us-east-1"
-    as_of: str = "2025 list prices"
-    sqs_per_million_requests: float = 0.40
-    sqs_request_kib: int = 64
-    """Each 64 KiB chunk of a message is billed as one request."""
-    lambda_per_gb_second: float = 0.0000133334
-    """arm64, first pricing tier."""
-    lambda_per_million_requests: float = 0.20
-    dynamodb_per_million_writes: float = 0.625
-    dynamodb_per_million_reads: float = 0.125
-    http_api_per_million_requests: float = 1.00
-    logs_per_gb: float = 0.50
-    xray_per_million_traces: float = 5.00
-    """Traces recorded; retrieval ($0.50 per million) is left out, it depends on who looks."""
-    dynamodb_storage_per_gb_month: float = 0.25
-    pitr_per_gb_month: float = 0.20
-    alarm_per_month: float = 0.10
-    dashboard_per_month: float = 3.00
-    hours_per_month: float = 730.0
-    cloudfront_per_million_https_requests: float = 1.00
-    """$0.0100 per 10,000 HTTPS requests (United States, Europe)."""
-    cloudfront_to_origin_per_gb: float = 0.020
-    """Request bodies CloudFront carries to the API (United States, Europe)."""
-    waf_web_acl_per_month: float = 5.00
-    waf_rule_per_month: float = 1.00
-    waf_per_million_requests: float = 0.60
-
-    @property
-    def seconds_per_month(self) -> float:
-        return self.hours_per_month * 3600
-
-
-LIST_PRICES = Prices()
-
-
-@dataclass(frozen=True)
-class Usage:
-    """How a message turns into requests, stated so the estimate can be argued with."""
-
-    door_seconds: float = 0.03
-    """Duration of the webhook door or jobs API invocation that accepts one message."""
-    webhook_door_memory_mb: int = 1024
-    jobs_door_memory_mb: int = 512
-    invocation_overhead_seconds: float = 0.02
-    row_overhead_kib: float = 0.15
-    """Keys, status and timestamps on the row, beside the payload."""
-    body_compression: float = 0.4
-    """A webhook row keeps its body gzip-compressed: a 2 KB WhatsApp text is stored in about 0.9 KB
-    (the consumer tests pin a row under 1 KB for a 2 KB text)."""
-    log_kib_per_message: float = 1.0
-    """The door's and the consumer's JSON log lines."""
-    platform_log_bytes_per_invocation: int = 330
-    """START, END and REPORT, which Lambda writes for every invocation of every function."""
-    retention_days: float = 30.0
-    """How long a message's log row and effect are kept where no environment says (storage is
-    priced per month kept); `lane_cost` takes an environment's own periods."""
-    idle_pollers: int = 5
-    """Lambda keeps five long-polling receivers per SQS mapping, each a request every 20 s when idle."""
-
-    def door_memory(self, entry: str) -> int:
-        return {"webhook": self.webhook_door_memory_mb, "job": self.jobs_door_memory_mb}.get(entry, 0)
-
-
-ASSUMED = Usage()
 
 
 def entry(lane: Lane) -> str:
@@ -323,72 +251,4 @@ def fixed_cost(
         alarms=alarm_count * prices.alarm_per_month,
         dashboard=prices.dashboard_per_month,
         alarm_count=alarm_count,
-    )
-
-
-EDGE_RULES = 2
-"""The edge's web ACL: the webhook path only, and the rate per source address."""
-
-
-@dataclass(frozen=True)
-class EdgeCost:
-    requests: float
-    cloudfront: float
-    waf: float
-    fixed: float
-
-    @property
-    def total(self) -> float:
-        return self.cloudfront + self.waf + self.fixed
-
-
-def edge_cost(lanes: Sequence[Lane], average_fraction: float, prices: Prices = LIST_PRICES) -> EdgeCost:
-    """What CloudFront and AWS WAF in front of the webhook would cost a month: one request per
-    delivery on the webhook lanes (the handshake is a handful), its body carried to the API."""
-    webhook = [lane for lane in lanes if entry(lane) == "webhook"]
-    requests = sum(lane.traffic.peak_per_second * average_fraction * prices.seconds_per_month for lane in webhook)
-    to_origin_gb = (
-        sum(
-            lane.traffic.peak_per_second * average_fraction * prices.seconds_per_month * lane.traffic.payload_kib
-            for lane in webhook
-        )
-        / 1024
-        / 1024
-    )
-    million = 1_000_000
-    return EdgeCost(
-        requests=requests,
-        cloudfront=requests / million * prices.cloudfront_per_million_https_requests
-        + to_origin_gb * prices.cloudfront_to_origin_per_gb,
-        waf=requests / million * prices.waf_per_million_requests,
-        fixed=prices.waf_web_acl_per_month + EDGE_RULES * prices.waf_rule_per_month,
-    )
-
-
-@dataclass(frozen=True)
-class EnvironmentCost:
-    """Everything `lanectl plan` prices for one environment: the text and the JSON read this."""
-
-    lanes: dict[str, Cost]
-    fixed: FixedCost
-    edge: EdgeCost
-    edge_enabled: bool
-
-    @property
-    def total(self) -> float:
-        lanes = sum(cost.total for cost in self.lanes.values())
-        return lanes + self.fixed.total + (self.edge.total if self.edge_enabled else 0.0)
-
-
-def environment_cost(env: Environment, average_fraction: float, prices: Prices = LIST_PRICES) -> EnvironmentCost:
-    return EnvironmentCost(
-        lanes={
-            lane.name: lane_cost(
-                lane, average_fraction, prices, tracing_active=env.tracing_active, retention=env.retention
-            )
-            for lane in env.lanes
-        },
-        fixed=fixed_cost(len(env.lanes), env.sweeper.period_seconds, prices),
-        edge=edge_cost(env.lanes, average_fraction, prices),
-        edge_enabled=env.edge.enabled,
     )

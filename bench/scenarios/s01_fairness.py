@@ -29,7 +29,7 @@ from bench.scenarios.harness import Harness, fan_out
 from bench.scenarios.measure import fmt, percentile
 from bench.scenarios.result import Result
 from ops.drive import Session, poll
-from ops.runtime import fair_groups
+from ops.runtime.fairness import OFF as NO_FAIRNESS
 
 LANE = "engagement"
 THROTTLED_RETRIES = 8
@@ -157,7 +157,7 @@ def run(h: Harness, p: Params = FULL) -> Result:
     started = time.monotonic()
     with h.session() as s:
         s.set_mapping(LANE, max_concurrency=p.max_concurrency)
-        fairness = s.set_fairness(LANE, fair_groups.OFF)
+        fairness = s.set_fairness(LANE, NO_FAIRNESS)
         fifo = _phase(s, p, "fifo", "observe")
         poll(lambda: s.lanes_empty(LANE), 30)
         s.set_fairness(LANE, fairness)

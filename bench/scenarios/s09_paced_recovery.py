@@ -21,9 +21,9 @@ from __future__ import annotations
 import time
 import uuid
 from dataclasses import dataclass, field
-from typing import Any
 
-from bench.scenarios.harness import Harness, Sampler, calm, fan_out
+from bench.scenarios.dlq_redrives import lanectl_redrive, unpaced_redrive
+from bench.scenarios.harness import Harness, Sampler, fan_out
 from bench.scenarios.measure import fmt, mean, vendor_probe
 from bench.scenarios.result import Result
 from ops.drive import Session, poll
@@ -105,45 +105,6 @@ def _fill(s: Session, p: Params, label: str) -> dict[str, str]:
     return comments
 
 
-def _unpaced(s: Session) -> str:
-    """Receive, send, delete, as fast as the queues allow."""
-    sqs = s.aws("sqs")
-    dlq, queue = s.queue_url(LANE, dlq=True), s.queue_url(LANE)
-    moved = 0
-    while True:
-        batch = calm(
-            sqs.receive_message,
-            QueueUrl=dlq,
-            MaxNumberOfMessages=10,
-            WaitTimeSeconds=0,
-            VisibilityTimeout=60,
-            MessageAttributeNames=["All"],
-            MessageSystemAttributeNames=["All"],
-        ).get("Messages", [])
-        if not batch:
-            return f"moved {moved}"
-        entries: list[dict[str, Any]] = []
-        for i, m in enumerate(batch):
-            entry: dict[str, Any] = {"Id": str(i), "MessageBody": m["Body"]}
-            if m.get("MessageAttributes"):
-                entry["MessageAttributes"] = m["MessageAttributes"]
-            entries.append(entry)
-        calm(sqs.send_message_batch, QueueUrl=queue, Entries=entries)
-        calm(
-            sqs.delete_message_batch,
-            QueueUrl=dlq,
-            Entries=[{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(batch)],
-        )
-        moved += len(batch)
-
-
-def _lanectl(s: Session, rate: int) -> str:
-    done = s.lanectl("dlq", "redrive", LANE, "--rate", str(rate), timeout=600)
-    if done.returncode != 0:
-        raise RuntimeError(f"lanectl failed ({done.returncode}): {done.stdout[-500:]} {done.stderr[-500:]}")
-    return done.stdout.strip().splitlines()[-1] if done.stdout.strip() else ""
-
-
 def _drain(s: Session, p: Params, label: str, comments: dict[str, str], paced: bool) -> Drain:
     drain = Drain(label)
     player = s.lane_view(LANE).player
@@ -158,7 +119,7 @@ def _drain(s: Session, p: Params, label: str, comments: dict[str, str], paced: b
     with vendor_probe() as probe, Sampler(gauges, interval=0.1) as sampler:
         drain.sampler = sampler
         drain.started = time.time()
-        drain.output = _lanectl(s, p.rate) if paced else _unpaced(s)
+        drain.output = lanectl_redrive(s, LANE, p.rate) if paced else unpaced_redrive(s, LANE)
         drain.moved_at = poll(lambda: time.time() if s.depth(LANE, dlq=True).visible == 0 else None, 30) or 0.0
         if paced:
             # The CLI's first seconds are its own start-up; the move starts when the DLQ starts to fall.

@@ -15,7 +15,7 @@ message id) around an idempotent put of the message, and nothing else. It runs i
 emulator over the same deliveries, in batches as full as this pipeline's were in the same run,
 and is metered the same way.
 
-Prices: ops/pricing.py's list prices; Lambda compute from its stated assumptions (door 30 ms at
+Prices: ops/prices.py's list prices; Lambda compute from its stated assumptions (door 30 ms at
 1 GB, consumer 50 ms a message at 512 MB plus 20 ms an invocation), the same for both designs.
 Logs: the bytes this pipeline's door and consumer wrote, measured, plus Lambda's own START, END
 and REPORT lines per invocation for both. X-Ray: at production's setting (tracing passed through,
@@ -24,28 +24,23 @@ so no traces; ops/pricing.py says why). Storage: each design's items for 30 days
 
 from __future__ import annotations
 
-import hashlib
-import hmac
-import json
-import random
 import threading
 import time
 import uuid
-import warnings
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from bench.mapping_player import BATCH, drain
+from bench.mapping_player import BATCH
+from bench.scenarios.cost_common_design import common_design
+from bench.scenarios.cost_tally import CONSUMER, DOOR, ESM, LANE, Tally, floor_cost, per_batch
 from bench.scenarios.harness import Harness, fan_out
+from bench.scenarios.message_text import whatsapp_delivery
 from bench.scenarios.metering import WRITES, Meter, Usage, metering_new_clients
 from bench.scenarios.result import Result
 from ops.drive import Session, poll
 from ops.pricing import stored_kib
 from stacks.config.lanes import catalogue
-
-LANE = "messages"
-DOOR, CONSUMER, ESM = "door", "consumer", "event source mapping"
 
 
 @dataclass(frozen=True)
@@ -61,60 +56,6 @@ class Params:
 
 FULL = Params()
 QUICK = Params(webhooks=60, tenants=10, per_second=20.0)
-
-
-@dataclass
-class Tally:
-    """Per-design totals for `webhooks` deliveries."""
-
-    webhooks: int
-    api_requests: int
-    door_invocations: int
-    consumer_invocations: int
-    records: int
-    usage: dict[str, Usage]
-    log_bytes: float = 0.0
-    """Function log lines written (Lambda's own per-invocation lines are added when priced)."""
-    stored_kib_per_webhook: float = 0.0
-
-    def requests(self, service: str, operations: frozenset[str] | None = None, groups: tuple[str, ...] = ()) -> int:
-        return sum(u.count(service, operations) for g, u in self.usage.items() if not groups or g in groups)
-
-    @property
-    def sqs(self) -> int:
-        return sum(
-            n for u in self.usage.values() for (s, op), n in u.requests.items() if s == "sqs" and "(empty)" not in op
-        )
-
-    @property
-    def wcu(self) -> float:
-        return sum(u.wcu + u.index_wcu for u in self.usage.values())
-
-    @property
-    def rcu(self) -> float:
-        return sum(u.rcu for u in self.usage.values())
-
-    def per(self, value: float) -> float:
-        return value / self.webhooks
-
-    def cost_per_million(self) -> dict[str, float]:
-        from ops.pricing import ASSUMED, Counts, itemised
-
-        lane = next(lane for lane in catalogue() if lane.name == LANE)
-        platform = (self.door_invocations + self.consumer_invocations) * ASSUMED.platform_log_bytes_per_invocation
-        counts = Counts(
-            messages=self.records,
-            consumer_invocations=self.consumer_invocations,
-            door_invocations=self.door_invocations,
-            sqs_requests=self.sqs,
-            write_units=self.wcu,
-            read_units=self.rcu,
-            api_requests=self.api_requests,
-            log_bytes=self.log_bytes + platform,
-            stored_kib=self.stored_kib_per_webhook * self.webhooks,
-        )
-        scale = 1_000_000 / self.webhooks
-        return {item: dollars * scale for item, dollars in itemised(counts, lane).items()}
 
 
 def _ours(h: Harness, p: Params) -> tuple[Tally, dict[str, Any]]:
@@ -152,7 +93,7 @@ def _ours(h: Harness, p: Params) -> tuple[Tally, dict[str, Any]]:
         holder["session"] = s
         wabas = [f"waba-cost-{n}-{tag}" for n in range(p.tenants)]
         bodies = [
-            _delivery(meta, wabas[n % p.tenants], f"wamid.cost.{tag}.{n}", n, p.delivery_bytes)
+            whatsapp_delivery(meta, wabas[n % p.tenants], f"wamid.cost.{tag}.{n}", n, p.delivery_bytes)
             for n in range(p.webhooks)
         ]
         capture = s.runtime.capture
@@ -196,95 +137,8 @@ def _ours(h: Harness, p: Params) -> tuple[Tally, dict[str, Any]]:
             ),
         }
         fill = max(1, round(tally.records / tally.consumer_invocations)) if tally.consumer_invocations else BATCH
-        common = _common_design(s, bodies, fill)
+        common = common_design(s, bodies, fill)
     return tally, {"outcomes": outcomes, "common": common}
-
-
-def _delivery(meta: Any, waba: str, wamid: str, n: int, size: int) -> dict[str, Any]:
-    """A WhatsApp text delivery of about `size` bytes."""
-    empty = len(json.dumps(meta.whatsapp_message(waba, wamid, ""), ensure_ascii=False).encode())
-    return meta.whatsapp_message(waba, wamid, varied_text(n, max(1, size - empty)))
-
-
-def varied_text(seed: int, size: int) -> str:
-    """`size` characters of words from a customer-service vocabulary, with a number now and then:
-    compresses about as a real message does, where a repeated phrase would compress to nothing."""
-    rng = random.Random(seed)
-    words: list[str] = []
-    length = 0
-    while length < size:
-        word = rng.choice(VOCABULARY) if rng.random() > 0.1 else str(rng.randint(1, 99999))
-        words.append(word)
-        length += len(word) + 1
-    return " ".join(words)[:size]
-
-
-_WORDS = (
-    "hello hi please thanks order delivery refund where when why how tomorrow today yesterday parcel "
-    "address street city postcode number invoice payment card bank transfer failed cancelled arrived "
-    "late early driver store shop open closed weekend sunday monday price discount coupon code size "
-    "colour blue red black white shoes jacket shirt dress return exchange warranty broken damaged box "
-    "email phone call message reply waiting still again soon urgent help support account password login "
-    "app website cart checkout shipping tracking courier customs fee tax receipt confirm change update"
-)
-VOCABULARY = tuple(_WORDS.split(" "))
-
-
-def _common_design(s: Session, bodies: list[dict[str, Any]], batch: int) -> Tally:
-    """The usual way, in the same emulator: door = verify + SendMessage; consumer = Powertools
-    idempotency around an idempotent put of the message; a poller in batches of `batch`."""
-    import boto3
-
-    from bench.consumer_powertools import create_idempotency_table, make_handler, store_message
-
-    secret = s.client.app_secret.encode()
-    table = s.outputs["DataTableName"]
-    meter = Meter(lambda: boto3.session.Session(region_name="us-east-1").client("dynamodb"))
-    session = boto3.session.Session(region_name="us-east-1")
-    door_sqs, esm_sqs = session.client("sqs"), session.client("sqs")
-    consumer_dynamodb = session.client("dynamodb")
-    admin = boto3.session.Session(region_name="us-east-1")
-    queue = admin.client("sqs").create_queue(QueueName=f"common-design-{uuid.uuid4().hex[:6]}")["QueueUrl"]
-    create_idempotency_table(admin.client("dynamodb"))
-    meter.attach(door_sqs, lambda *_: DOOR)
-    meter.attach(esm_sqs, lambda *_: ESM)
-    meter.attach(consumer_dynamodb, lambda *_: CONSUMER)
-
-    def door(raw: bytes, signature: str) -> int:
-        expected = "sha256=" + hmac.new(secret, raw, hashlib.sha256).hexdigest()
-        if not hmac.compare_digest(expected, signature):
-            return 403
-        payload = json.loads(raw)
-        entry = payload["entry"][0]
-        message = entry["changes"][0]["value"]["messages"][0]
-        body = json.dumps({"id": message["id"], "tenant": entry["id"], "payload": payload})
-        door_sqs.send_message(QueueUrl=queue, MessageBody=body)
-        return 200
-
-    def store(envelope: dict[str, Any]) -> dict[str, Any]:
-        message = envelope["payload"]["entry"][0]["changes"][0]["value"]["messages"][0]
-        pk = f"common#msg#{envelope['tenant']}#{message['id']}"
-        store_message(consumer_dynamodb, table, pk, message)
-        return {"stored": 1}
-
-    handler = make_handler(consumer_dynamodb, store)
-    for body in bodies:
-        raw = json.dumps(body, ensure_ascii=False).encode()
-        door(raw, "sha256=" + hmac.new(secret, raw, hashlib.sha256).hexdigest())
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="Couldn't determine the remaining time left")
-        drained = drain(esm_sqs, queue, "arn:aws:sqs:us-east-1:123456789012:common-design", handler, batch=batch)
-    message_kib = sum(len(json.dumps(b, ensure_ascii=False).encode()) for b in bodies) / len(bodies) / 1024
-    return Tally(
-        webhooks=len(bodies),
-        api_requests=len(bodies),
-        door_invocations=len(bodies),
-        consumer_invocations=drained.batches,
-        records=drained.records,
-        usage=dict(meter.usage),
-        # The message it keeps; its idempotency records expire within the hour.
-        stored_kib_per_webhook=message_kib,
-    )
 
 
 def run(h: Harness, p: Params = FULL) -> Result:
@@ -352,7 +206,7 @@ def run(h: Harness, p: Params = FULL) -> Result:
     result.figure("DynamoDB read units per webhook", per(ours, ours.rcu), per(common, common.rcu))
     result.figure("function log bytes per webhook (door + consumer, measured)", f"{ours.per(ours.log_bytes):.0f}", "0")
     costs = {"ours": ours.cost_per_million(), "common": common.cost_per_million()}
-    floor = _floor(ours)
+    floor = floor_cost(ours)
     for item in costs["ours"]:
         result.figure(
             f"$ per million webhooks: {item}",
@@ -422,37 +276,3 @@ def run(h: Harness, p: Params = FULL) -> Result:
         )
     result.seconds = time.monotonic() - started
     return result
-
-
-FLOOR_WRITE_UNITS = 3.1
-"""The least for the same guarantees, counted by hand for one 2 KB text: its row before the
-enqueue, compressed under 1 KB (1 unit; nothing accepted is lost), the stored message as its own
-done-mark (2 units; each effect once), a tenth of a drain count a batch (admission's rate)."""
-FLOOR_LOG_BYTES = 300
-"""One outcome line per record (tenant, outcome: what the dashboards read)."""
-
-
-def _floor(ours: Tally) -> dict[str, float]:
-    """The floor priced like the designs: the same Lambda assumptions and batch fill as this run,
-    one send plus a receive and a delete per batch, one consistent read of the row."""
-    from ops.pricing import ASSUMED, Counts, itemised
-
-    lane = next(lane for lane in catalogue() if lane.name == LANE)
-    n = ours.webhooks
-    batches = ours.consumer_invocations or n / BATCH
-    counts = Counts(
-        messages=n,
-        consumer_invocations=batches,
-        door_invocations=n,
-        sqs_requests=n + 2 * batches,
-        write_units=FLOOR_WRITE_UNITS * n,
-        read_units=n,
-        api_requests=n,
-        log_bytes=n * FLOOR_LOG_BYTES + (n + batches) * ASSUMED.platform_log_bytes_per_invocation,
-        stored_kib=ours.stored_kib_per_webhook * n,
-    )
-    return {item: dollars * 1_000_000 / n for item, dollars in itemised(counts, lane).items()}
-
-
-def per_batch(t: Tally) -> str:
-    return f"{t.records / t.consumer_invocations:.1f}" if t.consumer_invocations else "n/a"

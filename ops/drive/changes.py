@@ -105,8 +105,8 @@ class Changes(Reach):
         return dict(before)
 
     def set_fairness(self, lane: str, fairness: Any) -> Any:
-        """The fair-queue thresholds of a lane's queue (ops/runtime/fair_groups.py), as the runtime
-        holds it; returns the previous ones. `fair_groups.OFF` makes it a queue without fairness."""
+        """The fair-queue thresholds of a lane's queue (ops/runtime/fairness.py), as the runtime
+        holds it; returns the previous ones. `fairness.OFF` makes it a queue without fairness."""
         from ops.runtime.moto_sqs import index_of
 
         index = index_of(self.runtime_queue(lane))

@@ -10,8 +10,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from ops.runtime.alarms import ALARM, OK
-from ops.runtime.fair_groups import NoisyGroup
-from ops.runtime.runtime import LaneView, LocalRuntime
+from ops.runtime.fairness import NoisyGroup
+from ops.runtime.runtime import LocalRuntime
+from ops.runtime.wiring import LaneView
 from pipeline import metric_names
 from pipeline.metric_names import Outcome
 from stacks.runtime_env import metrics_namespace

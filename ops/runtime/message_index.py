@@ -26,8 +26,9 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
-from ops.runtime import fair_groups
-from ops.runtime.fair_groups import DELAYED, IN_FLIGHT, VISIBLE, FairCounts, FairGroups, Fairness
+from ops.runtime import fairness
+from ops.runtime.fair_groups import DELAYED, IN_FLIGHT, VISIBLE, FairGroups
+from ops.runtime.fairness import FairCounts, Fairness
 
 DELETED_HANDLES_KEPT = 100_000
 """Receipt handles of deleted messages remembered, so a repeated delete still succeeds (SQS's
@@ -35,7 +36,7 @@ behaviour) without the set growing for ever."""
 
 READY, WAITING = "ready", "waiting"
 
-FAIRNESS: Fairness = fair_groups.AWS
+FAIRNESS: Fairness = fairness.AWS
 """Thresholds and clocks of the queues created from now on; the local runtime scales them."""
 
 

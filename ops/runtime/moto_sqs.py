@@ -16,7 +16,7 @@ from copy import deepcopy
 from typing import Any
 
 from ops.runtime import message_index
-from ops.runtime.fair_groups import FairCounts, Fairness
+from ops.runtime.fairness import FairCounts, Fairness
 from ops.runtime.message_index import Counts, MessageIndex
 
 __all__ = ["Counts", "FairCounts", "MessageIndex", "counts_of", "fair_counts_of", "install", "use_fairness"]

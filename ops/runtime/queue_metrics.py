@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass
 
 from ops.runtime.deploy import ACCOUNT, REGION
-from ops.runtime.fair_groups import NoisyGroup
+from ops.runtime.fairness import NoisyGroup
 from ops.runtime.metrics import MetricsStore
 from ops.runtime.moto_sqs import counts_of, fair_counts_of
 

@@ -5,89 +5,49 @@
 
 Handlers inside the runtime reach moto in-process; tools in other processes (the operator CLI
 with `--env local`) reach the same backend through moto's server mode on `aws_endpoint`.
+
+This module starts and stops the parts; ops/runtime/wiring.py reads them from the template and
+ops/runtime/background.py holds the threads that run beside them.
 """
 
 from __future__ import annotations
 
 import gc
-import json
-import logging
-import os
 import shutil
 import socket
-import sys
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import boto3
 
-from ops.runtime import fair_groups, lambda_control, moto_patches, moto_sqs, sdk_models
+from ops.runtime import background, moto_patches, sdk_models, wiring
 from ops.runtime.alarms import INSUFFICIENT, OK, AlarmDefinition, AlarmEvaluator
-from ops.runtime.api import ApiServer, Route, route_throttles
+from ops.runtime.api import ApiServer
 from ops.runtime.capture import OutputCapture
 from ops.runtime.deploy import REGION, Deployment, deploy
-from ops.runtime.functions import FunctionConfig, FunctionHost
-from ops.runtime.intrinsics import references
+from ops.runtime.functions import FunctionHost
 from ops.runtime.mappings import MappingPlayer
-from ops.runtime.metrics import MetricsStore, publish_to_cloudwatch, trim_cloudwatch
+from ops.runtime.metrics import MetricsStore
+from ops.runtime.process_state import ProcessState
 from ops.runtime.queue_metrics import QueueSample
-from ops.runtime.queue_metrics import record as record_queue_metrics
-from ops.runtime.schedules import ScheduledRule, Scheduler, period_seconds
+from ops.runtime.schedules import Scheduler
 from ops.runtime.synth import SynthesizedApp, synthesize
-from ops.runtime.ttl_reaper import TtlReaper, enable_from_template
-from pipeline.settings import EnvVar
+from ops.runtime.ttl_reaper import enable_from_template
+from ops.runtime.wiring import LaneView
 from stacks.config.environments import ENVIRONMENTS, Environment
 from stacks.runtime_env import lane_id
 
-RETENTION_VARIABLE = EnvVar.RETENTION
-
-FAKE_CREDENTIALS = {
-    "AWS_ACCESS_KEY_ID": "local",
-    "AWS_SECRET_ACCESS_KEY": "local",
-    "AWS_SESSION_TOKEN": "local",
-    "AWS_DEFAULT_REGION": REGION,
-    "AWS_REGION": REGION,
-}
-SAMPLE_SECONDS = 1.0
-PUBLISH_SECONDS = 5.0
-TRIM_SECONDS = 60.0
-SWITCH_INTERVAL_SECONDS = 0.001
-COLLECT_SECONDS = 20.0
 STOP_SECONDS = 2.0
 """How long a stop waits for running batches: `lanectl local` promises to be gone within 5 s."""
-CONFIG_REFRESH_SECONDS = 2.0
-REAP_SECONDS = 10.0
-"""How often expired items are deleted (DynamoDB's TTL takes up to days; memory wants sooner)."""
 
 
 def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return int(probe.getsockname()[1])
-
-
-@dataclass
-class LaneView:
-    """What the runtime knows about one lane, by the stack's output names."""
-
-    name: str
-    queue_url: str
-    dlq_url: str
-    function: FunctionHost
-    player: MappingPlayer
-    alarms: list[AlarmDefinition] = field(default_factory=list)
-
-    @property
-    def queue_name(self) -> str:
-        return self.queue_url.rsplit("/", 1)[1]
-
-    @property
-    def dlq_name(self) -> str:
-        return self.dlq_url.rsplit("/", 1)[1]
 
 
 class LocalRuntime:
@@ -120,7 +80,7 @@ class LocalRuntime:
         self._on_event = on_event
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
-        self._saved_environ: dict[str, str | None] = {}
+        self._process = ProcessState()
         self._mock: Any = None
         self._server: Any = None
         self.api: ApiServer | None = None
@@ -130,8 +90,6 @@ class LocalRuntime:
         self.started_at = 0.0
         self.queue_samples: dict[str, QueueSample] = {}
         """Each queue's latest sample (a second old at most), for the live view."""
-        self._saved_switch_interval = sys.getswitchinterval()
-        self._saved_fairness = fair_groups.AWS
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -151,21 +109,13 @@ class LocalRuntime:
         self.stop()
 
     def start(self) -> None:
-        # moto's server answers an action it has not implemented (StartMessageMoveTask, say) with a
-        # 500 and logs the traceback; the caller sees the 500 and falls back, so keep the log quiet.
-        logging.getLogger("werkzeug").setLevel(logging.CRITICAL)
-        self._set_environ(FAKE_CREDENTIALS)
+        self._process.enter_environment()
         synthesized = self._synthesized or synthesize(self.env)
         from moto import mock_aws
 
         moto_patches.install()
         sdk_models.share()
-        # The lanes' queues are fair queues on clocks scaled to this environment's seconds.
-        self._saved_fairness = moto_sqs.use_fairness(fair_groups.LOCAL)
-        # Every function shares this interpreter's lock; a door request waiting behind consumer
-        # batches gets it back sooner with shorter slices (measured: see bench/REPORT.md, soak).
-        self._saved_switch_interval = sys.getswitchinterval()
-        sys.setswitchinterval(SWITCH_INTERVAL_SECONDS)
+        self._process.tune_interpreter()
         self._mock = mock_aws()
         self._mock.start()
         if self._aws_port is not None:
@@ -188,19 +138,13 @@ class LocalRuntime:
         enable_from_template(synthesized.template, self.deployment.physical, self._clients["dynamodb"])
         if self.retention_seconds is not None:
             self._shorten_retention(self.retention_seconds)
-        self._host_functions()
+        self.functions.update(wiring.host_functions(self.deployment, self.capture, self.metrics))
         self._play_mappings()
         self._serve_api()
         self._run_schedules()
         self._evaluate_alarms()
         self.started_at = time.time()
-        self._background(self._sample_loop, "metrics")
-        self._background(self._publish_loop, "metrics-publish")
-        gc.collect()
-        gc.freeze()
-        self._background(self._collector_loop, "collector")
-        self._background(self._config_loop, "config")
-        self._background(self._reap_loop, "ttl")
+        self._start_background()
         self.event(f"runtime up: API {self.api_url}, AWS endpoint {self.aws_endpoint or 'in-process only'}")
 
     def stop(self, within: float = STOP_SECONDS) -> None:
@@ -234,19 +178,13 @@ class LocalRuntime:
 
     def close(self) -> None:
         """Take the emulated backend down and give the process its environment back."""
-        gc.unfreeze()
-        sys.setswitchinterval(self._saved_switch_interval)
-        moto_sqs.use_fairness(self._saved_fairness)
+        self._process.restore_interpreter()
         self.capture.uninstall()
         if self._server:
             self._server.stop()
         if self._mock:
             self._mock.stop()
-        for name, value in self._saved_environ.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
+        self._process.restore_environ()
 
     def _alarm_changed(self, alarm: AlarmDefinition, previous: str) -> None:
         # A new alarm settling from "no data yet" to OK is not news; every other change is.
@@ -268,96 +206,21 @@ class LocalRuntime:
 
     # ------------------------------------------------------------------ wiring from the template
 
-    def _set_environ(self, values: dict[str, str]) -> None:
-        for name, value in values.items():
-            self._saved_environ.setdefault(name, os.environ.get(name))
-            os.environ[name] = value
-
-    def _host_functions(self) -> None:
-        assert self.deployment is not None
-        for logical_id in self.deployment.resources("AWS::Lambda::Function"):
-            name = self.deployment.physical[logical_id]
-            configuration = lambda_control.function_configuration(name)
-            self.functions[logical_id] = FunctionHost(
-                FunctionConfig.from_moto(configuration), capture=self.capture, metrics=self.metrics
-            )
-
     def _shorten_retention(self, seconds: int) -> None:
-        """Tell every function that stamps expiries to keep data `seconds`, as a deploy of an
-        environment with that retention would (the function configuration shows it)."""
         assert self.deployment is not None
-        client = self._clients["lambda"]
-        for logical_id in self.deployment.resources("AWS::Lambda::Function"):
-            name = self.deployment.physical[logical_id]
-            variables = dict(
-                (lambda_control.function_configuration(name).get("Environment") or {}).get("Variables", {})
-            )
-            if RETENTION_VARIABLE not in variables:
-                continue
-            periods = json.loads(variables[RETENTION_VARIABLE])
-            variables[RETENTION_VARIABLE] = json.dumps(dict.fromkeys(periods, seconds))
-            client.update_function_configuration(FunctionName=name, Environment={"Variables": variables})
+        wiring.shorten_retention(self.deployment, self._clients["lambda"], seconds)
         self.event(f"retention shortened to {seconds} s for every kind of data (the emulated TTL deletes after it)")
-
-    def _function_by_arn(self, arn: str) -> FunctionHost:
-        for host in self.functions.values():
-            if host.config.arn == arn or host.config.name == arn.rsplit(":", 1)[-1]:
-                return host
-        raise KeyError(f"no function {arn}")
-
-    def _queue_url(self, arn: str) -> str:
-        return str(self._clients["sqs"].get_queue_url(QueueName=arn.rsplit(":", 1)[1])["QueueUrl"])
 
     def _play_mappings(self) -> None:
         assert self.deployment is not None
-        outputs = self.deployment.outputs
-        for logical_id, resource in self.deployment.resources("AWS::Lambda::EventSourceMapping").items():
-            properties = self.deployment.resolve(resource["Properties"])
-            queue_arn = properties["EventSourceArn"]
-            player = MappingPlayer(
-                uuid=self.deployment.physical[logical_id],
-                queue_url=self._queue_url(queue_arn),
-                queue_arn=queue_arn,
-                function=self._function_by_arn(properties["FunctionName"]),
-                lambda_client=self._clients["lambda"],
-                sqs_client=self._clients["sqs"],
-                on_error=self.error,
-                read_mapping=lambda_control.mapping_configuration,
-            )
-            self.players.append(player)
-        for lane in self.env.lanes:
-            prefix = lane_id(lane.name)
-            (player,) = [p for p in self.players if p.uuid == outputs[f"{prefix}MappingId"]]
-            self.lanes[lane.name] = LaneView(
-                name=lane.name,
-                queue_url=outputs[f"{prefix}QueueUrl"],
-                dlq_url=outputs[f"{prefix}DlqUrl"],
-                function=player.function,
-                player=player,
-            )
+        self.players.extend(wiring.mapping_players(self.deployment, self.functions, self._clients, self.error))
+        self.lanes.update(wiring.lane_views(self.env, self.deployment.outputs, self.players))
         for player in self.players:
             player.start()
 
     def _serve_api(self) -> None:
         assert self.deployment is not None
-        integrations = self.deployment.resources("AWS::ApiGatewayV2::Integration")
-        (stage,) = self.deployment.resources("AWS::ApiGatewayV2::Stage").values()
-        throttle_for = route_throttles(stage["Properties"])
-        routes = []
-        for resource in self.deployment.resources("AWS::ApiGatewayV2::Route").values():
-            properties = resource["Properties"]
-            (integration_id,) = references(properties["Target"]) & set(integrations)
-            uri = self.deployment.resolve(integrations[integration_id]["Properties"]["IntegrationUri"])
-            method, path = properties["RouteKey"].split(" ", 1)
-            routes.append(
-                Route(
-                    method=method,
-                    path=path,
-                    function=self._function_by_arn(uri),
-                    iam=properties.get("AuthorizationType") == "AWS_IAM",
-                    throttle=throttle_for(properties["RouteKey"]),
-                )
-            )
+        routes = wiring.api_routes(self.deployment, self.functions)
         self.api = ApiServer(routes, port=self._api_port, on_request=self._on_request)
         self.api.start()
 
@@ -367,20 +230,16 @@ class LocalRuntime:
 
     def _run_schedules(self) -> None:
         assert self.deployment is not None
-        rules = []
-        for logical_id, resource in self.deployment.resources("AWS::Events::Rule").items():
-            if "ScheduleExpression" not in resource["Properties"]:
-                continue
-            targets = self.deployment.resolve(resource["Properties"].get("Targets", []))
-            arn = f"arn:aws:events:{REGION}:rule/{self.deployment.physical[logical_id]}"
-            rules.append(ScheduledRule(logical_id, arn, period_seconds(resource), targets))
         self.scheduler = Scheduler(
-            rules, invoke_async=self._invoke_async, send_to_queue=self._send_to_queue, on_error=self.error
+            wiring.scheduled_rules(self.deployment),
+            invoke_async=self._invoke_async,
+            send_to_queue=self._send_to_queue,
+            on_error=self.error,
         )
         self.scheduler.start()
 
     def _invoke_async(self, arn: str, event: dict[str, Any], retries: int) -> None:
-        host = self._function_by_arn(arn)
+        host = wiring.function_by_arn(self.functions, arn)
 
         def run() -> None:
             for _ in range(retries + 1):
@@ -390,14 +249,11 @@ class LocalRuntime:
         threading.Thread(target=run, name="async-invoke", daemon=True).start()
 
     def _send_to_queue(self, arn: str, body: str) -> None:
-        self._clients["sqs"].send_message(QueueUrl=self._queue_url(arn), MessageBody=body)
+        self._clients["sqs"].send_message(QueueUrl=wiring.queue_url(self._clients["sqs"], arn), MessageBody=body)
 
     def _evaluate_alarms(self) -> None:
         assert self.deployment is not None
-        definitions = []
-        for logical_id, resource in self.deployment.resources("AWS::CloudWatch::Alarm").items():
-            properties = self.deployment.resolve(resource["Properties"])
-            definitions.append(AlarmDefinition.from_template(logical_id, properties, self.deployment.app.stack_name))
+        definitions = wiring.alarm_definitions(self.deployment)
         self.alarms = AlarmEvaluator(
             definitions,
             self.metrics,
@@ -409,73 +265,38 @@ class LocalRuntime:
         for lane in self.lanes.values():
             lane.alarms = [a for a in definitions if a.logical_id.startswith(f"{lane_id(lane.name)}Lane")]
 
-    # ------------------------------------------------------------------ background loops
+    # ------------------------------------------------------------------ background threads
 
     def _background(self, target: Callable[[], None], name: str) -> None:
         thread = threading.Thread(target=target, name=name, daemon=True)
         self._threads.append(thread)
         thread.start()
 
+    def _start_background(self) -> None:
+        alarms = self.alarms
+        assert alarms is not None
+        stop = self._stop
+        self._background(
+            lambda: background.sample_queues(
+                stop, self.metrics, self.queue_names(), alarms, self._keep_samples, self.error
+            ),
+            "metrics",
+        )
+        self._background(
+            lambda: background.publish_metrics(stop, self.metrics, self._clients["cloudwatch"], self.error),
+            "metrics-publish",
+        )
+        gc.collect()
+        gc.freeze()
+        self._background(lambda: background.collect_garbage(stop), "collector")
+        self._background(
+            lambda: background.follow_configuration(stop, self.functions.values(), self.event, self.error), "config"
+        )
+        self._background(lambda: background.reap_expired(stop, self.error), "ttl")
+
+    def _keep_samples(self, samples: dict[str, QueueSample]) -> None:
+        self.queue_samples = samples
+
     def queue_names(self) -> list[str]:
         assert self.deployment is not None
-        return [
-            url.rsplit("/", 1)[1]
-            for url in (self.deployment.physical[k] for k in self.deployment.resources("AWS::SQS::Queue"))
-        ]
-
-    def _sample_loop(self) -> None:
-        """SQS's metrics every second and the alarms on them. Nothing slow runs on this thread
-        (mirroring to CloudWatch has its own), so an alarm never sees a live queue as missing
-        data because a publish was slow."""
-        names = self.queue_names()
-        while not self._stop.wait(SAMPLE_SECONDS):
-            try:
-                self.queue_samples = record_queue_metrics(self.metrics, names)
-                assert self.alarms is not None
-                self.alarms.evaluate_all()
-            except Exception as exc:
-                self.error(f"metrics: {type(exc).__name__}: {exc}")
-
-    def _collector_loop(self) -> None:
-        """Keep the cyclic garbage collector's pauses short as the emulated tables grow.
-
-        A full collection walks every object the process holds; the tables' items are most of
-        them, so the soak's door p99 had spikes of 1.8 to 2.5 s, a minute apart and growing with
-        the data. Every period, what survived a collection is frozen (left out of later ones): a
-        collection then walks only what was made since. Frozen objects are still freed as usual
-        when nothing refers to them; only a reference cycle among them would outlive the run."""
-        while not self._stop.wait(COLLECT_SECONDS):
-            gc.collect()
-            gc.freeze()
-
-    def _publish_loop(self) -> None:
-        last_trim = time.monotonic()
-        while not self._stop.wait(PUBLISH_SECONDS):
-            try:
-                publish_to_cloudwatch(self.metrics, self._clients["cloudwatch"])
-                if time.monotonic() - last_trim >= TRIM_SECONDS:
-                    trim_cloudwatch()
-                    last_trim = time.monotonic()
-            except Exception as exc:
-                self.error(f"metrics publish: {type(exc).__name__}: {exc}")
-
-    def _reap_loop(self) -> None:
-        from moto.core import DEFAULT_ACCOUNT_ID
-
-        reaper = TtlReaper(DEFAULT_ACCOUNT_ID, REGION)
-        while not self._stop.wait(REAP_SECONDS):
-            try:
-                reaper.reap()
-            except Exception as exc:
-                self.error(f"ttl: {type(exc).__name__}: {exc}")
-
-    def _config_loop(self) -> None:
-        """Adopt configuration changes made through the moto server, as a deploy would."""
-        while not self._stop.wait(CONFIG_REFRESH_SECONDS):
-            for host in self.functions.values():
-                try:
-                    configuration = lambda_control.function_configuration(host.config.name)
-                    if host.reconfigure(FunctionConfig.from_moto(configuration)):
-                        self.event(f"{host.config.name}: configuration changed; warm instances retired")
-                except Exception as exc:
-                    self.error(f"config refresh: {type(exc).__name__}: {exc}")
+        return wiring.queue_names(self.deployment)

@@ -1,4 +1,4 @@
-"""Functions, event source mappings, the HTTP API and the schedules, in every environment."""
+"""Functions, event source mappings and the schedules, in every environment."""
 
 from __future__ import annotations
 
@@ -7,10 +7,9 @@ import json
 import pytest
 
 from pipeline import settings
-from pipeline.domain import erasure as erasure_rules
 from pipeline.domain.routing import WEBHOOK_LANES
 from stacks.constructs.lane import queue_logical_id
-from stacks.runtime_env import PERIOD_METADATA, lane_id
+from stacks.runtime_env import PERIOD_METADATA
 
 pytestmark = pytest.mark.xdist_group("synth")
 
@@ -140,60 +139,6 @@ def test_every_function_environment_fits_lambda_s_limit(synthesized):
         assert size <= LAMBDA_ENVIRONMENT_BYTES, f"{logical_id}: up to {size} bytes of environment"
 
 
-def test_http_api_routes_and_their_authorisation(synthesized):
-    routes = {
-        r["Properties"]["RouteKey"]: r["Properties"] for r in synthesized.resources("AWS::ApiGatewayV2::Route").values()
-    }
-    assert set(routes) == {
-        "GET /webhooks/meta",
-        "POST /webhooks/meta",
-        "POST /jobs",
-        "GET /jobs/{id}",
-        "POST /meta/data-deletion",
-        "GET /meta/data-deletion/{code}",
-    }
-    for key in ("GET /webhooks/meta", "POST /webhooks/meta", "POST /meta/data-deletion"):
-        assert routes[key]["AuthorizationType"] == "NONE"  # HMAC-verified in the function
-    # The erasure status page: its credential is the confirmation code in the path
-    assert routes["GET /meta/data-deletion/{code}"]["AuthorizationType"] == "NONE"
-    for key in ("POST /jobs", "GET /jobs/{id}"):
-        assert routes[key]["AuthorizationType"] == "AWS_IAM"
-    (api,) = synthesized.resources("AWS::ApiGatewayV2::Api").values()
-    assert api["Properties"]["ProtocolType"] == "HTTP"
-
-
-def test_each_route_is_throttled_on_its_own_and_the_stage_logs_access(synthesized):
-    (stage_id,) = synthesized.resources("AWS::ApiGatewayV2::Stage")
-    stage = synthesized.resource(stage_id)
-    props = stage["Properties"]
-    assert props["StageName"] == "$default"
-    assert props["AutoDeploy"] is True
-    api = synthesized.env.api
-
-    def bucket(throttle):
-        return {"ThrottlingBurstLimit": throttle.burst_limit, "ThrottlingRateLimit": throttle.rate_limit}
-
-    # The webhook and the jobs routes have their own buckets; the handshake has the stage default
-    assert props["RouteSettings"] == {
-        "POST /webhooks/meta": bucket(api.webhook),
-        "POST /jobs": bucket(api.jobs),
-        "GET /jobs/{id}": bucket(api.jobs),
-        "POST /meta/data-deletion": bucket(api.erasure),
-        "GET /meta/data-deletion/{code}": bucket(api.erasure),
-    }
-    assert props["DefaultRouteSettings"] == bucket(api.other)
-    # And the stage is created after the routes it names (API Gateway refuses unknown route keys)
-    routes = {
-        logical_id
-        for logical_id, r in synthesized.resources("AWS::ApiGatewayV2::Route").items()
-        if r["Properties"]["RouteKey"] in props["RouteSettings"]
-    }
-    assert routes <= set(stage["DependsOn"])
-    access = props["AccessLogSettings"]
-    assert access["DestinationArn"]["Fn::GetAtt"][1] == "Arn"
-    assert json.loads(access["Format"])["status"] == "$context.status"
-
-
 def test_sweeper_runs_on_its_own_schedule(synthesized):
     (sweeper,) = _functions_by_handler(synthesized, "pipeline.handlers.sweeper.handler")
     assert "LANE" not in sweeper["Environment"]["Variables"]  # not a lane consumer
@@ -221,90 +166,3 @@ def test_ticks_carry_an_envelope_that_expires_at_its_cadence(synthesized):
     assert sample["lane"] == "scheduled"
     assert sample["source"] == "internal"
     assert sample["id"] == "tick-e-1"
-
-
-def test_outputs_name_every_lane_resource_for_the_operator_cli(synthesized):
-    outputs = synthesized.template["Outputs"]
-    for lane in synthesized.env.lanes:
-        prefix = lane_id(lane.name)
-        for suffix in ("QueueUrl", "QueueArn", "DlqUrl", "DlqArn", "MappingId", "FunctionName"):
-            assert f"{prefix}{suffix}" in outputs
-    for key in (
-        "ApiUrl",
-        "WebhookTableName",
-        "JobsTableName",
-        "StateTableName",
-        "DataTableName",
-        "AlarmTopicArn",
-        "MetaSecretArn",
-        "SenderKeyArn",
-    ):
-        assert key in outputs
-
-
-def test_no_function_may_touch_an_index_it_does_not_query(synthesized):
-    for policy in synthesized.resources("AWS::IAM::Policy").values():
-        for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
-            resources = statement["Resource"] if isinstance(statement["Resource"], list) else [statement["Resource"]]
-            for resource in resources:
-                assert "index/*" not in json.dumps(resource)
-                if "/index/" in json.dumps(resource):
-                    assert statement["Action"] == "dynamodb:Query"
-
-
-def test_prod_is_protected_from_deletion(synth_env):
-    prod = synth_env("prod")
-    assert prod.stack.termination_protection is True
-    assert synth_env("dev").stack.termination_protection is False
-
-
-def _table_actions(synthesized, handler: str, lanes: set[str] | None = None) -> dict[str, set[str]]:
-    """DynamoDB actions granted to the functions with `handler` (consumers: of `lanes` only, if
-    given), by table logical ID."""
-    roles = {
-        f["Properties"]["Role"]["Fn::GetAtt"][0]
-        for f in synthesized.resources("AWS::Lambda::Function").values()
-        if f["Properties"]["Handler"] == handler
-        and (lanes is None or json.loads(f["Properties"]["Environment"]["Variables"]["LANE"])["name"] in lanes)
-    }
-    granted: dict[str, set[str]] = {}
-    for policy in synthesized.resources("AWS::IAM::Policy").values():
-        if not {r["Ref"] for r in policy["Properties"]["Roles"]} & roles:
-            continue
-        for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
-            actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
-            resources = statement["Resource"] if isinstance(statement["Resource"], list) else [statement["Resource"]]
-            for resource in resources:
-                if isinstance(resource, dict) and "Fn::GetAtt" in resource and resource["Fn::GetAtt"][1] == "Arn":
-                    table = resource["Fn::GetAtt"][0]
-                    if table.endswith("Table"):
-                        granted.setdefault(table, set()).update(a for a in actions if a.startswith("dynamodb:"))
-    return granted
-
-
-def test_each_function_may_do_only_what_its_code_does_to_each_table(synthesized):
-    assert _table_actions(synthesized, "pipeline.handlers.ingress.handler") == {"WebhookLogTable": {"dynamodb:PutItem"}}
-    jobs = _table_actions(synthesized, "pipeline.handlers.jobs.handler")
-    assert jobs["JobsTable"] == {"dynamodb:PutItem", "dynamodb:GetItem"}
-    assert "WebhookLogTable" not in jobs
-    others = {lane.name for lane in synthesized.env.lanes} - {erasure_rules.LANE}
-    consumer = _table_actions(synthesized, "pipeline.handlers.consumer.handler", others)
-    assert "dynamodb:PutItem" not in consumer["WebhookLogTable"] | consumer["JobsTable"]
-    assert not any("dynamodb:BatchWriteItem" in actions for actions in consumer.values())
-    # Only the erasure lane's consumer puts tombstones over rows and deletes items and body parts
-    eraser = _table_actions(synthesized, "pipeline.handlers.consumer.handler", {erasure_rules.LANE})
-    assert {"dynamodb:PutItem", "dynamodb:BatchWriteItem"} <= eraser["WebhookLogTable"]
-    assert "dynamodb:PutItem" in eraser["JobsTable"]
-    assert "dynamodb:BatchWriteItem" in eraser["DataTable"]
-    assert "dynamodb:BatchWriteItem" in eraser["StateTable"]
-    erasure_door = _table_actions(synthesized, "pipeline.handlers.erasure.handler")
-    assert erasure_door == {
-        "JobsTable": {"dynamodb:PutItem", "dynamodb:GetItem"},
-        "StateTable": {"dynamodb:UpdateItem"},
-    }
-    sweeper = _table_actions(synthesized, "pipeline.handlers.sweeper.handler")
-    # Lane history (drain counts, depth sightings) read, and written with job counts.
-    assert sweeper["StateTable"] == {"dynamodb:BatchGetItem", "dynamodb:UpdateItem"}
-    assert "DataTable" not in sweeper
-    for grants in (jobs, consumer, eraser, erasure_door, sweeper):
-        assert not any("dynamodb:DeleteItem" in actions or "dynamodb:Scan" in actions for actions in grants.values())

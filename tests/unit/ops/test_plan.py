@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import pytest
 
-from ops import pricing
+from ops import environment_cost, pricing
 from ops.output import Console
 from ops.plan import plan_lane, run_plan
 from stacks.config.environments import ENVIRONMENTS, EdgeConfig
@@ -114,7 +114,7 @@ def test_the_edge_is_priced_whether_on_or_off_and_counted_only_when_on(capsys):
     env = ENVIRONMENTS["prod"]
     webhook = [lane for lane in env.lanes if pricing.entry(lane) == "webhook"]
     requests = sum(lane.traffic.peak_per_second for lane in webhook) * 0.25 * 730 * 3600
-    edge = pricing.edge_cost(env.lanes, 0.25)
+    edge = environment_cost.edge_cost(env.lanes, 0.25)
     assert edge.requests == pytest.approx(requests)
     assert edge.waf == pytest.approx(requests / 1e6 * 0.60)
     assert edge.fixed == 5.00 + 2 * 1.00

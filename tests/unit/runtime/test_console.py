@@ -13,7 +13,7 @@ from typing import Any
 from rich.console import Console
 
 from ops.runtime.console import render
-from ops.runtime.fair_groups import NoisyGroup
+from ops.runtime.fairness import NoisyGroup
 from ops.runtime.live_view import view
 from ops.runtime.mappings import MappingState, MappingStats
 from ops.runtime.metrics import MetricsStore

@@ -15,7 +15,7 @@ import pytest
 from moto.sqs.models import sqs_backends
 
 from ops.runtime import queue_metrics
-from ops.runtime.fair_groups import Fairness
+from ops.runtime.fairness import Fairness
 from ops.runtime.metrics import MetricsStore
 from ops.runtime.moto_sqs import counts_of, fair_counts_of, index_of
 from stacks.config.environments import ENVIRONMENTS

@@ -1,0 +1,105 @@
+"""Scenario 10's accounting: one design's requests, units and log bytes for a run, priced per million
+webhooks, and the floor: the least the same guarantees could cost, priced the same way."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from bench.mapping_player import BATCH
+from bench.scenarios.metering import Usage
+from stacks.config.lanes import catalogue
+
+LANE = "messages"
+DOOR, CONSUMER, ESM = "door", "consumer", "event source mapping"
+
+
+@dataclass
+class Tally:
+    """Per-design totals for `webhooks` deliveries."""
+
+    webhooks: int
+    api_requests: int
+    door_invocations: int
+    consumer_invocations: int
+    records: int
+    usage: dict[str, Usage]
+    log_bytes: float = 0.0
+    """Function log lines written (Lambda's own per-invocation lines are added when priced)."""
+    stored_kib_per_webhook: float = 0.0
+
+    def requests(self, service: str, operations: frozenset[str] | None = None, groups: tuple[str, ...] = ()) -> int:
+        return sum(u.count(service, operations) for g, u in self.usage.items() if not groups or g in groups)
+
+    @property
+    def sqs(self) -> int:
+        return sum(
+            n for u in self.usage.values() for (s, op), n in u.requests.items() if s == "sqs" and "(empty)" not in op
+        )
+
+    @property
+    def wcu(self) -> float:
+        return sum(u.wcu + u.index_wcu for u in self.usage.values())
+
+    @property
+    def rcu(self) -> float:
+        return sum(u.rcu for u in self.usage.values())
+
+    def per(self, value: float) -> float:
+        return value / self.webhooks
+
+    def cost_per_million(self) -> dict[str, float]:
+        from ops.prices import ASSUMED
+        from ops.pricing import Counts, itemised
+
+        lane = next(lane for lane in catalogue() if lane.name == LANE)
+        platform = (self.door_invocations + self.consumer_invocations) * ASSUMED.platform_log_bytes_per_invocation
+        counts = Counts(
+            messages=self.records,
+            consumer_invocations=self.consumer_invocations,
+            door_invocations=self.door_invocations,
+            sqs_requests=self.sqs,
+            write_units=self.wcu,
+            read_units=self.rcu,
+            api_requests=self.api_requests,
+            log_bytes=self.log_bytes + platform,
+            stored_kib=self.stored_kib_per_webhook * self.webhooks,
+        )
+        scale = 1_000_000 / self.webhooks
+        return {item: dollars * scale for item, dollars in itemised(counts, lane).items()}
+
+
+FLOOR_WRITE_UNITS = 3.1
+"""The least for the same guarantees, counted by hand for one 2 KB text: its row before the
+enqueue, compressed under 1 KB (1 unit; nothing accepted is lost), the stored message as its own
+done-mark (2 units; each effect once), a tenth of a drain count a batch (admission's rate)."""
+
+
+FLOOR_LOG_BYTES = 300
+"""One outcome line per record (tenant, outcome: what the dashboards read)."""
+
+
+def floor_cost(ours: Tally) -> dict[str, float]:
+    """The floor priced like the designs: the same Lambda assumptions and batch fill as this run,
+    one send plus a receive and a delete per batch, one consistent read of the row."""
+    from ops.prices import ASSUMED
+    from ops.pricing import Counts, itemised
+
+    lane = next(lane for lane in catalogue() if lane.name == LANE)
+    n = ours.webhooks
+    batches = ours.consumer_invocations or n / BATCH
+    counts = Counts(
+        messages=n,
+        consumer_invocations=batches,
+        door_invocations=n,
+        sqs_requests=n + 2 * batches,
+        write_units=FLOOR_WRITE_UNITS * n,
+        read_units=n,
+        api_requests=n,
+        log_bytes=n * FLOOR_LOG_BYTES + (n + batches) * ASSUMED.platform_log_bytes_per_invocation,
+        stored_kib=ours.stored_kib_per_webhook * n,
+    )
+    return {item: dollars * 1_000_000 / n for item, dollars in itemised(counts, lane).items()}
+
+
+def per_batch(t: Tally) -> str:
+    return f"{t.records / t.consumer_invocations:.1f}" if t.consumer_invocations else "n/a"

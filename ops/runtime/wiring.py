@@ -1,0 +1,160 @@
+"""The local runtime's parts, read from the deployed template: a host per function, a player per
+event source mapping (and the lanes they serve), the API's routes, the schedules and the alarms.
+ops/runtime/runtime.py starts them; nothing here starts a thread."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ops.runtime import lambda_control
+from ops.runtime.alarms import AlarmDefinition
+from ops.runtime.api import Route, route_throttles
+from ops.runtime.capture import OutputCapture
+from ops.runtime.deploy import REGION, Deployment
+from ops.runtime.functions import FunctionConfig, FunctionHost
+from ops.runtime.intrinsics import references
+from ops.runtime.mappings import MappingPlayer
+from ops.runtime.metrics import MetricsStore
+from ops.runtime.schedules import ScheduledRule, period_seconds
+from pipeline.settings import EnvVar
+from stacks.config.environments import Environment
+from stacks.runtime_env import lane_id
+
+RETENTION_VARIABLE = EnvVar.RETENTION
+
+
+@dataclass
+class LaneView:
+    """What the runtime knows about one lane, by the stack's output names."""
+
+    name: str
+    queue_url: str
+    dlq_url: str
+    function: FunctionHost
+    player: MappingPlayer
+    alarms: list[AlarmDefinition] = field(default_factory=list)
+
+    @property
+    def queue_name(self) -> str:
+        return self.queue_url.rsplit("/", 1)[1]
+
+    @property
+    def dlq_name(self) -> str:
+        return self.dlq_url.rsplit("/", 1)[1]
+
+
+def host_functions(deployment: Deployment, capture: OutputCapture, metrics: MetricsStore) -> dict[str, FunctionHost]:
+    hosts = {}
+    for logical_id in deployment.resources("AWS::Lambda::Function"):
+        name = deployment.physical[logical_id]
+        configuration = lambda_control.function_configuration(name)
+        hosts[logical_id] = FunctionHost(FunctionConfig.from_moto(configuration), capture=capture, metrics=metrics)
+    return hosts
+
+
+def shorten_retention(deployment: Deployment, lambda_client: Any, seconds: int) -> None:
+    """Tell every function that stamps expiries to keep data `seconds`, as a deploy of an
+    environment with that retention would (the function configuration shows it)."""
+    for logical_id in deployment.resources("AWS::Lambda::Function"):
+        name = deployment.physical[logical_id]
+        variables = dict((lambda_control.function_configuration(name).get("Environment") or {}).get("Variables", {}))
+        if RETENTION_VARIABLE not in variables:
+            continue
+        periods = json.loads(variables[RETENTION_VARIABLE])
+        variables[RETENTION_VARIABLE] = json.dumps(dict.fromkeys(periods, seconds))
+        lambda_client.update_function_configuration(FunctionName=name, Environment={"Variables": variables})
+
+
+def function_by_arn(functions: dict[str, FunctionHost], arn: str) -> FunctionHost:
+    for host in functions.values():
+        if host.config.arn == arn or host.config.name == arn.rsplit(":", 1)[-1]:
+            return host
+    raise KeyError(f"no function {arn}")
+
+
+def queue_url(sqs_client: Any, arn: str) -> str:
+    return str(sqs_client.get_queue_url(QueueName=arn.rsplit(":", 1)[1])["QueueUrl"])
+
+
+def queue_names(deployment: Deployment) -> list[str]:
+    return [url.rsplit("/", 1)[1] for url in (deployment.physical[k] for k in deployment.resources("AWS::SQS::Queue"))]
+
+
+def mapping_players(
+    deployment: Deployment, functions: dict[str, FunctionHost], clients: dict[str, Any], on_error: Callable[[str], None]
+) -> list[MappingPlayer]:
+    players = []
+    for logical_id, resource in deployment.resources("AWS::Lambda::EventSourceMapping").items():
+        properties = deployment.resolve(resource["Properties"])
+        queue_arn = properties["EventSourceArn"]
+        players.append(
+            MappingPlayer(
+                uuid=deployment.physical[logical_id],
+                queue_url=queue_url(clients["sqs"], queue_arn),
+                queue_arn=queue_arn,
+                function=function_by_arn(functions, properties["FunctionName"]),
+                lambda_client=clients["lambda"],
+                sqs_client=clients["sqs"],
+                on_error=on_error,
+                read_mapping=lambda_control.mapping_configuration,
+            )
+        )
+    return players
+
+
+def lane_views(env: Environment, outputs: dict[str, str], players: list[MappingPlayer]) -> dict[str, LaneView]:
+    lanes = {}
+    for lane in env.lanes:
+        prefix = lane_id(lane.name)
+        (player,) = [p for p in players if p.uuid == outputs[f"{prefix}MappingId"]]
+        lanes[lane.name] = LaneView(
+            name=lane.name,
+            queue_url=outputs[f"{prefix}QueueUrl"],
+            dlq_url=outputs[f"{prefix}DlqUrl"],
+            function=player.function,
+            player=player,
+        )
+    return lanes
+
+
+def api_routes(deployment: Deployment, functions: dict[str, FunctionHost]) -> list[Route]:
+    integrations = deployment.resources("AWS::ApiGatewayV2::Integration")
+    (stage,) = deployment.resources("AWS::ApiGatewayV2::Stage").values()
+    throttle_for = route_throttles(stage["Properties"])
+    routes = []
+    for resource in deployment.resources("AWS::ApiGatewayV2::Route").values():
+        properties = resource["Properties"]
+        (integration_id,) = references(properties["Target"]) & set(integrations)
+        uri = deployment.resolve(integrations[integration_id]["Properties"]["IntegrationUri"])
+        method, path = properties["RouteKey"].split(" ", 1)
+        routes.append(
+            Route(
+                method=method,
+                path=path,
+                function=function_by_arn(functions, uri),
+                iam=properties.get("AuthorizationType") == "AWS_IAM",
+                throttle=throttle_for(properties["RouteKey"]),
+            )
+        )
+    return routes
+
+
+def scheduled_rules(deployment: Deployment) -> list[ScheduledRule]:
+    rules = []
+    for logical_id, resource in deployment.resources("AWS::Events::Rule").items():
+        if "ScheduleExpression" not in resource["Properties"]:
+            continue
+        targets = deployment.resolve(resource["Properties"].get("Targets", []))
+        arn = f"arn:aws:events:{REGION}:rule/{deployment.physical[logical_id]}"
+        rules.append(ScheduledRule(logical_id, arn, period_seconds(resource), targets))
+    return rules
+
+
+def alarm_definitions(deployment: Deployment) -> list[AlarmDefinition]:
+    return [
+        AlarmDefinition.from_template(logical_id, deployment.resolve(resource["Properties"]), deployment.app.stack_name)
+        for logical_id, resource in deployment.resources("AWS::CloudWatch::Alarm").items()
+    ]

@@ -1,0 +1,63 @@
+"""The HTTP API: its routes, who may call each, and each route's throttle, in every environment."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+pytestmark = pytest.mark.xdist_group("synth")
+
+
+def test_http_api_routes_and_their_authorisation(synthesized):
+    routes = {
+        r["Properties"]["RouteKey"]: r["Properties"] for r in synthesized.resources("AWS::ApiGatewayV2::Route").values()
+    }
+    assert set(routes) == {
+        "GET /webhooks/meta",
+        "POST /webhooks/meta",
+        "POST /jobs",
+        "GET /jobs/{id}",
+        "POST /meta/data-deletion",
+        "GET /meta/data-deletion/{code}",
+    }
+    for key in ("GET /webhooks/meta", "POST /webhooks/meta", "POST /meta/data-deletion"):
+        assert routes[key]["AuthorizationType"] == "NONE"  # HMAC-verified in the function
+    # The erasure status page: its credential is the confirmation code in the path
+    assert routes["GET /meta/data-deletion/{code}"]["AuthorizationType"] == "NONE"
+    for key in ("POST /jobs", "GET /jobs/{id}"):
+        assert routes[key]["AuthorizationType"] == "AWS_IAM"
+    (api,) = synthesized.resources("AWS::ApiGatewayV2::Api").values()
+    assert api["Properties"]["ProtocolType"] == "HTTP"
+
+
+def test_each_route_is_throttled_on_its_own_and_the_stage_logs_access(synthesized):
+    (stage_id,) = synthesized.resources("AWS::ApiGatewayV2::Stage")
+    stage = synthesized.resource(stage_id)
+    props = stage["Properties"]
+    assert props["StageName"] == "$default"
+    assert props["AutoDeploy"] is True
+    api = synthesized.env.api
+
+    def bucket(throttle):
+        return {"ThrottlingBurstLimit": throttle.burst_limit, "ThrottlingRateLimit": throttle.rate_limit}
+
+    # The webhook and the jobs routes have their own buckets; the handshake has the stage default
+    assert props["RouteSettings"] == {
+        "POST /webhooks/meta": bucket(api.webhook),
+        "POST /jobs": bucket(api.jobs),
+        "GET /jobs/{id}": bucket(api.jobs),
+        "POST /meta/data-deletion": bucket(api.erasure),
+        "GET /meta/data-deletion/{code}": bucket(api.erasure),
+    }
+    assert props["DefaultRouteSettings"] == bucket(api.other)
+    # And the stage is created after the routes it names (API Gateway refuses unknown route keys)
+    routes = {
+        logical_id
+        for logical_id, r in synthesized.resources("AWS::ApiGatewayV2::Route").items()
+        if r["Properties"]["RouteKey"] in props["RouteSettings"]
+    }
+    assert routes <= set(stage["DependsOn"])
+    access = props["AccessLogSettings"]
+    assert access["DestinationArn"]["Fn::GetAtt"][1] == "Arn"
+    assert json.loads(access["Format"])["status"] == "$context.status"

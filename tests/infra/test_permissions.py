@@ -1,0 +1,73 @@
+"""What each function may do: to each table, and to the tables' indexes, in every environment."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from pipeline.domain import erasure as erasure_rules
+
+pytestmark = pytest.mark.xdist_group("synth")
+
+
+def test_no_function_may_touch_an_index_it_does_not_query(synthesized):
+    for policy in synthesized.resources("AWS::IAM::Policy").values():
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
+            resources = statement["Resource"] if isinstance(statement["Resource"], list) else [statement["Resource"]]
+            for resource in resources:
+                assert "index/*" not in json.dumps(resource)
+                if "/index/" in json.dumps(resource):
+                    assert statement["Action"] == "dynamodb:Query"
+
+
+def _table_actions(synthesized, handler: str, lanes: set[str] | None = None) -> dict[str, set[str]]:
+    """DynamoDB actions granted to the functions with `handler` (consumers: of `lanes` only, if
+    given), by table logical ID."""
+    roles = {
+        f["Properties"]["Role"]["Fn::GetAtt"][0]
+        for f in synthesized.resources("AWS::Lambda::Function").values()
+        if f["Properties"]["Handler"] == handler
+        and (lanes is None or json.loads(f["Properties"]["Environment"]["Variables"]["LANE"])["name"] in lanes)
+    }
+    granted: dict[str, set[str]] = {}
+    for policy in synthesized.resources("AWS::IAM::Policy").values():
+        if not {r["Ref"] for r in policy["Properties"]["Roles"]} & roles:
+            continue
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
+            actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
+            resources = statement["Resource"] if isinstance(statement["Resource"], list) else [statement["Resource"]]
+            for resource in resources:
+                if isinstance(resource, dict) and "Fn::GetAtt" in resource and resource["Fn::GetAtt"][1] == "Arn":
+                    table = resource["Fn::GetAtt"][0]
+                    if table.endswith("Table"):
+                        granted.setdefault(table, set()).update(a for a in actions if a.startswith("dynamodb:"))
+    return granted
+
+
+def test_each_function_may_do_only_what_its_code_does_to_each_table(synthesized):
+    assert _table_actions(synthesized, "pipeline.handlers.ingress.handler") == {"WebhookLogTable": {"dynamodb:PutItem"}}
+    jobs = _table_actions(synthesized, "pipeline.handlers.jobs.handler")
+    assert jobs["JobsTable"] == {"dynamodb:PutItem", "dynamodb:GetItem"}
+    assert "WebhookLogTable" not in jobs
+    others = {lane.name for lane in synthesized.env.lanes} - {erasure_rules.LANE}
+    consumer = _table_actions(synthesized, "pipeline.handlers.consumer.handler", others)
+    assert "dynamodb:PutItem" not in consumer["WebhookLogTable"] | consumer["JobsTable"]
+    assert not any("dynamodb:BatchWriteItem" in actions for actions in consumer.values())
+    # Only the erasure lane's consumer puts tombstones over rows and deletes items and body parts
+    eraser = _table_actions(synthesized, "pipeline.handlers.consumer.handler", {erasure_rules.LANE})
+    assert {"dynamodb:PutItem", "dynamodb:BatchWriteItem"} <= eraser["WebhookLogTable"]
+    assert "dynamodb:PutItem" in eraser["JobsTable"]
+    assert "dynamodb:BatchWriteItem" in eraser["DataTable"]
+    assert "dynamodb:BatchWriteItem" in eraser["StateTable"]
+    erasure_door = _table_actions(synthesized, "pipeline.handlers.erasure.handler")
+    assert erasure_door == {
+        "JobsTable": {"dynamodb:PutItem", "dynamodb:GetItem"},
+        "StateTable": {"dynamodb:UpdateItem"},
+    }
+    sweeper = _table_actions(synthesized, "pipeline.handlers.sweeper.handler")
+    # Lane history (drain counts, depth sightings) read, and written with job counts.
+    assert sweeper["StateTable"] == {"dynamodb:BatchGetItem", "dynamodb:UpdateItem"}
+    assert "DataTable" not in sweeper
+    for grants in (jobs, consumer, eraser, erasure_door, sweeper):
+        assert not any("dynamodb:DeleteItem" in actions or "dynamodb:Scan" in actions for actions in grants.values())
