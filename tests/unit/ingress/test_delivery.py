@@ -7,7 +7,7 @@ import json
 import os
 
 from bench.consumer_costs import item_size
-from bench.scenarios.s10_cost import varied_text
+from bench.scenarios.message_text import varied_text
 from pipeline import schema
 from pipeline.domain import webhook, webhook_body
 from pipeline.domain.envelope import Envelope
