@@ -16,7 +16,14 @@ from typing import Any
 from pipeline.domain import erasure as erasure_rules
 from pipeline.policy import codec
 from pipeline.policy.sweeper import SweeperSettings
-from pipeline.settings import EnvVar, ErasureSettings, JobsSettings, RetentionSettings, WebhookSettings
+from pipeline.settings import (
+    DependencyBudget,
+    EnvVar,
+    ErasureSettings,
+    JobsSettings,
+    RetentionSettings,
+    WebhookSettings,
+)
 from stacks.config.environments import Environment
 from stacks.config.lanes import Lane
 from stacks.config.privacy import DAY
@@ -70,8 +77,8 @@ def _all_lanes(env: Environment) -> str:
     return codec.dumps({lane.name: lane.policy for lane in env.lanes})
 
 
-def _dependencies(env: Environment, dumps: Dumps) -> str:
-    return dumps({d.name: {"limit": d.limit, "mode": d.mode.value} for d in env.dependencies})
+def _dependencies(env: Environment) -> str:
+    return codec.dumps({d.name: DependencyBudget(limit=d.limit, mode=d.mode.value) for d in env.dependencies})
 
 
 def _retention(env: Environment) -> dict[str, str]:
@@ -122,7 +129,7 @@ def consumer(env: Environment, lane: Lane, resources: Resources, dumps: Dumps) -
         EnvVar.LANE: codec.dumps(lane.policy),
         EnvVar.QUEUE_URL: resources.queue_urls[lane.name],
         EnvVar.DLQ_URL: resources.dlq_urls[lane.name],
-        EnvVar.DEPENDENCIES: _dependencies(env, dumps),
+        EnvVar.DEPENDENCIES: _dependencies(env),
         EnvVar.IDEMPOTENCY_TTL_SECONDS: str(env.idempotency_ttl_seconds),
     }
 

@@ -107,3 +107,34 @@ def test_a_setting_that_does_not_match_its_type_is_refused_naming_the_variable_a
     # When its function reads it, then the error names the variable, the type and the field
     with pytest.raises(settings.SettingsError, match=rf"^{variable}: \w+Settings[.:].*{message}"):
         _read_changed(variable, change)
+
+
+def _consumer_environ() -> dict[str, str]:
+    lane = next(lane for lane in ENV.lanes if lane.policy.dependency is not None)
+    return runtime_env.consumer(ENV, lane, RESOURCES, json.dumps)
+
+
+def test_the_dependency_budgets_come_back_as_the_environment_defines_them():
+    read = settings.dependencies(_consumer_environ())
+
+    assert {name: (d.name, d.limit, d.mode) for name, d in read.items()} == {
+        d.name: (d.name, d.limit, d.mode.value) for d in ENV.dependencies
+    }
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda budget: budget.pop("limit"), r"missing field\(s\) limit"),
+        (lambda budget: budget.update(limit="40"), r"limit: expected int, got '40'"),
+        (lambda budget: budget.update(burst=5), r"unknown field\(s\) burst"),
+    ],
+    ids=["missing", "type", "unknown"],
+)
+def test_a_dependency_budget_that_does_not_match_its_type_is_refused_naming_the_field(change, message):
+    environ = _consumer_environ()
+    plain = json.loads(environ["DEPENDENCIES"])
+    change(next(iter(plain.values())))
+
+    with pytest.raises(settings.SettingsError, match=rf"^DEPENDENCIES: DependencyBudget[.:].*{message}"):
+        settings.dependencies({**environ, "DEPENDENCIES": json.dumps(plain)})

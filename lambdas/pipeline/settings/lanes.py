@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from pipeline.policy.lanes import LanePolicy
-from pipeline.settings.environ import EnvVar, SettingsError, Tables, json_value, policies, policy, region, require
+from pipeline.settings.environ import EnvVar, SettingsError, Tables, policies, policy, region, require
 from pipeline.settings.kept import RetentionSettings, retention
 
 
@@ -23,6 +23,14 @@ def lane(environ: Mapping[str, str]) -> LanePolicy:
 
 
 @dataclass(frozen=True)
+class DependencyBudget:
+    """A shared dependency's budget as the stack writes it: DEPENDENCIES holds one by name."""
+
+    limit: int
+    mode: str
+
+
+@dataclass(frozen=True)
 class DependencySettings:
     name: str
     limit: int
@@ -30,14 +38,10 @@ class DependencySettings:
 
 
 def dependencies(environ: Mapping[str, str]) -> dict[str, DependencySettings]:
-    raw = json_value(environ, EnvVar.DEPENDENCIES)
-    try:
-        return {
-            name: DependencySettings(name=name, limit=int(value["limit"]), mode=str(value["mode"]))
-            for name, value in raw.items()
-        }
-    except (AttributeError, KeyError, TypeError, ValueError) as exc:
-        raise SettingsError(f"{EnvVar.DEPENDENCIES} is incomplete or malformed: {exc!r}") from exc
+    budgets = policies(environ, EnvVar.DEPENDENCIES, DependencyBudget)
+    return {
+        name: DependencySettings(name=name, limit=budget.limit, mode=budget.mode) for name, budget in budgets.items()
+    }
 
 
 @dataclass(frozen=True)
