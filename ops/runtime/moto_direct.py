@@ -132,12 +132,19 @@ def _dispatch(service: str, model: Any, params: dict[str, Any], region: str) -> 
     if responder.automated_parameter_parsing:
         operation = get_service_model(responder.boto3_service_name).operation_model(model.name)
         parser = PROTOCOL_PARSERS["json"](operation, map_type=responder.PROTOCOL_PARSER_MAP_TYPE)
-        responder.params = parser.parse(
-            {"method": "POST", "values": {}, "headers": headers, "body": body, "url_path": "/", "url_params": {}}
-        )
+        # Typed Any: the parser's request type wants a MultiDict of query values, and this request has none.
+        request: Any = {
+            "method": "POST",
+            "values": {},
+            "headers": headers,
+            "body": body,
+            "url_path": "/",
+            "url_params": {},
+        }
+        responder.params = parser.parse(request)
     else:
         responder.params = json.loads(text) if text else {}
     try:
         return responder.call_action()
     except HTTPException as error:
-        return error.code, dict(error.get_headers() or []), error.get_body()
+        return error.code or 500, dict(error.get_headers() or []), error.get_body()

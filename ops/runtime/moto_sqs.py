@@ -57,21 +57,21 @@ def install() -> None:
         _ORIGINAL[name] = getattr(queue_class, name)
     for name in ("receive_message", "change_message_visibility", "purge_queue"):
         _ORIGINAL[name] = getattr(backend_class, name)
-    queue_class._messages = property(_get_messages, _set_messages)  # type: ignore[attr-defined]
+    queue_class._messages = property(_get_messages, _set_messages)  # type: ignore[attr-defined,assignment]
     queue_class.messages = property(  # type: ignore[assignment]
         lambda self: [m for m in _get_messages(self) if m.visible and not m.delayed]
     )
-    queue_class.add_message = _add_message  # type: ignore[method-assign]
-    queue_class.delete_message = _delete_message  # type: ignore[method-assign]
-    queue_class.wait_for_messages = _wait_for_messages  # type: ignore[method-assign]
+    queue_class.add_message = _add_message  # type: ignore[method-assign,assignment]
+    queue_class.delete_message = _delete_message  # type: ignore[method-assign,assignment]
+    queue_class.wait_for_messages = _wait_for_messages  # type: ignore[method-assign,assignment]
     queue_class.approximate_number_of_messages = property(lambda q: counts_of(q).visible)  # type: ignore[assignment]
     queue_class.approximate_number_of_messages_not_visible = property(  # type: ignore[assignment]
         lambda q: counts_of(q).in_flight
     )
     queue_class.approximate_number_of_messages_delayed = property(lambda q: counts_of(q).delayed)  # type: ignore[assignment]
-    backend_class.receive_message = _receive_message  # type: ignore[method-assign]
-    backend_class.change_message_visibility = _change_message_visibility  # type: ignore[method-assign]
-    backend_class.purge_queue = _purge_queue  # type: ignore[method-assign]
+    backend_class.receive_message = _receive_message  # type: ignore[method-assign,assignment]
+    backend_class.change_message_visibility = _change_message_visibility  # type: ignore[method-assign,assignment]
+    backend_class.purge_queue = _purge_queue  # type: ignore[method-assign,assignment]
     models.generate_receipt_handle = _receipt_handle
     _PATCHED = True
 
