@@ -36,10 +36,31 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="keep every kind of data this many seconds instead of the environment's days, so a long "
         "run's memory is bounded by the window (a delivery still queued longer than this loses its row)",
     )
+    parser.add_argument(
+        "--webhook-throttle",
+        type=throttle,
+        default=None,
+        metavar="RATE/BURST",
+        help="the webhook route's throttle for this run instead of the stage's (60/200): a lower one "
+        "shows the door's 429 on a machine too busy to answer faster than the stage's rate",
+    )
+
+
+def throttle(text: str) -> tuple[float, int]:
+    """RATE/BURST, as API Gateway's ThrottlingRateLimit and ThrottlingBurstLimit."""
+    rate, _, burst = text.partition("/")
+    try:
+        parsed = float(rate), int(burst)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected RATE/BURST such as 10/20, got {text!r}") from None
+    if parsed[0] <= 0 or parsed[1] < 1:
+        raise argparse.ArgumentTypeError(f"the rate must be above 0 and the burst at least 1, got {text!r}")
+    return parsed
 
 
 def main(args: argparse.Namespace) -> int:
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
+    from ops.runtime.api import TokenBucket
     from ops.runtime.console import render, summary
     from ops.runtime.live_view import LiveView
     from ops.runtime.runtime import LocalRuntime
@@ -57,6 +78,9 @@ def main(args: argparse.Namespace) -> int:
         log_dir=args.log_dir,
         on_event=None if live else print_event,
         retention_seconds=getattr(args, "retention", None),
+        webhook_throttle=None
+        if getattr(args, "webhook_throttle", None) is None
+        else TokenBucket(*args.webhook_throttle),
     )
     stop = threading.Event()
 

@@ -37,6 +37,7 @@ def launch(
     *,
     own_session: bool = False,
     retention_seconds: int | None = None,
+    webhook_throttle: str | None = None,
 ) -> Launched:
     api_port, aws_port = free_port(), free_port()
     process = subprocess.Popen(  # noqa: S603 (this interpreter, our own module)
@@ -52,6 +53,7 @@ def launch(
             "--log-dir",
             str(log_dir),
             *([] if retention_seconds is None else ["--retention", str(retention_seconds)]),
+            *([] if webhook_throttle is None else ["--webhook-throttle", webhook_throttle]),
         ],
         cwd=ROOT,
         stdout=subprocess.PIPE,

@@ -25,7 +25,7 @@ import boto3
 
 from ops.runtime import background, moto_patches, sdk_models, wiring
 from ops.runtime.alarms import INSUFFICIENT, OK, AlarmDefinition, AlarmEvaluator
-from ops.runtime.api import ApiServer
+from ops.runtime.api import ApiServer, TokenBucket
 from ops.runtime.capture import OutputCapture
 from ops.runtime.deploy import REGION, Deployment, deploy
 from ops.runtime.functions import FunctionHost
@@ -61,12 +61,14 @@ class LocalRuntime:
         synthesized: SynthesizedApp | None = None,
         on_event: Callable[[str], None] | None = None,
         retention_seconds: int | None = None,
+        webhook_throttle: TokenBucket | None = None,
     ) -> None:
         if retention_seconds is not None and retention_seconds < 1:
             raise ValueError(f"retention_seconds must be at least 1, got {retention_seconds}")
         self.env = env or ENVIRONMENTS["local"]
         self.retention_seconds = retention_seconds
         """Every kind of data kept this long instead of the environment's days (None: as deployed)."""
+        self._webhook_throttle = webhook_throttle
         self._api_port = api_port or free_port()
         self._aws_port = None if aws_port is None else (aws_port or free_port())
         self._synthesized = synthesized
@@ -220,7 +222,7 @@ class LocalRuntime:
 
     def _serve_api(self) -> None:
         assert self.deployment is not None
-        routes = wiring.api_routes(self.deployment, self.functions)
+        routes = wiring.api_routes(self.deployment, self.functions, self._webhook_throttle)
         self.api = ApiServer(routes, port=self._api_port, on_request=self._on_request)
         self.api.start()
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from ops.runtime import lambda_control
 from ops.runtime.alarms import AlarmDefinition
-from ops.runtime.api import Route, route_throttles
+from ops.runtime.api import Route, TokenBucket, route_throttles
 from ops.runtime.capture import OutputCapture
 from ops.runtime.deploy import REGION, Deployment
 from ops.runtime.functions import FunctionConfig, FunctionHost
@@ -120,10 +120,20 @@ def lane_views(env: Environment, outputs: dict[str, str], players: list[MappingP
     return lanes
 
 
-def api_routes(deployment: Deployment, functions: dict[str, FunctionHost]) -> list[Route]:
+WEBHOOK_ROUTE = "POST /webhooks/meta"
+
+
+def api_routes(
+    deployment: Deployment, functions: dict[str, FunctionHost], webhook_throttle: TokenBucket | None = None
+) -> list[Route]:
+    """The stage's routes; `webhook_throttle` replaces the webhook route's bucket for this run."""
     integrations = deployment.resources("AWS::ApiGatewayV2::Integration")
     (stage,) = deployment.resources("AWS::ApiGatewayV2::Stage").values()
-    throttle_for = route_throttles(stage["Properties"])
+    from_stage = route_throttles(stage["Properties"])
+
+    def throttle_for(key: str) -> TokenBucket:
+        return webhook_throttle if webhook_throttle is not None and key == WEBHOOK_ROUTE else from_stage(key)
+
     routes = []
     for resource in deployment.resources("AWS::ApiGatewayV2::Route").values():
         properties = resource["Properties"]

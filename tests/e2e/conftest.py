@@ -41,10 +41,12 @@ class RunningPipeline:
         return lanectl(self.aws_endpoint, *args)
 
 
-def start_pipeline(log_dir: Path, environ: dict[str, str] | None = None) -> RunningPipeline:
+def start_pipeline(
+    log_dir: Path, environ: dict[str, str] | None = None, *, webhook_throttle: str | None = None
+) -> RunningPipeline:
     """`lanectl local` in a process of its own, once it says it is ready."""
     try:
-        launched = launch(log_dir, environ)
+        launched = launch(log_dir, environ, webhook_throttle=webhook_throttle)
     except LaunchFailed as exc:
         pytest.fail(str(exc))
     process, lines = launched.process, launched.lines

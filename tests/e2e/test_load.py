@@ -20,12 +20,18 @@ from tests.e2e.conftest import start_pipeline
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("e2e-load")]
 LOCAL = ENVIRONMENTS["local"]
-WEBHOOK = LOCAL.api.webhook
+
+
+THROTTLE_RATE, THROTTLE_BURST = 10, 20
+"""The webhook route's throttle in the overload test's runtime: far under what this machine answers
+even while other tests run, so the sender really is past it. At the stage's own 60/s, a machine
+busy with other tests answered under 60/s and its bucket never emptied (no 429 in 3 of 11 runs)."""
 
 
 @pytest.fixture
-def own_pipeline(tmp_path):
-    running = start_pipeline(tmp_path / "logs", {"TMPDIR": str(tmp_path)})
+def own_pipeline(tmp_path, request):
+    throttle = getattr(request, "param", None)
+    running = start_pipeline(tmp_path / "logs", {"TMPDIR": str(tmp_path)}, webhook_throttle=throttle)
     yield running
     if running.process.poll() is None:
         running.process.kill()
@@ -50,19 +56,18 @@ def _failures_logged(log_dir) -> str:
     return "\n".join(found[:40])
 
 
+@pytest.mark.parametrize("own_pipeline", [f"{THROTTLE_RATE}/{THROTTLE_BURST}"], indirect=True)
 def test_past_its_capacity_the_webhook_route_answers_429_never_a_5xx_and_keeps_every_accepted_delivery(
     own_pipeline, tmp_path
 ):
     running = own_pipeline
     secret = running.client.app_secret
-    # Given a sender at twice the webhook route's rate for longer than its burst lasts (the route's
-    # rate is this machine's capacity and the sender shares the machine: at three times it failed
-    # connections itself, at one and a half times a busy machine slowed it to the route's rate)
-    rate = WEBHOOK.rate_limit * 2
-    seconds = (WEBHOOK.burst_limit / (rate - WEBHOOK.rate_limit)) + 8
+    # Given a sender at three times the webhook route's rate for longer than its burst lasts
+    rate = THROTTLE_RATE * 3
+    seconds = (THROTTLE_BURST / (rate - THROTTLE_RATE)) + 8
     # Enough connections that the sender keeps its rate even when answers are slow (a machine
     # running other tests): the open loop must really offer the rate it says.
-    run = load.LoadRun(url=running.api_url, app_secret=secret, rate=rate, seconds=seconds, connections=300)
+    run = load.LoadRun(url=running.api_url, app_secret=secret, rate=rate, seconds=seconds, connections=100)
     stack = load.StackView(running.aws, running.outputs, LOCAL.lane_names)
     states: list[dict[str, str]] = []
     sampling = threading.Event()
@@ -81,10 +86,10 @@ def test_past_its_capacity_the_webhook_route_answers_429_never_a_5xx_and_keeps_e
     # Then every delivery was answered, each 200 or 429, and 429s came once the burst was spent
     assert set(statuses) <= {"200", "429"}, f"{statuses}\n{_failures_logged(tmp_path / 'logs')}"
     assert statuses.get("429", 0) > 0, statuses
-    assert statuses["200"] >= WEBHOOK.burst_limit, statuses
+    assert statuses["200"] >= THROTTLE_BURST, statuses
     # (the bucket refills while the deliveries are being answered, however long that takes)
     answering = max(s.started + s.latency for s in run.sent) - min(s.started for s in run.sent)
-    assert statuses["200"] <= WEBHOOK.burst_limit + WEBHOOK.rate_limit * (answering + 1), statuses
+    assert statuses["200"] <= THROTTLE_BURST + THROTTLE_RATE * (answering + 1), statuses
     # And every accepted one is stored (a backlog of several hundred drains at the lane's pace,
     # slower on a machine running other tests: look for longer than the load tool's own grace)
     deadline = time.monotonic() + 120
