@@ -117,8 +117,8 @@ def _consumer_environ() -> dict[str, str]:
 def test_the_dependency_budgets_come_back_as_the_environment_defines_them():
     read = settings.dependencies(_consumer_environ())
 
-    assert {name: (d.name, d.limit, d.mode) for name, d in read.items()} == {
-        d.name: (d.name, d.limit, d.mode.value) for d in ENV.dependencies
+    assert {name: (d.limit, d.mode) for name, d in read.items()} == {
+        d.name: (d.limit, d.mode.value) for d in ENV.dependencies
     }
 
 

@@ -75,7 +75,11 @@ def create_handler(
     consumer = Consumer(
         ConsumerConfig(
             lane=lane,
-            dependency=(budgets.dependency(dependency.name, dependency.limit, dependency.mode) if dependency else None),
+            dependency=(
+                budgets.dependency(lane.dependency, dependency.limit, dependency.mode)
+                if dependency and lane.dependency
+                else None
+            ),
             marker_ttl_seconds=config.idempotency_ttl_seconds,
             effects_retention_seconds=config.retention.effects_seconds,
         ),

@@ -26,13 +26,12 @@ from pipeline.settings.doors import (
 )
 from pipeline.settings.environ import EnvVar, SettingsError, Tables, lane_queues, region, require, section
 from pipeline.settings.kept import RetentionSettings, retention, sweeper
-from pipeline.settings.lanes import ConsumerSettings, DependencyBudget, DependencySettings, dependencies, lane, lanes
+from pipeline.settings.lanes import ConsumerSettings, DependencyBudget, dependencies, lane, lanes
 
 __all__ = [
     "SECRET_CACHE_SECONDS",
     "ConsumerSettings",
     "DependencyBudget",
-    "DependencySettings",
     "EnvVar",
     "ErasureSettings",
     "JobsSettings",

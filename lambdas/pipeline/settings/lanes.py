@@ -30,18 +30,8 @@ class DependencyBudget:
     mode: str
 
 
-@dataclass(frozen=True)
-class DependencySettings:
-    name: str
-    limit: int
-    mode: str
-
-
-def dependencies(environ: Mapping[str, str]) -> dict[str, DependencySettings]:
-    budgets = policies(environ, EnvVar.DEPENDENCIES, DependencyBudget)
-    return {
-        name: DependencySettings(name=name, limit=budget.limit, mode=budget.mode) for name, budget in budgets.items()
-    }
+def dependencies(environ: Mapping[str, str]) -> dict[str, DependencyBudget]:
+    return policies(environ, EnvVar.DEPENDENCIES, DependencyBudget)
 
 
 @dataclass(frozen=True)
@@ -51,14 +41,14 @@ class ConsumerSettings:
     lane: LanePolicy
     queue_url: str
     dlq_url: str
-    dependencies: Mapping[str, DependencySettings]
+    dependencies: Mapping[str, DependencyBudget]
     idempotency_ttl_seconds: int
     tables: Tables
     region: str
     retention: RetentionSettings
 
     @property
-    def dependency(self) -> DependencySettings | None:
+    def dependency(self) -> DependencyBudget | None:
         """The shared budget this lane's task holds around its external calls, if any."""
         if self.lane.dependency is None:
             return None
