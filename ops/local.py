@@ -60,7 +60,6 @@ def throttle(text: str) -> tuple[float, int]:
 
 def main(args: argparse.Namespace) -> int:
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
-    from ops.runtime.api import TokenBucket
     from ops.runtime.console import render, summary
     from ops.runtime.live_view import LiveView
     from ops.runtime.runtime import LocalRuntime
@@ -78,9 +77,7 @@ def main(args: argparse.Namespace) -> int:
         log_dir=args.log_dir,
         on_event=None if live else print_event,
         retention_seconds=getattr(args, "retention", None),
-        webhook_throttle=None
-        if getattr(args, "webhook_throttle", None) is None
-        else TokenBucket(*args.webhook_throttle),
+        webhook_throttle=getattr(args, "webhook_throttle", None),
     )
     stop = threading.Event()
 

@@ -52,6 +52,11 @@ class TokenBucket:
             return False
 
 
+def throttle(rate: float, burst: int) -> dict[str, float]:
+    """A route's throttle as a stage's RouteSettings write it."""
+    return {"ThrottlingRateLimit": rate, "ThrottlingBurstLimit": burst}
+
+
 def route_throttles(stage: dict[str, Any]) -> Callable[[str], TokenBucket]:
     """A new bucket for a route key, from a template's stage: its RouteSettings entry for the key,
     else DefaultRouteSettings (API Gateway applies the default to each route on its own)."""

@@ -25,7 +25,7 @@ import boto3
 
 from ops.runtime import background, moto_patches, sdk_models, wiring
 from ops.runtime.alarms import INSUFFICIENT, OK, AlarmDefinition, AlarmEvaluator
-from ops.runtime.api import ApiServer, TokenBucket
+from ops.runtime.api import ApiServer, throttle
 from ops.runtime.capture import OutputCapture
 from ops.runtime.deploy import REGION, Deployment, deploy
 from ops.runtime.functions import FunctionHost
@@ -37,6 +37,7 @@ from ops.runtime.schedules import Scheduler
 from ops.runtime.synth import SynthesizedApp, synthesize
 from ops.runtime.ttl_reaper import enable_from_template
 from ops.runtime.wiring import LaneView
+from stacks.config.doors import WEBHOOK_ROUTE
 from stacks.config.environments import ENVIRONMENTS, Environment
 from stacks.runtime_env import lane_id
 
@@ -61,14 +62,15 @@ class LocalRuntime:
         synthesized: SynthesizedApp | None = None,
         on_event: Callable[[str], None] | None = None,
         retention_seconds: int | None = None,
-        webhook_throttle: TokenBucket | None = None,
+        webhook_throttle: tuple[float, int] | None = None,
     ) -> None:
         if retention_seconds is not None and retention_seconds < 1:
             raise ValueError(f"retention_seconds must be at least 1, got {retention_seconds}")
         self.env = env or ENVIRONMENTS["local"]
         self.retention_seconds = retention_seconds
         """Every kind of data kept this long instead of the environment's days (None: as deployed)."""
-        self._webhook_throttle = webhook_throttle
+        self._route_settings = {} if webhook_throttle is None else {WEBHOOK_ROUTE: throttle(*webhook_throttle)}
+        """The webhook route's throttle for this run (`--webhook-throttle`), over the stage's."""
         self._api_port = api_port or free_port()
         self._aws_port = None if aws_port is None else (aws_port or free_port())
         self._synthesized = synthesized
@@ -222,7 +224,7 @@ class LocalRuntime:
 
     def _serve_api(self) -> None:
         assert self.deployment is not None
-        routes = wiring.api_routes(self.deployment, self.functions, self._webhook_throttle)
+        routes = wiring.api_routes(self.deployment, self.functions, self._route_settings)
         self.api = ApiServer(routes, port=self._api_port, on_request=self._on_request)
         self.api.start()
 

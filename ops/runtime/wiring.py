@@ -5,13 +5,13 @@ ops/runtime/runtime.py starts them; nothing here starts a thread."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from ops.runtime import lambda_control
 from ops.runtime.alarms import AlarmDefinition
-from ops.runtime.api import Route, TokenBucket, route_throttles
+from ops.runtime.api import Route, route_throttles
 from ops.runtime.capture import OutputCapture
 from ops.runtime.deploy import REGION, Deployment
 from ops.runtime.functions import FunctionConfig, FunctionHost
@@ -120,19 +120,17 @@ def lane_views(env: Environment, outputs: dict[str, str], players: list[MappingP
     return lanes
 
 
-WEBHOOK_ROUTE = "POST /webhooks/meta"
-
-
 def api_routes(
-    deployment: Deployment, functions: dict[str, FunctionHost], webhook_throttle: TokenBucket | None = None
+    deployment: Deployment, functions: dict[str, FunctionHost], route_settings: Mapping[str, Any] | None = None
 ) -> list[Route]:
-    """The stage's routes; `webhook_throttle` replaces the webhook route's bucket for this run."""
+    """The stage's routes, each throttled by its route settings; `route_settings` (by route key,
+    as the stage's RouteSettings) changes some for this run, as an UpdateStage would."""
     integrations = deployment.resources("AWS::ApiGatewayV2::Integration")
     (stage,) = deployment.resources("AWS::ApiGatewayV2::Stage").values()
-    from_stage = route_throttles(stage["Properties"])
-
-    def throttle_for(key: str) -> TokenBucket:
-        return webhook_throttle if webhook_throttle is not None and key == WEBHOOK_ROUTE else from_stage(key)
+    properties = stage["Properties"]
+    throttle_for = route_throttles(
+        {**properties, "RouteSettings": {**(properties.get("RouteSettings") or {}), **(route_settings or {})}}
+    )
 
     routes = []
     for resource in deployment.resources("AWS::ApiGatewayV2::Route").values():

@@ -45,6 +45,10 @@ class ApiConfig:
     verifies the subscription) and any route added without a throttle of its own."""
 
 
+WEBHOOK_PATH = "/webhooks/meta"
+WEBHOOK_ROUTE = f"POST {WEBHOOK_PATH}"
+"""Meta's deliveries: the route key the stage throttles (and the local runtime can re-throttle)."""
+
 EDGE_REGION = "us-east-1"
 """AWS WAF protects CloudFront only with a web ACL made in this region."""
 

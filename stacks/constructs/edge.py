@@ -22,10 +22,9 @@ from aws_cdk import aws_logs as logs
 from aws_cdk import aws_wafv2 as waf
 from constructs import Construct
 
+from stacks.config.doors import WEBHOOK_PATH
 from stacks.config.environments import EDGE_REGION, Environment
 from stacks.constructs.function import retention
-
-WEBHOOK_PATH = "/webhooks/meta"
 
 
 def _visibility(name: str) -> waf.CfnWebACL.VisibilityConfigProperty:

@@ -20,6 +20,7 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from pipeline import metric_names
+from stacks.config.doors import WEBHOOK_PATH, WEBHOOK_ROUTE
 from stacks.config.environments import Environment, Throttle
 from stacks.constructs.alarms import OnCall
 from stacks.constructs.function import FunctionSpec, PipelineFunction, SharedCode, log_group
@@ -181,7 +182,7 @@ class Ingress(Construct):
         jobs_integration = integrations.HttpLambdaIntegration("JobsIntegration", jobs_fn)
         iam = authorizers.HttpIamAuthorizer()
         self.webhook_routes = self.api.add_routes(
-            path="/webhooks/meta",
+            path=WEBHOOK_PATH,
             methods=[apigw.HttpMethod.GET, apigw.HttpMethod.POST],
             integration=webhook_integration,
         )
@@ -196,7 +197,7 @@ class Ingress(Construct):
         self._route_settings: dict[str, dict[str, float]] = {}
         self._throttle(
             [*self.webhook_routes, *self.jobs_routes],
-            {"POST /webhooks/meta": env.api.webhook, "POST /jobs": env.api.jobs, "GET /jobs/{id}": env.api.jobs},
+            {WEBHOOK_ROUTE: env.api.webhook, "POST /jobs": env.api.jobs, "GET /jobs/{id}": env.api.jobs},
         )
 
         self._failure_alarms(env, on_call)
