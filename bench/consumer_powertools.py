@@ -68,17 +68,18 @@ def conditional_put(dynamodb: Any, **kwargs: Any) -> bool:
     return True
 
 
-def store_message(dynamodb: Any, table: str, pk: str, message: Mapping[str, Any]) -> bool:
-    """The task's effect in the common design: a WhatsApp message stored once (a repeat is ignored)."""
-    return conditional_put(
-        dynamodb,
-        TableName=table,
-        Item={
-            "pk": {"S": pk},
-            "sk": {"S": "message"},
-            "text": {"S": message["text"]["body"]},
-            "sender": {"S": message["from"]},
-            "stored_at": {"N": str(time.time())},
-        },
-        ConditionExpression="attribute_not_exists(pk)",
-    )
+def store_message(
+    dynamodb: Any, table: str, pk: str, message: Mapping[str, Any], *, expires_at: int | None = None
+) -> bool:
+    """The task's effect in the common design: a WhatsApp message stored once (a repeat is ignored),
+    until `expires_at` (epoch seconds, DynamoDB's TTL) when given."""
+    item = {
+        "pk": {"S": pk},
+        "sk": {"S": "message"},
+        "text": {"S": message["text"]["body"]},
+        "sender": {"S": message["from"]},
+        "stored_at": {"N": str(time.time())},
+    }
+    if expires_at is not None:
+        item["expires_at"] = {"N": str(expires_at)}
+    return conditional_put(dynamodb, TableName=table, Item=item, ConditionExpression="attribute_not_exists(pk)")

@@ -24,11 +24,19 @@ class Prices:
     lambda_per_million_requests: float = 0.20
     dynamodb_per_million_writes: float = 0.625
     dynamodb_per_million_reads: float = 0.125
+    dynamodb_ia_per_million_writes: float = 0.78125
+    """Standard-IA table class: a quarter more per request, for 60 % less storage."""
+    dynamodb_ia_per_million_reads: float = 0.15625
     http_api_per_million_requests: float = 1.00
     logs_per_gb: float = 0.50
+    """Ingestion."""
+    logs_storage_per_gb_month: float = 0.03
+    """Archived log data. Billed on what CloudWatch keeps after its own compression, which is not
+    published: priced here on the bytes as written, an upper bound."""
     xray_per_million_traces: float = 5.00
     """Traces recorded; retrieval ($0.50 per million) is left out, it depends on who looks."""
     dynamodb_storage_per_gb_month: float = 0.25
+    dynamodb_ia_storage_per_gb_month: float = 0.10
     pitr_per_gb_month: float = 0.20
     alarm_per_month: float = 0.10
     dashboard_per_month: float = 3.00

@@ -130,6 +130,13 @@ class Counts:
     stored_kib_days: float | None = None
     """Item bytes times the days each is kept, where the periods are known (`stored_kib_days`);
     when given, `stored_kib` is not used."""
+    infrequent_write_units: float = 0.0
+    """Write units, read units and KiB-days in tables of the Standard-IA class; the fields above
+    are the Standard class's."""
+    infrequent_read_units: float = 0.0
+    infrequent_stored_kib_days: float = 0.0
+    log_kept_days: float = 0.0
+    """How long the log bytes are kept (the log groups' retention): their storage is priced too."""
 
 
 def itemised(counts: Counts, lane: Lane, prices: Prices = LIST_PRICES, usage: Usage = ASSUMED) -> dict[str, float]:
@@ -152,14 +159,26 @@ def itemised(counts: Counts, lane: Lane, prices: Prices = LIST_PRICES, usage: Us
         * prices.lambda_per_million_requests,
         "Lambda compute": (consumer_gb_s + door_gb_s) * prices.lambda_per_gb_second,
         "SQS": counts.sqs_requests / million * prices.sqs_per_million_requests,
-        "DynamoDB writes": counts.write_units / million * prices.dynamodb_per_million_writes,
-        "DynamoDB reads": counts.read_units / million * prices.dynamodb_per_million_reads,
-        "CloudWatch Logs": _log_gb(counts, usage) * prices.logs_per_gb,
+        "DynamoDB writes": (
+            counts.write_units * prices.dynamodb_per_million_writes
+            + counts.infrequent_write_units * prices.dynamodb_ia_per_million_writes
+        )
+        / million,
+        "DynamoDB reads": (
+            counts.read_units * prices.dynamodb_per_million_reads
+            + counts.infrequent_read_units * prices.dynamodb_ia_per_million_reads
+        )
+        / million,
+        "CloudWatch Logs": _log_gb(counts, usage)
+        * (prices.logs_per_gb + counts.log_kept_days / 30 * prices.logs_storage_per_gb_month),
         "X-Ray traces": counts.traces / million * prices.xray_per_million_traces,
-        "DynamoDB storage": _kib_days(counts, usage)
+        # Point-in-time recovery is billed on the table's size, whatever its class.
+        "DynamoDB storage": (
+            _kib_days(counts, usage) * (prices.dynamodb_storage_per_gb_month + prices.pitr_per_gb_month)
+            + counts.infrequent_stored_kib_days * (prices.dynamodb_ia_storage_per_gb_month + prices.pitr_per_gb_month)
+        )
         / (1024 * 1024)
-        / 30
-        * (prices.dynamodb_storage_per_gb_month + prices.pitr_per_gb_month),
+        / 30,
     }
 
 

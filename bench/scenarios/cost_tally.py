@@ -1,5 +1,8 @@
-"""Scenario 10's accounting: one design's requests, units and log bytes for a run, priced per million
-webhooks, and the floor: the least the same guarantees could cost, priced the same way."""
+"""Scenario 10's accounting: one design's requests, units, log bytes and storage for a run, priced
+per million webhooks, and the floor: the least the same guarantees could cost, priced the same way.
+
+Write units, read units and storage are kept by table (bench/scenarios/metering.py), so each is
+priced at its table's class: a design names the tables it keeps in the Standard-IA class."""
 
 from __future__ import annotations
 
@@ -25,7 +28,10 @@ class Tally:
     usage: dict[str, Usage]
     log_bytes: float = 0.0
     """Function log lines written (Lambda's own per-invocation lines are added when priced)."""
-    stored_kib_per_webhook: float = 0.0
+    infrequent_tables: frozenset[str] = frozenset()
+    """Tables of the Standard-IA class; every other table is Standard."""
+    log_kept_days: float = 0.0
+    """The log groups' retention: how long the log bytes are stored."""
 
     def requests(self, service: str, operations: frozenset[str] | None = None, groups: tuple[str, ...] = ()) -> int:
         return sum(u.count(service, operations) for g, u in self.usage.items() if not groups or g in groups)
@@ -44,6 +50,21 @@ class Tally:
     def rcu(self) -> float:
         return sum(u.rcu for u in self.usage.values())
 
+    def _split(self, by_table: str) -> tuple[float, float]:
+        """(Standard, Standard-IA) sums of a per-table counter of every group."""
+        standard = infrequent = 0.0
+        for usage in self.usage.values():
+            for table, value in getattr(usage, by_table).items():
+                if table in self.infrequent_tables:
+                    infrequent += value
+                else:
+                    standard += value
+        return standard, infrequent
+
+    @property
+    def kib_days(self) -> float:
+        return sum(self._split("kib_days_by_table"))
+
     def per(self, value: float) -> float:
         return value / self.webhooks
 
@@ -53,16 +74,23 @@ class Tally:
 
         lane = next(lane for lane in catalogue() if lane.name == LANE)
         platform = (self.door_invocations + self.consumer_invocations) * ASSUMED.platform_log_bytes_per_invocation
+        writes, ia_writes = self._split("wcu_by_table")
+        reads, ia_reads = self._split("rcu_by_table")
+        kept, ia_kept = self._split("kib_days_by_table")
         counts = Counts(
             messages=self.records,
             consumer_invocations=self.consumer_invocations,
             door_invocations=self.door_invocations,
             sqs_requests=self.sqs,
-            write_units=self.wcu,
-            read_units=self.rcu,
+            write_units=writes,
+            read_units=reads,
             api_requests=self.api_requests,
             log_bytes=self.log_bytes + platform,
-            stored_kib=self.stored_kib_per_webhook * self.webhooks,
+            stored_kib_days=kept,
+            infrequent_write_units=ia_writes,
+            infrequent_read_units=ia_reads,
+            infrequent_stored_kib_days=ia_kept,
+            log_kept_days=self.log_kept_days,
         )
         scale = 1_000_000 / self.webhooks
         return {item: dollars * scale for item, dollars in itemised(counts, lane).items()}
@@ -96,7 +124,8 @@ def floor_cost(ours: Tally) -> dict[str, float]:
         read_units=n,
         api_requests=n,
         log_bytes=n * FLOOR_LOG_BYTES + (n + batches) * ASSUMED.platform_log_bytes_per_invocation,
-        stored_kib=ours.stored_kib_per_webhook * n,
+        stored_kib_days=ours.kib_days,
+        log_kept_days=ours.log_kept_days,
     )
     return {item: dollars * 1_000_000 / n for item, dollars in itemised(counts, lane).items()}
 

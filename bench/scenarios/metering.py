@@ -8,6 +8,12 @@ client; a standard write costs 1 WCU per started KB of the larger image, a trans
 twice that per item, a failed condition is still charged, and an entry added to or removed from a
 sparse index (the pending index, the sender index) costs one more. Reads: 1 RCU per started 4 KB
 per item, half when eventually consistent.
+
+Storage is measured the same way, from the images: each write adds what the item after it will
+occupy until its own TTL (`expires_at`, or `expiration` for Powertools' idempotency records), less
+what it occupied before, in KiB-days by table. DynamoDB bills an item's bytes plus 100 bytes of
+overhead, and a sparse index's entry as its keys plus the same overhead. An item without a TTL is
+kept until someone deletes it; those are counted apart (`forever_kib`), never priced as kept.
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import math
 import threading
+import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -26,6 +33,11 @@ WRITES = frozenset({"PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems",
 READS = frozenset({"GetItem", "BatchGetItem", "Query", "Scan"})
 SPARSE_INDEX_ATTRIBUTES = ("pending_shard", "sender_hash")
 """The key attribute of each sparse, keys-only index: an item enters or leaves it with it."""
+TTL_ATTRIBUTES = ("expires_at", "expiration")
+"""This pipeline's TTL attribute, and the one Powertools' idempotency records carry."""
+ITEM_OVERHEAD_BYTES = 100
+"""What DynamoDB adds to every item (and every index entry) when it bills storage."""
+DAY = 86_400.0
 
 
 def _kb(size: int) -> int:
@@ -40,6 +52,16 @@ class Usage:
     index_wcu: float = 0.0
     wcu_by_item: Counter[str] = field(default_factory=Counter)
     """Write units (index entries included) by operation and item kind (the key's prefix)."""
+    wcu_by_table: Counter[str] = field(default_factory=Counter)
+    """Write units (index entries included) by table: a table's class sets their price."""
+    rcu_by_table: Counter[str] = field(default_factory=Counter)
+    kib_days_by_table: Counter[str] = field(default_factory=Counter)
+    """Storage the writes left behind, items and index entries, each until its own TTL."""
+    kib_days_by_item: Counter[str] = field(default_factory=Counter)
+    forever_kib: Counter[str] = field(default_factory=Counter)
+    """KiB written to items without a TTL, by item kind: kept until deleted, so not priced."""
+    kept_days_by_item: dict[str, float] = field(default_factory=dict)
+    """The longest an item of each kind was written to be kept (its TTL less the time written)."""
 
     def count(self, service: str, operations: frozenset[str] | None = None) -> int:
         return sum(
@@ -102,6 +124,7 @@ class Meter:
                     (t, k, tx, self._read(t, k)) for t, k, tx in self._targets(model.name, params)
                 ]
             elif service == "dynamodb" and model.name in READS:
+                context[f"{tag}_table"] = params.get("TableName")
                 tables = params.get("RequestItems", {}).values()
                 context[f"{tag}_consistent"] = bool(params.get("ConsistentRead")) or any(
                     t.get("ConsistentRead") for t in tables
@@ -121,28 +144,67 @@ class Meter:
             if model.service_model.service_name != "dynamodb":
                 return
             if model.name in READS:
-                units = read_units(parsed, bool(context.get(f"{tag}_consistent")))
+                consistent = bool(context.get(f"{tag}_consistent"))
+                by_table = _read_units_by_table(context.get(f"{tag}_table"), parsed, consistent)
                 with self._lock:
-                    usage.rcu += units
+                    usage.rcu += sum(by_table.values())
+                    usage.rcu_by_table.update(by_table)
                 return
             failed = "Error" in parsed
+            now = time.time()
             for table, key, transactional, before_image in context.get(f"{tag}_writes", []):
                 after_image = before_image if failed else self._read(table, key)
-                units = _kb(max(item_size(before_image), item_size(after_image))) * (2 if transactional else 1)
-                entries = sum(
-                    bool(before_image and name in before_image) != bool(after_image and name in after_image)
-                    for name in SPARSE_INDEX_ATTRIBUTES
+                self._charge(
+                    usage,
+                    f"{model.name} {item_kind(key)}",
+                    table,
+                    key,
+                    transactional,
+                    before_image,
+                    after_image,
+                    failed,
+                    now,
                 )
-                kind = f"{model.name} {item_kind(key)}"
-                with self._lock:
-                    usage.wcu += units
-                    usage.wcu_by_item[kind] += units
-                    if entries and not failed:
-                        usage.index_wcu += entries
-                        usage.wcu_by_item[f"{kind} (index entry)"] += entries
 
         events.register("provide-client-params.*.*", before)
         events.register("after-call.*.*", after)
+
+    def _charge(
+        self,
+        usage: Usage,
+        kind: str,
+        table: str,
+        key: Mapping[str, Any],
+        transactional: bool,
+        before: Mapping[str, Any] | None,
+        after: Mapping[str, Any] | None,
+        failed: bool,
+        now: float,
+    ) -> None:
+        """One item's part of a write: its units, its index entries and the storage it changed."""
+        units = _kb(max(item_size(before), item_size(after))) * (2 if transactional else 1)
+        entries = sum(
+            bool(before and name in before) != bool(after and name in after) for name in SPARSE_INDEX_ATTRIBUTES
+        )
+        kept = _kib_days(after, key, now) - _kib_days(before, key, now)
+        forever = _forever_kib(after) - _forever_kib(before)
+        with self._lock:
+            usage.wcu += units
+            usage.wcu_by_item[kind] += units
+            usage.wcu_by_table[table] += units
+            if entries and not failed:
+                usage.index_wcu += entries
+                usage.wcu_by_item[f"{kind} (index entry)"] += entries
+                usage.wcu_by_table[table] += entries
+            usage.kib_days_by_table[table] += kept
+            usage.kib_days_by_item[item_kind(key)] += kept
+            if forever:
+                usage.forever_kib[item_kind(key)] += forever
+            expires = _ttl(after)
+            if expires is not None and not failed:
+                kind_of_item = item_kind(key)
+                days = max(0.0, expires - now) / DAY
+                usage.kept_days_by_item[kind_of_item] = max(usage.kept_days_by_item.get(kind_of_item, 0.0), days)
 
     def _key_names(self, table: str) -> tuple[str, ...]:
         if table not in self._keys:
@@ -168,11 +230,58 @@ class Meter:
                 return None
 
 
+def _read_units_by_table(table: str | None, parsed: Mapping[str, Any], consistent: bool) -> Counter[str]:
+    """A single-table read's units under its table; a BatchGetItem's under each table it read."""
+    found: Counter[str] = Counter()
+    responses = parsed.get("Responses")
+    if isinstance(responses, Mapping):
+        for name, items in responses.items():
+            found[name] += read_units({"Items": items}, consistent)
+    elif table is not None:
+        found[table] += read_units(parsed, consistent)
+    return found
+
+
+def _ttl(image: Mapping[str, Any] | None) -> float | None:
+    if not image:
+        return None
+    for name in TTL_ATTRIBUTES:
+        value = image.get(name)
+        if isinstance(value, Mapping) and "N" in value:
+            return float(value["N"])
+    return None
+
+
+def _stored_bytes(image: Mapping[str, Any], key: Mapping[str, Any]) -> int:
+    """The item, plus an entry per sparse index it is in (its keys, the index key, overhead)."""
+    stored = item_size(image) + ITEM_OVERHEAD_BYTES
+    for name in SPARSE_INDEX_ATTRIBUTES:
+        if name in image:
+            stored += item_size({**key, name: image[name]}) + ITEM_OVERHEAD_BYTES
+    return stored
+
+
+def _kib_days(image: Mapping[str, Any] | None, key: Mapping[str, Any], now: float) -> float:
+    expires = _ttl(image)
+    if not image or expires is None:
+        return 0.0
+    return _stored_bytes(image, key) / 1024 * max(0.0, expires - now) / DAY
+
+
+def _forever_kib(image: Mapping[str, Any] | None) -> float:
+    if not image or _ttl(image) is not None:
+        return 0.0
+    return (item_size(image) + ITEM_OVERHEAD_BYTES) / 1024
+
+
 def item_kind(key: Mapping[str, Any]) -> str:
-    """What an item is, from its key: the partition key's prefix (`msg`, `lease`, ...), or `row`
-    for the webhook-log and jobs rows, which are keyed by an opaque id."""
+    """What an item is, from its key: the partition key's prefix (`msg`, `lease`, ...), the sort
+    key's for an item in a person's partition (`person#<hash>`, `msg#...`), or `row` for the
+    webhook-log and jobs rows, which are keyed by an opaque id."""
     if "pk" in key:
         value = str(next(iter(key["pk"].values())))
+        if value.startswith("person#") and "sk" in key:
+            value = str(next(iter(key["sk"].values())))
         return value.split("#", 1)[0] if "#" in value else "state"
     return "row"
 

@@ -18,8 +18,13 @@ and is metered the same way.
 Prices: ops/prices.py's list prices; Lambda compute from its stated assumptions (door 30 ms at
 1 GB, consumer 50 ms a message at 512 MB plus 20 ms an invocation), the same for both designs.
 Logs: the bytes this pipeline's door and consumer wrote, measured, plus Lambda's own START, END
-and REPORT lines per invocation for both. X-Ray: at production's setting (tracing passed through,
-so no traces; ops/pricing.py says why). Storage: each design's items for 30 days, from the model.
+and REPORT lines per invocation for both, ingested and kept for production's log retention.
+X-Ray: at production's setting (tracing passed through, so no traces; ops/pricing.py says why).
+Storage: measured, every item and index entry each write left, until the item's own TTL, at its
+table's class in production (the door and the consumer are given production's retention for the
+run, and the run checks the items' TTLs). Writes and reads are priced at their table's class too. The
+common design keeps its messages as long as this pipeline keeps its effects, and Powertools'
+records for their hour.
 """
 
 from __future__ import annotations
@@ -39,8 +44,11 @@ from bench.scenarios.message_text import whatsapp_delivery
 from bench.scenarios.metering import WRITES, Meter, Usage, metering_new_clients
 from bench.scenarios.result import Result
 from ops.drive import Session, poll
-from ops.pricing import stored_kib
+from stacks.config.environments import get_environment
 from stacks.config.lanes import catalogue
+from stacks.config.storage import INFREQUENT_ACCESS, data_table_class
+
+PRODUCTION = get_environment("prod")
 
 
 @dataclass(frozen=True)
@@ -87,6 +95,10 @@ def _ours(h: Harness, p: Params) -> tuple[Tally, dict[str, Any]]:
         # seconds to start records: the ones that do not fit are re-sent, churn production does not have.
         production = next(lane for lane in catalogue() if lane.name == LANE)
         s.set_timeout(LANE, production.policy.timeout_seconds)
+        # Production's retention on what the door and the consumer write (the local stack keeps
+        # data for days, not production's week and quarter), as an operator would set it: the
+        # storage measured is then what production's items occupy until their own TTL.
+        s.update_environments(dict.fromkeys(("ingress", LANE), _production_retention))
         door_before = s.host("ingress").stats.invocations
         consumer_before = s.host(LANE).stats.invocations
         records_before = s.lane_view(LANE).player.stats.records
@@ -118,7 +130,10 @@ def _ours(h: Harness, p: Params) -> tuple[Tally, dict[str, Any]]:
             records=stats.records - records_before,
             usage=dict(meter.usage),
             log_bytes=capture.bytes_written[holder["door"]] + capture.bytes_written[holder["consumer"]] - logged_before,
-            stored_kib_per_webhook=stored_kib(production),
+            log_kept_days=PRODUCTION.log_retention_days,
+            infrequent_tables=frozenset(
+                {s.outputs["DataTableName"]} if data_table_class(PRODUCTION.retention) == INFREQUENT_ACCESS else ()
+            ),
         )
         lines = [r for r in s.log.outcomes(lane=LANE) if r.tenant in set(wabas)]
         outcomes = {
@@ -132,13 +147,25 @@ def _ours(h: Harness, p: Params) -> tuple[Tally, dict[str, Any]]:
                 int(line.get("summary", {}).get("webhook", {}).get("replayed", 0))
                 for _, line in s.log.lines(lambda _f, parsed: parsed.get("message") == "sweep finished")
             ),
+            "kept_days": tuple(
+                round(max((u.kept_days_by_item.get(kind, 0.0) for u in meter.usage.values()), default=0.0))
+                for kind in ("row", "msg")
+            ),
             "reasons": sorted(
                 {f"{r.outcome}:{r.reason}:{r.raw.get('error', '')[:120]}" for r in lines if r.outcome != "done"}
             ),
         }
         fill = max(1, round(tally.records / tally.consumer_invocations)) if tally.consumer_invocations else BATCH
-        common = common_design(s, bodies, fill)
+        common = common_design(s, bodies, fill, kept_seconds=PRODUCTION.retention.effects_days * 86_400)
+        common.log_kept_days = PRODUCTION.log_retention_days
     return tally, {"outcomes": outcomes, "common": common}
+
+
+def _production_retention(variables: dict[str, str]) -> None:
+    from pipeline.policy import codec
+    from pipeline.settings import EnvVar, RetentionSettings
+
+    variables[EnvVar.RETENTION] = codec.dumps(RetentionSettings(**PRODUCTION.retention.seconds()))
 
 
 def run(h: Harness, p: Params = FULL) -> Result:
@@ -204,6 +231,7 @@ def run(h: Harness, p: Params = FULL) -> Result:
             cells = [per(tally, units), ""] if column == 0 else ["", per(tally, units)]
             result.figure(f"  write units per webhook, {label}: {kind}", *cells)
     result.figure("DynamoDB read units per webhook", per(ours, ours.rcu), per(common, common.rcu))
+    _storage_figures(result, ours, common)
     result.figure("function log bytes per webhook (door + consumer, measured)", f"{ours.per(ours.log_bytes):.0f}", "0")
     costs = {"ours": ours.cost_per_million(), "common": common.cost_per_million()}
     floor = floor_cost(ours)
@@ -226,6 +254,11 @@ def run(h: Harness, p: Params = FULL) -> Result:
         "targets: at most 0.85x and 1.05x",
     )
     result.check("every webhook was processed", outcomes["done"] == p.webhooks, f"{outcomes['done']}/{p.webhooks}")
+    result.check(
+        "storage was measured at production's retention",
+        outcomes["kept_days"] == (PRODUCTION.retention.raw_deliveries_days, PRODUCTION.retention.effects_days),
+        "raw deliveries {} d, effects {} d, read back from the items' TTL".format(*outcomes["kept_days"]),
+    )
     result.check(
         "requests and write units were counted for both designs",
         ours.wcu > 0 and common.wcu > 0 and ours.sqs > 0 and common.sqs > 0,
@@ -276,3 +309,25 @@ def run(h: Harness, p: Params = FULL) -> Result:
         )
     result.seconds = time.monotonic() - started
     return result
+
+
+def _storage_figures(result: Result, ours: Tally, common: Tally) -> None:
+    result.figure(
+        "DynamoDB storage per webhook, KiB-days (until each item's TTL)",
+        f"{ours.per(ours.kib_days):.2f}",
+        f"{common.per(common.kib_days):.2f}",
+        "items and index entries, 100 B overhead each",
+    )
+    for label, tally, column in (("this pipeline", ours, 0), ("common design", common, 1)):
+        kept: Counter[str] = Counter()
+        for usage in tally.usage.values():
+            kept.update(usage.kib_days_by_item)
+        for kind, kib_days in kept.most_common():
+            if tally.per(kib_days) >= 0.005:
+                cells = [f"{tally.per(kib_days):.2f}", ""] if column == 0 else ["", f"{tally.per(kib_days):.2f}"]
+                result.figure(f"  KiB-days per webhook, {label}: {kind}", *cells)
+    result.figure(
+        "KiB per webhook written without a TTL (not priced)",
+        f"{ours.per(sum(sum(u.forever_kib.values()) for u in ours.usage.values())):.3f}",
+        f"{common.per(sum(sum(u.forever_kib.values()) for u in common.usage.values())):.3f}",
+    )

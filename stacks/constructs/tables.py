@@ -7,6 +7,9 @@ environment's `backup_days`: a deleted item stays restorable that long. The tabl
 person sent (webhook log, jobs, data) index it by that person's hash (`by_sender`, sparse, keys
 only), so an erasure request finds it with a query (domain/senders.py).
 
+The data table's class follows how long its items are kept (stacks/config/storage.py): Standard-IA
+where that is long enough for storage to outweigh the dearer requests (prod), Standard elsewhere.
+
 Logical IDs are pinned: renaming a construct must never replace a table.
 """
 
@@ -18,6 +21,7 @@ from constructs import Construct
 
 from pipeline import schema
 from stacks.config.environments import Environment
+from stacks.config.storage import data_table_class
 
 WEBHOOK_LOG_ID = "WebhookLogTable"
 JOBS_ID = "JobsTable"
@@ -41,6 +45,7 @@ class PipelineTables(Construct):
                 DATA_ID,
                 partition_key=dynamodb.Attribute(name=schema.PK, type=dynamodb.AttributeType.STRING),
                 sort_key=dynamodb.Attribute(name=schema.SK, type=dynamodb.AttributeType.STRING),
+                table_class=dynamodb.TableClass(data_table_class(env.retention)),
             )
         )
 

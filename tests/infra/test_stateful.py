@@ -166,3 +166,20 @@ def test_meta_secret_is_generated_and_never_in_function_environments(synthesized
         assert "verify_token" not in text
         if "META_SECRET_ARN" in variables:
             assert variables["META_SECRET_ARN"] == {"Ref": "MetaSecret"}
+
+
+def test_the_data_table_is_infrequent_access_where_its_items_are_kept_long_enough_to_pay(synthesized):
+    env = synthesized.env
+    classes = {
+        logical_id: synthesized.resource(logical_id)["Properties"].get("TableClass", "STANDARD")
+        for logical_id in ("WebhookLogTable", "JobsTable", "StateTable", "DataTable")
+    }
+    expected = "STANDARD_INFREQUENT_ACCESS" if env.retention.effects_days >= 45 else "STANDARD"
+    assert classes == {
+        "WebhookLogTable": "STANDARD",
+        "JobsTable": "STANDARD",
+        "StateTable": "STANDARD",
+        "DataTable": expected,
+    }
+    if env.name == "prod":  # a quarter's effects: the case the class exists for
+        assert expected == "STANDARD_INFREQUENT_ACCESS"

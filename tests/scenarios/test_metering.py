@@ -3,6 +3,8 @@ request, and a client metered twice is counted once by each meter that claims it
 
 from __future__ import annotations
 
+import time
+
 import boto3
 import pytest
 from moto import mock_aws
@@ -52,3 +54,41 @@ def test_a_client_metered_by_two_meters_is_charged_only_to_the_meter_that_claims
 
     assert claiming.usage["common design"].wcu == 1
     assert declining.usage == {}
+
+
+def test_storage_is_what_each_write_leaves_until_its_own_ttl_and_an_item_without_one_is_counted_apart(dynamodb):
+    meter = _meter()
+    meter.attach(dynamodb, lambda *_: "consumer")
+    now = time.time()
+    ten_days = {"N": str(int(now + 10 * 86_400))}
+
+    dynamodb.put_item(TableName=TABLE, Item={"pk": {"S": "msg#kept"}, "body": {"S": "x" * 924}, "expires_at": ten_days})
+    dynamodb.put_item(TableName=TABLE, Item={"pk": {"S": "lease#forever"}})
+
+    usage = meter.usage["consumer"]
+    item = len("pk") + len("msg#kept") + len("body") + 924 + len("expires_at") + 6  # ten digits: 6 bytes
+    assert usage.kib_days_by_table[TABLE] == pytest.approx((item + 100) / 1024 * 10, rel=1e-3)
+    assert usage.forever_kib == {"lease": pytest.approx((len("pk") + len("lease#forever") + 100) / 1024)}
+
+
+def test_rewriting_an_item_charges_only_the_storage_it_adds(dynamodb):
+    meter = _meter()
+    meter.attach(dynamodb, lambda *_: "consumer")
+    expiry = {"N": str(int(time.time() + 86_400))}
+    dynamodb.put_item(TableName=TABLE, Item={"pk": {"S": "msg#grows"}, "body": {"S": "x" * 100}, "expires_at": expiry})
+    first = meter.usage["consumer"].kib_days_by_table[TABLE]
+
+    dynamodb.put_item(TableName=TABLE, Item={"pk": {"S": "msg#grows"}, "body": {"S": "x" * 1124}, "expires_at": expiry})
+
+    assert meter.usage["consumer"].kib_days_by_table[TABLE] - first == pytest.approx(1.0, rel=1e-2)
+
+
+def test_read_units_are_kept_by_the_table_read(dynamodb):
+    meter = _meter()
+    meter.attach(dynamodb, lambda *_: "consumer")
+    dynamodb.put_item(TableName=TABLE, Item={"pk": {"S": "msg#read"}})
+
+    dynamodb.get_item(TableName=TABLE, Key={"pk": {"S": "msg#read"}}, ConsistentRead=True)
+    dynamodb.batch_get_item(RequestItems={TABLE: {"Keys": [{"pk": {"S": "msg#read"}}]}})
+
+    assert meter.usage["consumer"].rcu_by_table == {TABLE: 1.5}
