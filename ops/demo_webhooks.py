@@ -59,7 +59,9 @@ def messages(d: Demo) -> None:
         statuses == [200] * 6,
         f"{statuses}, {answered_ms:.0f} ms each on average",
     )
-    stored = poll(lambda: all(d.s.items(f"msg#{waba}#wamid.demo-{n}") for n in (1, 2, 3)), 30, interval=0.5)
+    stored = poll(
+        lambda: all(d.s.stored_message(waba, f"wamid.demo-{n}", meta.CUSTOMER) for n in (1, 2, 3)), 30, interval=0.5
+    )
     rows = _log_rows(d, waba)
     d.expect(
         "messages",
@@ -67,8 +69,8 @@ def messages(d: Demo) -> None:
         stored and all("pending_shard" not in r for r in rows),
         f"{len(rows)} log rows, {sum('pending_shard' in r for r in rows)} waiting for the sweeper",
     )
-    status_items = [i for i in d.s.items(f"msg#{waba}#wamid.reply-1") if i["sk"] == "status"]
-    status = status_items[0]["status"] if status_items else "none"
+    status_item = d.s.stored_status(waba, "wamid.reply-1", meta.CUSTOMER)
+    status = status_item["status"] if status_item else "none"
     d.expect("messages", "a late 'delivered' does not overwrite 'read'", status == "read", f"status {status!r}")
 
 
@@ -96,7 +98,7 @@ def forgery_and_redelivery(d: Demo) -> None:
     again = d.s.client.deliver(d.story["first_delivery"]).status
     time.sleep(2)
     rows_after = len(_log_rows(d, waba))
-    copies = len([i for i in d.s.items(f"msg#{waba}#wamid.demo-1") if i["sk"] == "message"])
+    copies = int(d.s.stored_message(waba, "wamid.demo-1", meta.CUSTOMER) is not None)
     d.expect(
         "redelivery",
         "the retry is acknowledged, no second row, one stored message",
@@ -127,9 +129,10 @@ def comment_flood(d: Demo) -> None:
     def triaged(page: str, count: int) -> list[float]:
         times = []
         for n in range(count):
-            for item in d.s.items(f"comment#{page}#{page}-c{n}"):
-                if item.get("label", "untriaged") != "untriaged":
-                    times.append(float(item["triaged_at"]))
+            comment_id = f"{page}-c{n}"
+            item = d.s.stored_comment(page, comment_id, meta.commenter(comment_id))
+            if item is not None and item.get("label", "untriaged") != "untriaged":
+                times.append(float(item["triaged_at"]))
         return times if len(times) == count else []
 
     quiet_done = poll(lambda: triaged(quiet, 2), 40, interval=0.5)

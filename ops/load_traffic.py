@@ -61,6 +61,7 @@ class Delivery:
     tenant: str
     message_id: str
     body: bytes
+    sender: str
 
 
 def deliveries(businesses: int, size: int) -> Iterable[Delivery]:
@@ -70,12 +71,13 @@ def deliveries(businesses: int, size: int) -> Iterable[Delivery]:
     while True:
         tenant = f"waba-load-{sequence % businesses:03d}"
         message_id = f"wamid.load.{run}.{sequence}"
-        payload = meta_payloads.whatsapp_message(tenant, message_id, "", sender=f"4477009{sequence % 100000:05d}")
+        sender = f"4477009{sequence % 100000:05d}"
+        payload = meta_payloads.whatsapp_message(tenant, message_id, "", sender=sender)
         overhead = len(json.dumps(payload).encode())
         payload["entry"][0]["changes"][0]["value"]["messages"][0]["text"]["body"] = text_of(
             max(1, size - overhead), sequence
         )
-        yield Delivery(tenant, message_id, json.dumps(payload, ensure_ascii=False).encode("utf-8"))
+        yield Delivery(tenant, message_id, json.dumps(payload, ensure_ascii=False).encode("utf-8"), sender)
         sequence += 1
 
 

@@ -22,11 +22,14 @@ class StackView:
 
     def __init__(self, client: Callable[[str], Any], outputs: Mapping[str, str], lanes: Sequence[str]) -> None:
         from ops.resolve import output_prefix
+        from pipeline.adapters.sender_key import SenderKey
 
         self._dynamodb = client("dynamodb")
         self._sqs = client("sqs")
         self.table = outputs["DataTableName"]
         self.queues = {lane: outputs[f"{output_prefix(lane)}QueueUrl"] for lane in lanes}
+        # A stored message is in its sender's partition, named by their hash under the stack's key.
+        self._senders = SenderKey(client("secretsmanager"), outputs["SenderKeyArn"])
 
     def stored_at(self, items: Sequence[Sent]) -> None:
         """Fill in `stored_at` for messages the consumer has stored."""
@@ -35,24 +38,24 @@ class StackView:
 
         waiting = [s for s in items if s.stored_at is None and s.status == 200]
         for start in range(0, len(waiting), BATCH_GET):
-            chunk = {s.delivery.message_id: s for s in waiting[start : start + BATCH_GET]}
-            keys = [
-                {k: {"S": v} for k, v in message_key(s.delivery.tenant, s.delivery.message_id).items()}
-                for s in chunk.values()
-            ]
+            chunk: dict[tuple[str, str], Sent] = {}
+            for sent in waiting[start : start + BATCH_GET]:
+                sender = self._senders.hash(sent.delivery.sender)
+                key = message_key(sent.delivery.tenant, sent.delivery.message_id, sender)
+                chunk[(key[schema.PK], key[schema.SK])] = sent
             request: dict[str, Any] = {
                 self.table: {
-                    "Keys": keys,
-                    "ProjectionExpression": "#pk, stored_at",
-                    "ExpressionAttributeNames": {"#pk": schema.PK},
+                    "Keys": [{schema.PK: {"S": pk}, schema.SK: {"S": sk}} for pk, sk in chunk],
+                    "ProjectionExpression": "#pk, #sk, stored_at",
+                    "ExpressionAttributeNames": {"#pk": schema.PK, "#sk": schema.SK},
                 }
             }
             while request:
                 response = self._dynamodb.batch_get_item(RequestItems=request)
                 for item in response.get("Responses", {}).get(self.table, []):
-                    message_id = item[schema.PK]["S"].split("#", 2)[2]
-                    if message_id in chunk and "stored_at" in item:
-                        chunk[message_id].stored_at = float(item["stored_at"]["N"])
+                    found = chunk.get((item[schema.PK]["S"], item[schema.SK]["S"]))
+                    if found is not None and "stored_at" in item:
+                        found.stored_at = float(item["stored_at"]["N"])
                 request = response.get("UnprocessedKeys") or {}
 
     def depth(self) -> dict[str, int]:

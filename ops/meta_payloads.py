@@ -5,8 +5,16 @@ from __future__ import annotations
 import time
 from typing import Any
 
+CUSTOMER = "447700900123"
+"""Who sends the messages and receives the statuses, unless told otherwise."""
 
-def whatsapp_message(waba: str, wamid: str, text: str, sender: str = "447700900123") -> dict[str, Any]:
+
+def commenter(comment_id: str) -> str:
+    """Who wrote the comment `page_comment` makes."""
+    return f"user-{comment_id}"
+
+
+def whatsapp_message(waba: str, wamid: str, text: str, sender: str = CUSTOMER) -> dict[str, Any]:
     return _whatsapp(
         waba,
         {
@@ -24,7 +32,7 @@ def whatsapp_message(waba: str, wamid: str, text: str, sender: str = "4477009001
     )
 
 
-def whatsapp_status(waba: str, wamid: str, status: str, recipient: str = "447700900123") -> dict[str, Any]:
+def whatsapp_status(waba: str, wamid: str, status: str, recipient: str = CUSTOMER) -> dict[str, Any]:
     return _whatsapp(
         waba,
         {"statuses": [{"id": wamid, "status": status, "timestamp": str(int(time.time())), "recipient_id": recipient}]},
@@ -47,7 +55,7 @@ def page_comment(page: str, comment_id: str, text: str, post_id: str = "post-1")
                             "comment_id": comment_id,
                             "post_id": f"{page}_{post_id}",
                             "message": text,
-                            "from": {"id": f"user-{comment_id}", "name": "Someone"},
+                            "from": {"id": commenter(comment_id), "name": "Someone"},
                             "created_time": int(time.time()),
                         },
                     }

@@ -26,6 +26,7 @@ from bench.scenarios.bulk_import import Import
 from bench.scenarios.harness import Harness, fan_out
 from bench.scenarios.measure import fmt, percentile
 from bench.scenarios.result import Result
+from ops import meta_payloads as meta
 from ops.drive import Session, poll
 
 
@@ -75,7 +76,6 @@ class Phase:
 
 def _interactive(s: Session, p: Params, label: str, tag: str, sent: dict[tuple[str, str], float]) -> None:
     """Customers' messages at a steady rate for `p.seconds`; records when each was sent."""
-    from ops import meta_payloads as meta
 
     tenants = [f"waba-{label}-{n}-{tag}" for n in range(p.tenants)]
     n = 0
@@ -121,9 +121,9 @@ def _phase(s: Session, p: Params, label: str, same_lane: bool) -> Phase:
         poll(lambda: len(s.log.finished(tenants, "messages")) >= len(sent), 60)
     stored: dict[tuple[str, str], float] = {}
     for waba, wamid in sent:
-        for item in s.items(f"msg#{waba}#{wamid}"):
-            if item.get("sk") == "message":
-                stored[(waba, wamid)] = float(item["stored_at"])
+        item = s.stored_message(waba, wamid, meta.CUSTOMER)
+        if item is not None:
+            stored[(waba, wamid)] = float(item["stored_at"])
     finished = flood.finished_at(s) if p.wait_for_import else started + p.seconds
     mine = tenants | set(flood.importers)
     phase = Phase(

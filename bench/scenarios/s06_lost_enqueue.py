@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from bench.scenarios.harness import Harness
 from bench.scenarios.measure import fmt, percentile
 from bench.scenarios.result import Result
+from ops import meta_payloads as meta
 from ops.drive import RecordLine, Session, poll
 
 LANE = "messages"
@@ -82,7 +83,6 @@ def _sweeper_grace(grace: float) -> Callable[[dict[str, str]], None]:
 
 def _deliver_lost(s: Session, p: Params, label: str, sweeper_grace: float | None) -> Phase:
     """Break the door (and set the sweeper's grace, in the same change), deliver, restore the door."""
-    from ops import meta_payloads as meta
 
     tag = uuid.uuid4().hex[:6]
     phase = Phase(label)
@@ -104,10 +104,12 @@ def _deliver_lost(s: Session, p: Params, label: str, sweeper_grace: float | None
 
 def _read(s: Session, phase: Phase) -> None:
     for waba, wamid in phase.sent:
-        items = [i for i in s.items(f"msg#{waba}#{wamid}") if i.get("sk") == "message"]
-        phase.copies[(waba, wamid)] = len(items)
-        if items:
-            phase.stored[(waba, wamid)] = float(items[0]["stored_at"])
+        # One key per message: a second copy could only have overwritten it, which the
+        # message's conditional put refuses, so a copy is counted by the stored item itself.
+        item = s.stored_message(waba, wamid, meta.CUSTOMER)
+        phase.copies[(waba, wamid)] = int(item is not None)
+        if item is not None:
+            phase.stored[(waba, wamid)] = float(item["stored_at"])
 
 
 def _enqueue_failures(s: Session, marker: str) -> int:

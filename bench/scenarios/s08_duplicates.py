@@ -25,9 +25,12 @@ from dataclasses import dataclass
 from bench.scenarios.harness import Harness, fan_out
 from bench.scenarios.measure import vendor_probe
 from bench.scenarios.result import Result
+from ops import meta_payloads as meta
 from ops.drive import Session, poll
 
 COPIES = 5
+COMMENT_AUTHOR = "u1"
+"""Who wrote the comments the triage jobs carry."""
 TOGETHER = 3
 
 
@@ -66,7 +69,6 @@ class Observed:
 
 
 def _measure(h: Harness, p: Params) -> Observed:
-    from ops import meta_payloads as meta
 
     tag = uuid.uuid4().hex[:6]
     with h.session() as s, vendor_probe() as probe:
@@ -82,7 +84,7 @@ def _measure(h: Harness, p: Params) -> Observed:
                 lane="engagement",
                 kind="comment.triage",
                 tenant=tenant,
-                payload={"comment_id": comment, "message": f"is {comment} in stock?", "from": {"id": "u1"}},
+                payload={"comment_id": comment, "message": f"is {comment} in stock?", "from": {"id": COMMENT_AUTHOR}},
                 idempotency_key=f"key-{comment}",
             )
             return response.status, str(response.json().get("id")) if response.status == 202 else ""
@@ -104,12 +106,11 @@ def _measure(h: Harness, p: Params) -> Observed:
         rows = [r for r in s.scan("WebhookTableName") if r.get("tenant") in wabas]
         stored = Counter()
         for waba, wamid in messages:
-            stored[(waba, wamid)] = sum(1 for i in s.items(f"msg#{waba}#{wamid}") if i.get("sk") == "message")
+            stored[(waba, wamid)] = int(s.stored_message(waba, wamid, meta.CUSTOMER) is not None)
         triaged = Counter()
         for tenant, comment in comments:
-            triaged[comment] = sum(
-                1 for i in s.items(f"comment#{tenant}#{comment}") if i.get("label", "untriaged") != "untriaged"
-            )
+            item = s.stored_comment(tenant, comment, COMMENT_AUTHOR)
+            triaged[comment] = int(item is not None and item.get("label", "untriaged") != "untriaged")
         calls = Counter()
         for _, comment in comments:
             calls[comment] = len(probe.for_prompt(f"is {comment} in stock?"))

@@ -31,7 +31,8 @@ TTL = "expires_at"
 # Webhook log, jobs and data: who an item is about (domain/senders.py)
 SENDER_HASH = "sender_hash"
 SENDER_INDEX = "by_sender"
-"""Sparse, keys only: every row and item that names exactly one person, by that person's hash."""
+"""Sparse, keys only: every row and item that names exactly one person, by that person's hash,
+except the items kept in that person's own partition of the data table (domain/senders.py)."""
 
 
 class RowStatus:

@@ -28,6 +28,7 @@ class Session(Changes):
         self.verify_token: str = secret["verify_token"]
         self.client = PipelineClient(runtime.api_url, app_secret=secret["app_secret"])
         self.started = time.time()
+        self._sender_key: Any = None
 
     def lanectl(self, *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
         """`lanectl --env local ARGS` in a process of its own (the session must serve its emulator:
@@ -73,6 +74,36 @@ class Session(Changes):
             ConsistentRead=True,
         )
         return [from_item(i) or {} for i in response["Items"]]
+
+    def person_hash(self, person: str) -> str:
+        """`person`'s hash under the stack's sender key: the data table keeps what the webhook
+        lanes store about them in their partition (domain/senders.py)."""
+        from pipeline.adapters.sender_key import SenderKey
+
+        if self._sender_key is None:
+            self._sender_key = SenderKey(self.aws("secretsmanager"), self.outputs["SenderKeyArn"])
+        return self._sender_key.hash(person)
+
+    def stored_message(self, tenant: str, wamid: str, sender: str) -> dict[str, Any] | None:
+        """The messages lane's item for an inbound message, its text read back."""
+        from pipeline.domain import stored_text
+        from pipeline.tasks.messages import message_key
+
+        found = self.item("DataTableName", message_key(tenant, wamid, self.person_hash(sender)))
+        return None if found is None else {**found, "text": stored_text.read(found["text"])}
+
+    def stored_status(self, tenant: str, wamid: str, recipient: str) -> dict[str, Any] | None:
+        from pipeline.tasks.messages import status_key
+
+        return self.item("DataTableName", status_key(tenant, wamid, self.person_hash(recipient)))
+
+    def stored_comment(self, tenant: str, comment_id: str, author: str) -> dict[str, Any] | None:
+        """A comment as stored untriaged or triaged, its text read back."""
+        from pipeline.domain import stored_text
+        from pipeline.tasks.messages import comment_key
+
+        found = self.item("DataTableName", comment_key(tenant, comment_id, self.person_hash(author)))
+        return None if found is None else {**found, "text": stored_text.read(found["text"])}
 
     def item(self, table_output: str, key: Mapping[str, Any]) -> dict[str, Any] | None:
         from pipeline.adapters.items import from_item, to_item

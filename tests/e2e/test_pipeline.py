@@ -9,18 +9,23 @@ import pytest
 
 from ops.drive import wait_for
 from ops.lane_changes import changed_lane
-from ops.meta_payloads import whatsapp_message
+from ops.meta_payloads import CUSTOMER, whatsapp_message
+from pipeline.adapters.sender_key import SenderKey
+from pipeline.domain import senders
 
 pytestmark = [pytest.mark.xdist_group("e2e"), pytest.mark.slow]
 
 
 def _message_items(pipeline, tenant: str, wamid: str) -> list[dict]:
-    dynamodb = pipeline.aws("dynamodb")
-    return dynamodb.query(
+    """What the sender's partition holds about this message: the message, and a status if any."""
+    sender = SenderKey(pipeline.aws("secretsmanager"), pipeline.outputs["SenderKeyArn"]).hash(CUSTOMER)
+    items = pipeline.aws("dynamodb").query(
         TableName=pipeline.outputs["DataTableName"],
         KeyConditionExpression="pk = :pk",
-        ExpressionAttributeValues={":pk": {"S": f"msg#{tenant}#{wamid}"}},
+        ExpressionAttributeValues={":pk": {"S": senders.person_partition(sender)}},
+        ConsistentRead=True,
     )["Items"]
+    return [i for i in items if i["sk"]["S"].endswith(f"#{tenant}#{wamid}")]
 
 
 def _log_rows(pipeline) -> list[dict]:
@@ -42,7 +47,7 @@ def test_a_signed_webhook_is_processed_exactly_once(pipeline):
     # Then both are acknowledged and the message is stored once
     assert (first.status, second.status) == (200, 200)
     items = wait_for(lambda: _message_items(pipeline, tenant, wamid), timeout=30, what="the message to be stored")
-    assert [i["sk"]["S"] for i in items] == ["message"]
+    assert [i["sk"]["S"] for i in items] == [f"msg#{tenant}#{wamid}"]
     assert items[0]["text"]["S"] == "is the shop open on Sunday? 👋"
     # And one log row exists, left as the door wrote it: the stored message is its done-mark,
     # and nothing put it where the sweeper looks for lost sends

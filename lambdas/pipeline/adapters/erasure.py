@@ -1,6 +1,8 @@
-"""One person's rows and items, found through the `by_sender` indexes and erased (tasks/erase.py).
+"""One person's rows and items, found through the `by_sender` indexes and their own partition of
+the data table, and erased (tasks/erase.py).
 
-Finding is a query of each keys-only index, never a scan, and never reads a body. A row is emptied
+Finding is a query of each keys-only index and one of the person's partition (domain/senders.py),
+never a scan; the index queries never read a body. A row is emptied
 by one conditional put of its tombstone (domain/erasure.py): a webhook row on condition it still
 exists (nothing here brings back a row TTL deleted), a job row on condition its status is the one
 read, committed with its tenant's queued count when it was still queued (as any job leaving
@@ -22,7 +24,7 @@ from pipeline import schema
 from pipeline.adapters import items
 from pipeline.adapters.tables import TableNames
 from pipeline.adapters.webhook_log import BODY_PARTS
-from pipeline.domain import erasure, retention, webhook_body
+from pipeline.domain import erasure, retention, senders, webhook_body
 from pipeline.domain.effects import KEY_ATTRIBUTES, OnConflict, Put, Table, Write
 from pipeline.domain.errors import TransientError
 from pipeline.domain.job_bookkeeping import queued_decrement
@@ -67,18 +69,39 @@ class DynamoEraser:
             log_ids=tuple(str(item[schema.ID]) for item in self._query(Table.WEBHOOK_LOG, sender_hash)),
             job_ids=tuple(str(item[schema.ID]) for item in self._query(Table.JOBS, sender_hash)),
             data_keys=tuple(
-                (str(item[schema.PK]), str(item[schema.SK])) for item in self._query(Table.DATA, sender_hash)
+                dict.fromkeys(
+                    (str(item[schema.PK]), str(item[schema.SK]))
+                    for item in self._query(Table.DATA, sender_hash) + self._partition(sender_hash)
+                )
             ),
         )
 
     def _query(self, table: Table, sender_hash: str) -> list[dict[str, Any]]:
-        kwargs: dict[str, Any] = {
-            "TableName": self._tables[table],
-            "IndexName": schema.SENDER_INDEX,
-            "KeyConditionExpression": "#hash = :hash",
-            "ExpressionAttributeNames": {"#hash": schema.SENDER_HASH},
-            "ExpressionAttributeValues": {":hash": {"S": sender_hash}},
-        }
+        return self._all(
+            {
+                "TableName": self._tables[table],
+                "IndexName": schema.SENDER_INDEX,
+                "KeyConditionExpression": "#hash = :hash",
+                "ExpressionAttributeNames": {"#hash": schema.SENDER_HASH},
+                "ExpressionAttributeValues": {":hash": {"S": sender_hash}},
+            }
+        )
+
+    def _partition(self, sender_hash: str) -> list[dict[str, Any]]:
+        """The person's partition of the data table, keys only: consistent, so what a task committed
+        before this read is in it."""
+        return self._all(
+            {
+                "TableName": self._tables[Table.DATA],
+                "KeyConditionExpression": "#pk = :pk",
+                "ProjectionExpression": "#pk, #sk",
+                "ExpressionAttributeNames": {"#pk": schema.PK, "#sk": schema.SK},
+                "ExpressionAttributeValues": {":pk": {"S": senders.person_partition(sender_hash)}},
+                "ConsistentRead": True,
+            }
+        )
+
+    def _all(self, kwargs: dict[str, Any]) -> list[dict[str, Any]]:
         found: list[dict[str, Any]] = []
         while True:
             response = self._dynamodb.query(**kwargs)

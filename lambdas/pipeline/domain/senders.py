@@ -131,20 +131,36 @@ def person_in_job(payload: Any) -> str | None:
     return None
 
 
+# What the webhook lanes store about one person (their messages, the statuses of what was sent to
+# them, their comments) lives in that person's own partition of the data table, keyed by their hash:
+# an erasure finds it all with one query of the table, so these items need no index entry (a write
+# unit each). Other items about a person carry `sender_hash` and are found through the index.
+PERSON_PREFIX = "person#"
+
 # A delivery that names several people cannot carry one index key on its row, so each of them gets
-# an index item in the data table pointing at it (written by the task that processes it).
+# an item in their partition pointing at it (written by the task that processes it). Items written
+# before the person partitions sit under DELIVERY_INDEX_PREFIX, found through the index.
 DELIVERY_INDEX_PREFIX = "sender#"
 DELIVERY_PREFIX = "webhook#"
 
 
+def person_partition(sender: str) -> str:
+    """The data table's partition of everything the webhook lanes store about `sender` (a hash)."""
+    return f"{PERSON_PREFIX}{sender}"
+
+
+def in_person_partition(item: Mapping[str, Any]) -> bool:
+    return str(item.get(schema.PK, "")).startswith(PERSON_PREFIX)
+
+
 def delivery_index_key(sender: str, log_id: str) -> tuple[str, str]:
-    """(pk, sk) of the index item saying that `sender` (a hash) is named in the delivery `log_id`."""
-    return f"{DELIVERY_INDEX_PREFIX}{sender}", f"{DELIVERY_PREFIX}{log_id}"
+    """(pk, sk) of the item saying that `sender` (a hash) is named in the delivery `log_id`."""
+    return person_partition(sender), f"{DELIVERY_PREFIX}{log_id}"
 
 
 def indexed_delivery(pk: str, sk: str) -> str | None:
     """The log id an index item points at, or None for any other item."""
-    if pk.startswith(DELIVERY_INDEX_PREFIX) and sk.startswith(DELIVERY_PREFIX):
+    if pk.startswith((PERSON_PREFIX, DELIVERY_INDEX_PREFIX)) and sk.startswith(DELIVERY_PREFIX):
         return sk[len(DELIVERY_PREFIX) :]
     return None
 
@@ -152,12 +168,16 @@ def indexed_delivery(pk: str, sk: str) -> str | None:
 def attributed(writes: tuple[Write, ...], sender: str | None) -> tuple[Write, ...]:
     """`writes` with `sender` (a hash) on every data-table put that names no one itself: what the
     work of a row about one person stores is about that person too (a job's payload may name them
-    in a way its task does not read, and a task may simply not say)."""
+    in a way its task does not read, and a task may simply not say). An item in a person's own
+    partition already says whom it is about."""
     if sender is None:
         return writes
     return tuple(
         replace(write, item={**write.item, schema.SENDER_HASH: sender})
-        if isinstance(write, Put) and write.table is Table.DATA and schema.SENDER_HASH not in write.item
+        if isinstance(write, Put)
+        and write.table is Table.DATA
+        and schema.SENDER_HASH not in write.item
+        and not in_person_partition(write.item)
         else write
         for write in writes
     )

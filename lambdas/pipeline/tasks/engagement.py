@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from pipeline import schema
+from pipeline.domain import stored_text
 from pipeline.domain.effects import OnConflict, Put, Table
 from pipeline.domain.errors import PermanentError
 from pipeline.domain.work import TaskContext, TaskResult
@@ -38,15 +39,13 @@ def _comments(payload: object) -> tuple[list[meta.Comment], int]:
 def triage(tenant: str, comment: meta.Comment, label: str, now: float, sender_hash: str | None = None) -> Put:
     # Triage is stored once; a later (edited) copy does not relabel what a person may have acted on.
     item = {
-        **comment_key(tenant, comment.id),
+        **comment_key(tenant, comment.id, sender_hash),
         "post_id": comment.post_id,
         "author": comment.author,
-        "text": comment.text,
+        "text": stored_text.stored(comment.text),
         "label": label,
         "triaged_at": now,
     }
-    if sender_hash is not None:
-        item[schema.SENDER_HASH] = sender_hash
     return Put(
         table=Table.DATA,
         item=item,

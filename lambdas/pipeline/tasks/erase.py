@@ -13,9 +13,11 @@ then stores what it says about the person. So the erasure runs again `erase_agai
 delivery longer than that have paged long before.
 
 What goes: webhook rows that name the person, with their body parts (a delivery naming several
-people goes whole: its raw body is not cut apart), job rows about them, every data item that
-carries their hash (messages, statuses, comments, triage, conversation turns and replies, index
-items), and the turn markers of their conversations. What stays is not readable about them:
+people goes whole: its raw body is not cut apart), job rows about them, everything in their
+partition of the data table (messages, statuses, comments and their triage, items pointing at
+deliveries naming them among others) and every data item that carries their hash (conversation
+turns and replies, items of jobs, and items written before the partitions), and the turn markers
+of their conversations. What stays is not readable about them:
 tombstones of the rows, done-markers keyed by digests, and counters.
 """
 

@@ -11,9 +11,11 @@
   wait behind a comment flood) and are stored for triage, untriaged.
 
 Every write is `standalone` (re-applying it changes nothing), so a delivery larger than one
-transaction still commits; see adapters/transactions.py. Each item carries the hash of the person
-it is about (the sender, the status's recipient, the comment's author), and a delivery naming
-several people gets their index items (tasks/privacy.py), so an erasure request finds them all.
+transaction still commits; see adapters/transactions.py. Each item lives in the partition of the
+person it is about (the sender, the status's recipient, the comment's author; domain/senders.py),
+so an erasure request finds it with one query and it costs no index entry; a delivery naming
+several people gets an item per person pointing at it (tasks/privacy.py). Texts are kept through
+domain/stored_text.py: a long one deflated, so a 2 KB text's item is one write unit, not two.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from __future__ import annotations
 from typing import Any
 
 from pipeline import schema
+from pipeline.domain import senders, stored_text
 from pipeline.domain.effects import OnConflict, Put, Table, Update, Write
 from pipeline.domain.work import TaskContext, TaskResult
 from pipeline.tasks import meta, privacy
@@ -29,37 +32,45 @@ STATUS_RANK = {"sent": 1, "delivered": 2, "read": 3, "failed": 4}
 """`failed` outranks the rest: it is final, and no later status follows it."""
 
 
-def message_key(tenant: str, message_id: str) -> dict[str, str]:
-    return {schema.PK: f"msg#{tenant}#{message_id}", schema.SK: "message"}
+def _key(kind: str, tenant: str, item_id: str, person: str | None) -> dict[str, str]:
+    """In the person's partition; an item about no one that can be named keeps the key it had
+    before the partitions (and is found, if ever, through its id)."""
+    if person is None:
+        return {schema.PK: f"{LEGACY_PREFIX[kind]}#{tenant}#{item_id}", schema.SK: LEGACY_SORT_KEY[kind]}
+    return {schema.PK: senders.person_partition(person), schema.SK: f"{kind}#{tenant}#{item_id}"}
 
 
-def status_key(tenant: str, message_id: str) -> dict[str, str]:
-    return {schema.PK: f"msg#{tenant}#{message_id}", schema.SK: "status"}
+LEGACY_PREFIX = {"msg": "msg", "status": "msg", "comment": "comment"}
+LEGACY_SORT_KEY = {"msg": "message", "status": "status", "comment": "triage"}
 
 
-def comment_key(tenant: str, comment_id: str) -> dict[str, str]:
-    return {schema.PK: f"comment#{tenant}#{comment_id}", schema.SK: "triage"}
+def message_key(tenant: str, message_id: str, person: str | None) -> dict[str, str]:
+    """`person`: the hash of the message's sender."""
+    return _key("msg", tenant, message_id, person)
 
 
-def _about(item: dict[str, Any], sender_hash: str | None) -> dict[str, Any]:
-    return item if sender_hash is None else {**item, schema.SENDER_HASH: sender_hash}
+def status_key(tenant: str, message_id: str, person: str | None) -> dict[str, str]:
+    """`person`: the hash of the status's recipient."""
+    return _key("status", tenant, message_id, person)
+
+
+def comment_key(tenant: str, comment_id: str, person: str | None) -> dict[str, str]:
+    """`person`: the hash of the comment's author; the triage lands on the same item."""
+    return _key("comment", tenant, comment_id, person)
 
 
 def store_message(tenant: str, message: meta.InboundMessage, now: float, sender_hash: str | None = None) -> Put:
     return Put(
         table=Table.DATA,
-        item=_about(
-            {
-                **message_key(tenant, message.id),
-                "channel": message.channel,
-                "sender": message.sender,
-                "type": message.type,
-                "text": message.text,
-                "sent_at": message.timestamp,
-                "stored_at": now,
-            },
-            sender_hash,
-        ),
+        item={
+            **message_key(tenant, message.id, sender_hash),
+            "channel": message.channel,
+            "sender": message.sender,
+            "type": message.type,
+            "text": stored_text.stored(message.text),
+            "sent_at": message.timestamp,
+            "stored_at": now,
+        },
         condition="attribute_not_exists(#pk)",
         names={"#pk": schema.PK},
         on_conflict=OnConflict.SKIP,
@@ -82,15 +93,10 @@ def apply_status(tenant: str, update: meta.StatusUpdate, now: float, sender_hash
         ":recipient": update.recipient,
         ":now": now,
     }
-    expression = "SET #status = :status, #rank = :rank, #at = :at, #recipient = :recipient, #seen = :now"
-    if sender_hash is not None:
-        names["#sender"] = schema.SENDER_HASH
-        values[":sender"] = sender_hash
-        expression += ", #sender = :sender"
     return Update(
         table=Table.DATA,
-        key=status_key(tenant, update.message_id),
-        expression=expression,
+        key=status_key(tenant, update.message_id, sender_hash),
+        expression="SET #status = :status, #rank = :rank, #at = :at, #recipient = :recipient, #seen = :now",
         condition="attribute_not_exists(#rank) OR #rank < :rank",
         names=names,
         values=values,
@@ -102,17 +108,14 @@ def apply_status(tenant: str, update: meta.StatusUpdate, now: float, sender_hash
 def store_untriaged(tenant: str, comment: meta.Comment, now: float, sender_hash: str | None = None) -> Put:
     return Put(
         table=Table.DATA,
-        item=_about(
-            {
-                **comment_key(tenant, comment.id),
-                "post_id": comment.post_id,
-                "author": comment.author,
-                "text": comment.text,
-                "label": "untriaged",
-                "stored_at": now,
-            },
-            sender_hash,
-        ),
+        item={
+            **comment_key(tenant, comment.id, sender_hash),
+            "post_id": comment.post_id,
+            "author": comment.author,
+            "text": stored_text.stored(comment.text),
+            "label": "untriaged",
+            "stored_at": now,
+        },
         condition="attribute_not_exists(#pk)",
         names={"#pk": schema.PK},
         on_conflict=OnConflict.SKIP,

@@ -1,8 +1,9 @@
 """What the tasks add to their writes so an erasure request finds them (domain/senders.py).
 
-Every item about a person carries that person's `sender_hash`. A delivery naming one person is
-indexed by the door, on its row; one naming several (a campaign's statuses, batched messages) gets
-an index item per person here, pointing at its row, written with the task's other writes.
+Every item about a person says so: it lives in their partition (domain/senders.py), or carries
+their `sender_hash`. A delivery naming one person is indexed by the door, on its row; one naming
+several (a campaign's statuses, batched messages) gets an item per person here, in their partition
+and pointing at its row, written with the task's other writes.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ def delivery_index(ctx: TaskContext) -> tuple[Put, ...]:
         writes.append(
             Put(
                 table=Table.DATA,
-                item={schema.PK: pk, schema.SK: sk, schema.SENDER_HASH: sender},
+                item={schema.PK: pk, schema.SK: sk},
                 condition="attribute_not_exists(#pk)",
                 names={"#pk": schema.PK},
                 on_conflict=OnConflict.SKIP,

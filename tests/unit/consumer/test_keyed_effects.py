@@ -13,7 +13,7 @@ from pipeline.domain.effects import Put, Table
 from pipeline.domain.work import TaskResult
 from tests.support.aws import REGION
 from tests.unit.consumer.handler_output import log_lines
-from tests.unit.tasks.payloads import WABA, status, text_message, whatsapp
+from tests.unit.tasks.payloads import WABA, message_at, person, status, status_at, text_message, whatsapp
 
 
 def _outcomes(caplog) -> list[str]:
@@ -58,7 +58,7 @@ def test_a_stored_message_is_its_own_done_mark(lane, caplog):
 
     # Then the message is stored by one conditional put, and nothing else is written
     assert response == {"batchItemFailures": []}
-    assert h.data(f"msg#{WABA}#wamid.K1", "message")["text"] == "hello"
+    assert h.data(*message_at("wamid.K1"))["text"] == "hello"
     assert _writes(h) == ["PutItem"]
     # And the row is exactly as the door wrote it
     assert h.row("webhook-log", envelope.id) == row_before
@@ -72,7 +72,7 @@ def test_a_second_copy_after_the_work_is_a_duplicate_that_changes_nothing(lane, 
     h.send(envelope)
     handler = h.handler()
     h.poll(handler)
-    stored = h.data(f"msg#{WABA}#wamid.K2", "message")
+    stored = h.data(*message_at("wamid.K2"))
 
     # When SQS (or Meta's retry through the door) brings the same envelope again
     h.send(envelope)
@@ -81,8 +81,8 @@ def test_a_second_copy_after_the_work_is_a_duplicate_that_changes_nothing(lane, 
     # Then it is acked as a duplicate and the stored message is untouched
     assert response == {"batchItemFailures": []}
     assert _outcomes(caplog) == ["done", "duplicate"]
-    assert h.data(f"msg#{WABA}#wamid.K2", "message") == stored
-    assert len(h.data_items(f"msg#{WABA}#wamid.K2")) == 1
+    assert h.data(*message_at("wamid.K2")) == stored
+    assert len(h.data_items(person())) == 1
 
 
 def test_a_stale_status_is_work_done_not_a_duplicate(lane, caplog):
@@ -94,7 +94,7 @@ def test_a_stale_status_is_work_done_not_a_duplicate(lane, caplog):
         h.poll(handler)
 
     # Then the late `delivered` was applied as a no-op, and reported done
-    assert h.data(f"msg#{WABA}#wamid.K3", "status")["status"] == "read"
+    assert h.data(*status_at("wamid.K3"))["status"] == "read"
     assert _outcomes(caplog) == ["done", "done"]
 
 
@@ -116,7 +116,7 @@ def test_a_row_the_door_could_not_send_is_finished_and_leaves_the_pending_index(
     assert row["status"] == schema.RowStatus.DONE
     assert schema.PENDING_SHARD not in row
     assert _writes(h) == ["TransactWriteItems"]
-    assert h.data(f"msg#{WABA}#wamid.K4", "message") is not None
+    assert h.data(*message_at("wamid.K4")) is not None
 
 
 def test_a_task_that_called_the_vendor_keeps_its_done_mark(lane, caplog):
@@ -168,8 +168,9 @@ def test_a_delivery_of_a_2_kb_text_costs_its_message_write_and_nothing_more(lane
 
     h.poll(h.handler())
 
-    # Then the only write is the message item, and the row the door wrote stays under 1 KB
+    # Then the only write is the message item, in the sender's partition, and the row the door
+    # wrote stays under 1 KB
     [put] = h.calls.of("PutItem")
-    assert put["Item"][schema.PK]["S"] == f"msg#{WABA}#wamid.K6"
+    assert (put["Item"][schema.PK]["S"], put["Item"][schema.SK]["S"]) == message_at("wamid.K6")
     assert _item_bytes(row) < 1024
     assert len(json.dumps(whatsapp(messages=[text_message("wamid.K6", text)]))) > 2000

@@ -19,8 +19,9 @@ import boto3
 
 from ops.aws import Aws
 from ops.resolve import output_prefix
+from pipeline.adapters.sender_key import KEY_FIELD
 from stacks.config.environments import Environment
-from tests.support.aws import REGION
+from tests.support.aws import REGION, SENDER_KEY
 
 ASSUME_LAMBDA = {
     "Version": "2012-10-17",
@@ -41,6 +42,7 @@ def template(env: Environment, *, drop_outputs: tuple[str, ...] = ()) -> dict[st
         "DataTableName": {"Value": "data"},
         "AlarmTopicArn": {"Value": {"Ref": "Topic"}},
         "MetaSecretArn": {"Value": {"Ref": "MetaSecretArn"}},
+        "SenderKeyArn": {"Value": {"Ref": "SenderKeyArn"}},
     }
     for lane in env.lanes:
         prefix = output_prefix(lane.name)
@@ -93,7 +95,7 @@ def template(env: Environment, *, drop_outputs: tuple[str, ...] = ()) -> dict[st
     for key in drop_outputs:
         outputs.pop(key)
     return {
-        "Parameters": {"MetaSecretArn": {"Type": "String"}},
+        "Parameters": {"MetaSecretArn": {"Type": "String"}, "SenderKeyArn": {"Type": "String"}},
         "Resources": resources,
         "Outputs": outputs,
     }
@@ -133,12 +135,19 @@ def deploy_stack(
     secret_arn = client("secretsmanager").create_secret(
         Name=f"lanes-{env.name}-MetaSecret", SecretString=json.dumps(secret_value)
     )["ARN"]
+    # moto's CloudFormation makes no secrets: the stack's own two are made here and passed in.
+    sender_key_arn = client("secretsmanager").create_secret(
+        Name=f"lanes-{env.name}-SenderKey", SecretString=json.dumps({KEY_FIELD: SENDER_KEY})
+    )["ARN"]
     cfn = client("cloudformation")
     name = f"lanes-{env.name}"
     cfn.create_stack(
         StackName=name,
         TemplateBody=json.dumps(template(env, drop_outputs=drop_outputs)),
-        Parameters=[{"ParameterKey": "MetaSecretArn", "ParameterValue": secret_arn}],
+        Parameters=[
+            {"ParameterKey": "MetaSecretArn", "ParameterValue": secret_arn},
+            {"ParameterKey": "SenderKeyArn", "ParameterValue": sender_key_arn},
+        ],
         Capabilities=["CAPABILITY_IAM"],
     )
     outputs = {o["OutputKey"]: o["OutputValue"] for o in cfn.describe_stacks(StackName=name)["Stacks"][0]["Outputs"]}

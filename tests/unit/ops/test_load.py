@@ -16,6 +16,7 @@ import pytest
 
 from ops import load
 from ops.cli import Runtime, run
+from pipeline.adapters.sender_key import SenderKey
 from pipeline.tasks.messages import message_key
 from tests.support.aws import REGION
 
@@ -124,7 +125,7 @@ class _StoringDoor(BaseHTTPRequestHandler):
         if status == 200:
             entry = json.loads(body)["entry"][0]
             message = entry["changes"][0]["value"]["messages"][0]
-            key = message_key(entry["id"], message["id"])
+            key = message_key(entry["id"], message["id"], self.server.sender_key.hash(message["from"]))
             boto3.client("dynamodb", region_name=REGION).put_item(
                 TableName="data", Item={**{k: {"S": v} for k, v in key.items()}, "stored_at": {"N": str(time.time())}}
             )
@@ -145,6 +146,9 @@ def test_the_figures_as_json_for_scripts(dev_stack, lanectl):
         KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
     )
     server = ThreadingHTTPServer(("127.0.0.1", 0), _StoringDoor)
+    outputs = boto3.client("cloudformation", region_name=REGION).describe_stacks(StackName=dev_stack.name)
+    arn = next(o["OutputValue"] for o in outputs["Stacks"][0]["Outputs"] if o["OutputKey"] == "SenderKeyArn")
+    server.sender_key = SenderKey(boto3.client("secretsmanager", region_name=REGION), arn)  # type: ignore[attr-defined]
     threading.Thread(target=server.serve_forever, daemon=True).start()
     url = f"http://127.0.0.1:{server.server_address[1]}"
     # When a script runs the load with --output json

@@ -12,7 +12,7 @@ import boto3
 from pipeline import schema
 from pipeline.adapters import items
 from pipeline.adapters.webhook_log import WebhookLog
-from pipeline.domain import erasure, senders, webhook
+from pipeline.domain import erasure, senders, stored_text, webhook
 from tests.support.aws import REGION, SENDER_KEY
 from tests.unit.ingress.conftest import encode
 from tests.unit.tasks.payloads import comment_change, feed, status, text_message, whatsapp
@@ -78,6 +78,8 @@ def _readable(pipeline) -> dict[str, list[str]]:
             item = items.from_item(raw) or {}
             if table == "webhook-log" and "body" in item and "part_of" not in item:
                 item["body"] = log.load_body(item[schema.ID]).decode("utf-8", "replace")
+            if table == "data" and isinstance(item.get("text"), bytes):
+                item["text"] = stored_text.read(item["text"])  # a long text is kept deflated
             texts.append(json.dumps(item, default=str, ensure_ascii=False))
         found[table] = texts
     return found

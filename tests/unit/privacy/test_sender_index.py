@@ -15,7 +15,7 @@ KEY = SENDER_KEY.encode()
 ANA, BEN = "15550001", "15550002"
 
 
-def _found(table: str, person: str) -> set[str]:
+def _indexed(table: str, person: str) -> set[str]:
     """What the table's by_sender index holds for `person`: ids, or data keys as `pk|sk`."""
     response = boto3.client("dynamodb", region_name=REGION).query(
         TableName=table,
@@ -30,6 +30,27 @@ def _found(table: str, person: str) -> set[str]:
     return keys
 
 
+def _partition(person: str) -> set[str]:
+    """The data keys in `person`'s own partition of the data table, as `pk|sk`."""
+    response = boto3.client("dynamodb", region_name=REGION).query(
+        TableName="data",
+        KeyConditionExpression="#pk = :pk",
+        ExpressionAttributeNames={"#pk": schema.PK},
+        ExpressionAttributeValues={":pk": {"S": _person(person)}},
+    )
+    return {f"{item[schema.PK]['S']}|{item[schema.SK]['S']}" for item in response["Items"]}
+
+
+def _person(person: str) -> str:
+    return senders.person_partition(senders.sender_hash(KEY, person))
+
+
+def _found(table: str, person: str) -> set[str]:
+    """Everything an erasure's queries find for `person` in `table`: its index, and for the data
+    table the person's partition too."""
+    return _indexed(table, person) | (_partition(person) if table == "data" else set())
+
+
 def test_a_delivery_from_one_person_is_found_by_its_row_and_by_what_was_stored(pipeline):
     # Given a text from Ana, and later the status of a message sent to her
     text = whatsapp(messages=[text_message("wamid.1", "at 5?", sender="+1 555 0001")])
@@ -38,9 +59,11 @@ def test_a_delivery_from_one_person_is_found_by_its_row_and_by_what_was_stored(p
         pipeline.deliver(payload)
     pipeline.drain()
 
-    # Then Ana's hash finds both rows and both items
+    # Then Ana's hash finds both rows, and both items in her partition, with no index entry for them
     assert _found("webhook-log", ANA) == {webhook.log_id(encode(text)), webhook.log_id(encode(read))}
-    assert _found("data", ANA) == {"msg#waba-100#wamid.1|message", "msg#waba-100#wamid.9|status"}
+    ana = _person(ANA)
+    assert _found("data", ANA) == {f"{ana}|msg#waba-100#wamid.1", f"{ana}|status#waba-100#wamid.9"}
+    assert _indexed("data", ANA) == set()
 
 
 def test_a_delivery_naming_two_people_is_found_by_each_through_their_index_items(pipeline):
@@ -54,7 +77,8 @@ def test_a_delivery_naming_two_people_is_found_by_each_through_their_index_items
     assert _found("webhook-log", ANA) == set() == _found("webhook-log", BEN)
     for person, wamid in ((ANA, "wamid.a"), (BEN, "wamid.b")):
         pk, sk = senders.delivery_index_key(senders.sender_hash(KEY, person), log_id)
-        assert _found("data", person) == {f"msg#waba-100#{wamid}|message", f"{pk}|{sk}"}
+        assert pk == _person(person)
+        assert _found("data", person) == {f"{pk}|msg#waba-100#{wamid}", f"{pk}|{sk}"}
 
 
 def test_jobs_and_what_their_tasks_store_are_found_by_the_person_they_are_about(pipeline):
@@ -74,5 +98,5 @@ def test_jobs_and_what_their_tasks_store_are_found_by_the_person_they_are_about(
     assert _found("jobs", ANA) == {ana_job}
     assert _found("data", ANA) == {f"conversation#shop-1#{ANA}|in#m-1", f"conversation#shop-1#{ANA}|reply#m-1"}
     assert _found("jobs", BEN) == {ben_job}
-    assert _found("data", BEN) == {"comment#page-2#c-2|triage"}
-    assert _found("data", "user-9") == {"comment#page-200#c-3|triage"}
+    assert _found("data", BEN) == {f"{_person(BEN)}|comment#page-2#c-2"}
+    assert _found("data", "user-9") == {f"{_person('user-9')}|comment#page-200#c-3"}

@@ -14,6 +14,33 @@ from pipeline.domain.envelope import Envelope
 
 WABA = "waba-100"
 PAGE = "page-200"
+CUSTOMER = "15550001"
+"""Who sends the test messages and receives the statuses, unless a test says otherwise."""
+COMMENTER = "user-9"
+HARNESS_KEY = b"test-sender-key-0123456789abcdefghijklmnopqrstuv"
+"""The sender key of the moto deployments (tests/support/aws.py SENDER_KEY)."""
+FAKE_KEY = b"fake-sender-key"
+"""FakeContext's sender key."""
+
+
+def person(who: str = CUSTOMER, key: bytes = HARNESS_KEY) -> str:
+    """The data table partition of what is stored about `who`."""
+    return senders.person_partition(senders.sender_hash(key, who))
+
+
+def message_at(wamid: str, sender: str = CUSTOMER, tenant: str = WABA, key: bytes = HARNESS_KEY) -> tuple[str, str]:
+    """(pk, sk) of a stored inbound message."""
+    return person(sender, key), f"msg#{tenant}#{wamid}"
+
+
+def status_at(wamid: str, recipient: str = CUSTOMER, tenant: str = WABA) -> tuple[str, str]:
+    """(pk, sk) of a sent message's status item."""
+    return person(recipient), f"status#{tenant}#{wamid}"
+
+
+def comment_at(comment_id: str, tenant: str = PAGE, author: str = COMMENTER) -> tuple[str, str]:
+    """(pk, sk) of a comment, stored untriaged or triaged."""
+    return person(author), f"comment#{tenant}#{comment_id}"
 
 
 def whatsapp(*, messages: list[dict] | None = None, statuses: list[dict] | None = None, waba: str = WABA) -> dict:
@@ -28,12 +55,12 @@ def whatsapp(*, messages: list[dict] | None = None, statuses: list[dict] | None 
     }
 
 
-def text_message(wamid: str, body: str = "hi", ts: int = 1_700_000_000, sender: str = "15550001") -> dict:
+def text_message(wamid: str, body: str = "hi", ts: int = 1_700_000_000, sender: str = CUSTOMER) -> dict:
     return {"from": sender, "id": wamid, "timestamp": str(ts), "type": "text", "text": {"body": body}}
 
 
 def status(wamid: str, name: str, ts: int = 1_700_000_100) -> dict:
-    return {"id": wamid, "status": name, "timestamp": str(ts), "recipient_id": "15550001"}
+    return {"id": wamid, "status": name, "timestamp": str(ts), "recipient_id": CUSTOMER}
 
 
 def comment_change(comment_id: str, text: str, post: str = "post-1", verb: str = "add") -> dict:
@@ -45,7 +72,7 @@ def comment_change(comment_id: str, text: str, post: str = "post-1", verb: str =
             "comment_id": comment_id,
             "post_id": post,
             "message": text,
-            "from": {"id": "user-9", "name": "Sam"},
+            "from": {"id": COMMENTER, "name": "Sam"},
         },
     }
 
@@ -95,7 +122,7 @@ class FakeContext:
         return 5.0
 
     def sender_hash(self, person: str) -> str | None:
-        return senders.sender_hash(b"fake-sender-key", person) if senders.normalise(person) else None
+        return senders.sender_hash(FAKE_KEY, person) if senders.normalise(person) else None
 
 
 def envelope(

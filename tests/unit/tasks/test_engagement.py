@@ -8,7 +8,7 @@ from pipeline.adapters.vendor import label_for
 from pipeline.domain import budgets
 from pipeline.domain.errors import PermanentError
 from pipeline.tasks import engagement
-from tests.unit.tasks.payloads import PAGE, FakeContext, FakeVendor, comment_change, envelope, feed
+from tests.unit.tasks.payloads import PAGE, FakeContext, FakeVendor, comment_at, comment_change, envelope, feed
 
 
 def test_a_comment_is_labelled_by_the_model_within_the_llm_budget(lane):
@@ -19,7 +19,7 @@ def test_a_comment_is_labelled_by_the_model_within_the_llm_budget(lane):
     response, _ = h.poll(h.handler())
     # Then it is labelled, and the shared llm slot it used has been given back
     assert response == {"batchItemFailures": []}
-    assert h.data(f"comment#{PAGE}#c-1", "triage")["label"] == "question"
+    assert h.data(*comment_at("c-1"))["label"] == "question"
     assert h.state("dependency#llm")[budgets.IN_USE] == 0
 
 
@@ -43,8 +43,8 @@ def test_a_flood_from_one_page_takes_every_free_slot_and_costs_no_bookkeeping(la
     # Then all ten were triaged in this one batch: nothing re-sent, no quota lease written
     assert response == {"batchItemFailures": []}
     assert len(vendor.prompts) == 10
-    assert h.data("comment#page-calm#calm-0", "triage") is not None
-    assert h.data("comment#page-flood#flood-7", "triage") is not None
+    assert h.data(*comment_at("calm-0", tenant="page-calm")) is not None
+    assert h.data(*comment_at("flood-7", tenant="page-flood")) is not None
     assert h.calls.of("SendMessageBatch") == []
     assert not [p for p in h.calls.of("UpdateItem") if p["Key"]["pk"]["S"].startswith("quota#")]
     assert h.depth() == 0
@@ -56,7 +56,7 @@ def test_an_edited_comment_keeps_its_first_label_but_an_untriaged_one_is_labelle
     h.poll(h.handler())
     h.send(h.webhook_row(feed(comment_change("c-2", "thanks, sorted", verb="edited")), tenant=PAGE, lane="engagement"))
     h.poll(h.handler())
-    assert h.data(f"comment#{PAGE}#c-2", "triage")["label"] == "complaint"
+    assert h.data(*comment_at("c-2"))["label"] == "complaint"
 
 
 def test_a_single_comment_job_is_triaged():

@@ -2,21 +2,37 @@
 
 from __future__ import annotations
 
+import json
+
+import boto3
 import pytest
 
+from bench.consumer_costs import item_size
+from bench.scenarios.message_text import varied_text
 from pipeline import schema
+from pipeline.domain import stored_text
 from pipeline.domain.effects import Put, Update
 from pipeline.domain.errors import PermanentError
 from pipeline.tasks import messages
+from tests.support.aws import REGION
 from tests.unit.tasks.payloads import (
+    FAKE_KEY,
     WABA,
     FakeContext,
+    comment_at,
     comment_change,
     envelope,
+    message_at,
+    person,
     status,
+    status_at,
     text_message,
     whatsapp,
 )
+
+REAL_WABA = "106540352242922"
+REAL_WAMID = "wamid.HBgLMTY1MDM4Nzk0MzkVAgASGBQzQTM0OEI2ODg4NEQ1MDJCMUE2MgA"
+"""A WhatsApp Business Account id and a message id as long as Meta's."""
 
 
 def _run(h, *payloads, inline: bool = False):
@@ -28,7 +44,7 @@ def _run(h, *payloads, inline: bool = False):
 
 
 def _status(h, wamid: str):
-    return h.data(f"msg#{WABA}#{wamid}", "status")
+    return h.data(*status_at(wamid))
 
 
 def test_a_message_in_two_different_deliveries_is_stored_once(lane):
@@ -39,10 +55,10 @@ def test_a_message_in_two_different_deliveries_is_stored_once(lane):
     # When both are consumed
     _run(h, first, second)
     # Then each message exists once, and the first copy was not overwritten
-    stored = h.data(f"msg#{WABA}#wamid.A", "message")
+    stored = h.data(*message_at("wamid.A"))
     assert stored["text"] == "hello"
-    assert h.data(f"msg#{WABA}#wamid.B", "message")["text"] == "again"
-    assert len(h.data_items(f"msg#{WABA}#wamid.A")) == 1
+    assert h.data(*message_at("wamid.B"))["text"] == "again"
+    assert [i["sk"] for i in h.data_items(person())] == [f"msg#{WABA}#wamid.A", f"msg#{WABA}#wamid.B"]
 
 
 def test_statuses_arriving_out_of_order_never_move_a_message_backwards(lane):
@@ -67,7 +83,7 @@ def test_a_stale_status_does_not_hold_back_the_rest_of_its_delivery(lane, caplog
     # When it is consumed
     _run(h, mixed)
     # Then the new message is stored, the status stays read, and the stale write was skipped
-    assert h.data(f"msg#{WABA}#wamid.NEW", "message") is not None
+    assert h.data(*message_at("wamid.NEW")) is not None
     assert _status(h, "wamid.S")["status"] == "read"
     done = [r for r in caplog.records if getattr(r, "outcome", None) == "done"]
     assert done[-1].detail["skipped_writes"] == 1
@@ -78,7 +94,7 @@ def test_a_large_body_travels_by_reference_and_is_read_from_the_log_row(lane):
     h = lane("messages")
     many = whatsapp(messages=[text_message(f"wamid.{n}", "x" * 200) for n in range(20)])
     _run(h, many)
-    assert h.data(f"msg#{WABA}#wamid.19", "message")["text"] == "x" * 200
+    assert h.data(*message_at("wamid.19"))["text"] == "x" * 200
 
 
 def test_a_delivery_larger_than_one_transaction_still_commits_whole(lane):
@@ -93,7 +109,7 @@ def test_comments_sharing_a_delivery_with_messages_are_kept_for_triage(lane):
     payload = whatsapp(messages=[text_message("wamid.M")])
     payload["entry"][0]["changes"].append(comment_change("c-1", "nice"))
     _run(h, payload)
-    assert h.data(f"comment#{WABA}#c-1", "triage")["label"] == "untriaged"
+    assert h.data(*comment_at("c-1", tenant=WABA))["label"] == "untriaged"
 
 
 def test_a_payload_that_is_not_a_delivery_is_dead_lettered(lane):
@@ -123,7 +139,7 @@ def test_the_task_writes_one_item_per_message_and_keeps_the_highest_status():
     # and what it could not use is counted
     puts = [w for w in result.writes if isinstance(w, Put)]
     updates = [w for w in result.writes if isinstance(w, Update)]
-    assert [p.item[schema.PK] for p in puts] == [f"msg#{WABA}#wamid.A"]
+    assert [(p.item[schema.PK], p.item[schema.SK]) for p in puts] == [message_at("wamid.A", key=FAKE_KEY)]
     assert [u.values[":status"] for u in updates] == ["read"]
     assert result.detail["ignored"] == 2
     assert all(w.standalone for w in result.writes)
@@ -162,3 +178,32 @@ def test_messenger_messages_are_stored_by_their_mid():
 def test_a_payload_without_entries_is_permanent():
     with pytest.raises(PermanentError):
         messages.run(FakeContext(envelope("messages", "x"), {"entry": "nope"}))
+
+
+def test_a_2_kb_whatsapp_texts_message_item_fits_one_write_unit_and_reads_back(lane):
+    # Given 2 KB WhatsApp texts of varied words (the cost scenario's), with Meta-length ids
+    h = lane("messages")
+    empty = len(json.dumps(whatsapp(messages=[text_message(REAL_WAMID, "")], waba=REAL_WABA)))
+    texts = {f"{REAL_WAMID}{seed:02d}": varied_text(seed, 2048 - empty) for seed in range(30)}
+    payloads = [whatsapp(messages=[text_message(wamid, text)], waba=REAL_WABA) for wamid, text in texts.items()]
+    assert all(2040 <= len(json.dumps(p)) <= 2050 for p in payloads)
+    # When each is consumed
+    for payload in payloads:
+        h.send(h.webhook_row(payload, tenant=REAL_WABA, inline=True))
+    handler = h.handler()
+    while h.depth():
+        assert h.poll(handler)[0] == {"batchItemFailures": []}
+    # Then each message item, key, hash partition and expiry included, is at most 1 KB, and its
+    # text reads back as it was sent
+    client = boto3.client("dynamodb", region_name=REGION)
+    for wamid, text in texts.items():
+        pk, sk = message_at(wamid, tenant=REAL_WABA)
+        raw = client.get_item(TableName="data", Key={"pk": {"S": pk}, "sk": {"S": sk}})["Item"]
+        assert item_size(raw) <= 1024, (wamid, item_size(raw))
+        assert stored_text.read(raw["text"]["B"]) == text
+
+
+def test_a_short_text_is_stored_as_it_was_sent(lane):
+    h = lane("messages")
+    _run(h, whatsapp(messages=[text_message("wamid.short", "see you at 5 🙂")]))
+    assert h.data(*message_at("wamid.short"))["text"] == "see you at 5 🙂"

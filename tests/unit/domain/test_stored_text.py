@@ -1,0 +1,48 @@
+"""Stored texts: deflated where that saves a fifth or more, read back exactly either way."""
+
+from __future__ import annotations
+
+import os
+import zlib
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from bench.scenarios.message_text import varied_text
+from pipeline.domain import stored_text
+
+
+def test_a_long_customer_text_is_stored_in_about_half_its_bytes():
+    text = varied_text(7, 1600)
+    stored = stored_text.stored(text)
+    assert isinstance(stored, bytes)
+    assert len(stored) < 0.5 * len(text.encode())
+    assert stored_text.read(stored) == text
+
+
+def test_a_text_below_the_threshold_is_kept_as_a_string():
+    text = "x" * (stored_text.COMPRESS_FROM_BYTES - 1)
+    assert stored_text.stored(text) == text
+
+
+def test_a_text_that_barely_shrinks_is_kept_as_a_string():
+    # Printable characters drawn at random: 6.6 bits each, nothing for deflate to find
+    noise = "".join(chr(32 + b % 95) for b in os.urandom(800))
+    assert len(zlib.compress(noise.encode())) > stored_text.KEEP_RATIO * len(noise)
+    assert stored_text.stored(noise) == noise
+
+
+@given(st.text(max_size=3000))
+def test_every_text_reads_back_exactly_whichever_way_it_was_stored(text):
+    assert stored_text.read(stored_text.stored(text)) == text
+
+
+def test_a_text_written_before_compression_reads_as_it_is():
+    assert stored_text.read("hello") == "hello"
+
+
+@pytest.mark.parametrize("value", [b"not deflate at all", zlib.compress(b"\xff\xfe", wbits=-15), 42, None])
+def test_what_is_not_a_stored_text_is_refused_naming_why(value):
+    with pytest.raises(stored_text.UnreadableText, match="stored text"):
+        stored_text.read(value)
