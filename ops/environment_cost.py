@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ops.prices import LIST_PRICES, Prices
-from ops.pricing import Cost, FixedCost, entry, fixed_cost, lane_cost
+from ops.pricing import Cost, FixedCost, entry, fixed_cost, lane_cost, row_kib
 from stacks.config.environments import Environment
 from stacks.config.lanes import Lane
 
@@ -52,6 +52,28 @@ def edge_cost(lanes: Sequence[Lane], average_fraction: float, prices: Prices = L
 
 
 @dataclass(frozen=True)
+class ErasureCost:
+    """What one erasure request reads: a consistent scan of the week of raw deliveries (the webhook
+    log has no sender index; adapters/erasure.py), plus queries too small to price."""
+
+    raw_log_gib: float
+    """The webhook log's size when full: a retention's worth of rows at average traffic."""
+    scan: float
+    """Dollars per erasure."""
+
+
+def erasure_cost(env: Environment, average_fraction: float, prices: Prices = LIST_PRICES) -> ErasureCost:
+    kib = 0.0
+    for lane in env.lanes:
+        if entry(lane) != "webhook":
+            continue
+        rows = lane.traffic.peak_per_second * average_fraction * env.retention.raw_deliveries_days * 86_400
+        kib += rows * row_kib(lane)
+    read_units = kib / 4  # consistent: one unit per 4 KiB scanned, whatever the filter keeps
+    return ErasureCost(raw_log_gib=kib / 1024 / 1024, scan=read_units / 1_000_000 * prices.dynamodb_per_million_reads)
+
+
+@dataclass(frozen=True)
 class EnvironmentCost:
     """Everything `lanectl plan` prices for one environment: the text and the JSON read this."""
 
@@ -59,6 +81,7 @@ class EnvironmentCost:
     fixed: FixedCost
     edge: EdgeCost
     edge_enabled: bool
+    erasure: ErasureCost
 
     @property
     def total(self) -> float:
@@ -70,11 +93,17 @@ def environment_cost(env: Environment, average_fraction: float, prices: Prices =
     return EnvironmentCost(
         lanes={
             lane.name: lane_cost(
-                lane, average_fraction, prices, tracing_active=env.tracing_active, retention=env.retention
+                lane,
+                average_fraction,
+                prices,
+                tracing_active=env.tracing_active,
+                retention=env.retention,
+                log_kept_days=env.log_retention_days,
             )
             for lane in env.lanes
         },
         fixed=fixed_cost(len(env.lanes), env.sweeper.period_seconds, prices),
         edge=edge_cost(env.lanes, average_fraction, prices),
         edge_enabled=env.edge.enabled,
+        erasure=erasure_cost(env, average_fraction, prices),
     )

@@ -112,6 +112,12 @@ def _cost_lines(env: Environment, average_fraction: float) -> list[str | Table]:
             f"edge (CloudFront + AWS WAF): off; on, it would add about {money(edge.total)} ({edge_detail})"
         )
     lines.append(f"total: about {money(costs.total)} a month")
+    erasure = costs.erasure
+    lines += _wrapped(
+        f"each erasure request: about {money(erasure.scan)}, a consistent scan of the "
+        f"{env.retention.raw_deliveries_days}-day webhook log (about {erasure.raw_log_gib:,.1f} GiB; it has no "
+        "sender index, which would cost a write unit on every delivery); jobs and data are found by query"
+    )
     usage = ASSUMED
     lines += _wrapped(
         "assumed: full consumer batches; every webhook or job through the API (one request, one door invocation of "

@@ -83,6 +83,10 @@ def document(env: Environment, plans: list[LanePlan], *, utilisation: float, ave
                 "total": _money(edge.total),
             },
             "total_per_month": _money(total),
+            "erasure": {
+                "raw_log_gib": round(costs.erasure.raw_log_gib, 3),
+                "scan_per_request": _money(costs.erasure.scan),
+            },
         },
         "warnings": [w for p in plans for w in lane_warnings(p)] + dependency_warnings + account_warnings,
     }

@@ -71,6 +71,12 @@ class Usage:
     body_compression: float = 0.4
     """A webhook row keeps its body gzip-compressed: a 2 KB WhatsApp text is stored in about 0.9 KB
     (the consumer tests pin a row under 1 KB for a 2 KB text)."""
+    stored_item_ratio: float = 0.35
+    """What a webhook's task stores, per byte of the delivery: its text (about three quarters of a
+    text delivery) deflated to under half (domain/stored_text.py)."""
+    item_keys_kib: float = 0.2
+    """The stored item's keys, sender, times and expiry beside its text (a 2 KB text's item is
+    about 0.9 KB; tests/unit/tasks/test_messages.py pins it under 1 KB)."""
     log_kib_per_message: float = 1.0
     """The door's and the consumer's JSON log lines."""
     platform_log_bytes_per_invocation: int = 330

@@ -23,6 +23,7 @@ from pipeline import metric_names
 from pipeline.domain.routing import WEBHOOK_LANES
 from stacks.config.lanes import Lane
 from stacks.config.privacy import Retention
+from stacks.config.storage import INFREQUENT_ACCESS, data_table_class
 
 
 def entry(lane: Lane) -> str:
@@ -38,6 +39,9 @@ class UnitsPerMessage:
     writes: float
     reads: float
     api_requests: float
+    data_writes: float = 0.0
+    """The part of `writes` that lands in the data table (the effect and its index entry), priced
+    at that table's class."""
 
 
 def units(lane: Lane, usage: Usage = ASSUMED) -> UnitsPerMessage:
@@ -48,28 +52,48 @@ def units(lane: Lane, usage: Usage = ASSUMED) -> UnitsPerMessage:
     sqs = math.ceil(lane.traffic.payload_kib / LIST_PRICES.sqs_request_kib) + 2 / lane.policy.batch_size
     budgets = (2 if lane.policy.tenant_quota else 0) + (2 if lane.policy.dependency else 0)  # each: take and give back
     drain = 1 / lane.policy.batch_size  # one drain-count update per batch, for admission
-    # The row's and the effect's entries in the by_sender index (keys only: one unit each). Later
-    # updates that leave the hash alone write no entry.
-    index = 2 if lane.personal and kind != "tick" else 0
-    effect = math.ceil(lane.traffic.payload_kib)  # what the task stores is about the payload's size
+    effect = math.ceil(effect_kib(lane, usage))
     if kind == "tick":
         # No row: an idempotency marker and the task's write, in one transaction (2 units each).
-        return UnitsPerMessage(sqs, writes=2 * 2 + budgets + drain, reads=0.0, api_requests=0.0)
+        return UnitsPerMessage(sqs, writes=2 * 2 + budgets + drain, reads=0.0, api_requests=0.0, data_writes=2)
     if kind == "webhook":
+        # No index entry: what the task stores about a person is in their partition of the data
+        # table, and the week of raw rows is scanned by an erasure (adapters/erasure.py).
         row = math.ceil(lane.traffic.payload_kib * usage.body_compression + usage.row_overhead_kib)
         # Without a call out, the task's keyed writes are its done-mark (domain/marks.effect_is_mark);
         # work that calls out keeps one: the row and the effect, in one transaction.
-        finish = effect if lane.policy.dependency is None else 2 * (row + effect)
+        data = effect if lane.policy.dependency is None else 2 * effect
+        finish = data if lane.policy.dependency is None else 2 * row + data
         reads = math.ceil(row / 4)
-        return UnitsPerMessage(sqs, writes=row + finish + budgets + drain + index, reads=reads, api_requests=1.0)
+        return UnitsPerMessage(
+            sqs, writes=row + finish + budgets + drain, reads=reads, api_requests=1.0, data_writes=data
+        )
+    # A job about a person: its row's entry in the jobs table's by_sender index, and the entry of
+    # the item its task stores (keys only: a unit each).
+    index = 1 if lane.personal else 0
     row = math.ceil(lane.traffic.payload_kib + usage.row_overhead_kib)
-    door = 2 * (row + 1) + 1  # row and tenant counter in one transaction, plus the index entry
-    finish = 2 * (row + effect + 1) + 1  # done-mark, task write, counter; index removal
+    door = 2 * (row + 1) + index  # row and tenant counter in one transaction, plus the index entry
+    finish = 2 * (row + effect + 1) + 1  # done-mark, task write, counter; pending-index removal
     reads = math.ceil(row / 4)  # one consistent read of the row per 4 KiB
-    return UnitsPerMessage(sqs, writes=door + finish + budgets + drain + index, reads=reads, api_requests=1.0)
+    return UnitsPerMessage(
+        sqs,
+        writes=door + finish + budgets + drain + index,
+        reads=reads,
+        api_requests=1.0,
+        data_writes=2 * effect + index,
+    )
 
 
-def _row_kib(lane: Lane, usage: Usage) -> float:
+def effect_kib(lane: Lane, usage: Usage = ASSUMED) -> float:
+    """What a message's task stores: a webhook's item with its text deflated (domain/stored_text.py)
+    and its keys; a job's about its payload's size."""
+    if entry(lane) == "webhook":
+        return lane.traffic.payload_kib * usage.stored_item_ratio + usage.item_keys_kib
+    return lane.traffic.payload_kib
+
+
+def row_kib(lane: Lane, usage: Usage = ASSUMED) -> float:
+    """What a message's row (or a tick's marker) holds, in KiB."""
     if entry(lane) == "webhook":
         return lane.traffic.payload_kib * usage.body_compression + usage.row_overhead_kib
     if entry(lane) == "job":
@@ -79,15 +103,15 @@ def _row_kib(lane: Lane, usage: Usage) -> float:
 
 def stored_kib(lane: Lane, usage: Usage = ASSUMED) -> float:
     """What one message leaves in DynamoDB while it is kept: its row and its effect."""
-    return _row_kib(lane, usage) + lane.traffic.payload_kib
+    return row_kib(lane, usage) + effect_kib(lane, usage)
 
 
-def stored_kib_days(lane: Lane, retention: Retention, usage: Usage = ASSUMED) -> float:
-    """KiB-days one message occupies under an environment's retention: its row for the raw
-    deliveries' or the jobs' period, its effect for the effects' period."""
+def stored_kib_days(lane: Lane, retention: Retention, usage: Usage = ASSUMED) -> tuple[float, float]:
+    """KiB-days one message occupies under an environment's retention: (its row, for the raw
+    deliveries' or the jobs' period; its effect, in the data table for the effects' period)."""
     kind = entry(lane)
     row_days = {"webhook": retention.raw_deliveries_days, "job": retention.jobs_days}.get(kind, retention.effects_days)
-    return _row_kib(lane, usage) * row_days + lane.traffic.payload_kib * retention.effects_days
+    return row_kib(lane, usage) * row_days, effect_kib(lane, usage) * retention.effects_days
 
 
 def traced(requests_per_second: float) -> float:
@@ -203,8 +227,10 @@ def lane_cost(
     *,
     tracing_active: bool = False,
     retention: Retention | None = None,
+    log_kept_days: float = 0.0,
 ) -> Cost:
-    """`retention`: the environment's periods for storage; without it, `usage.retention_days`."""
+    """`retention`: the environment's periods for storage (and so the data table's class); without
+    it, `usage.retention_days` at the Standard class. `log_kept_days`: the log groups' retention."""
     rate = lane.traffic.peak_per_second * average_fraction
     messages = rate * prices.seconds_per_month
     per = units(lane, usage)
@@ -215,17 +241,25 @@ def lane_cost(
         if tracing_active
         else 0.0
     )
+    infrequent = retention is not None and data_table_class(retention) == INFREQUENT_ACCESS
+    data_writes = messages * per.data_writes if infrequent else 0.0
+    rows_kept, effects_kept = stored_kib_days(lane, retention, usage) if retention is not None else (0.0, 0.0)
     counts = Counts(
         messages=messages,
         consumer_invocations=messages / lane.policy.batch_size,  # full batches: optimistic at low traffic
         door_invocations=messages if kind != "tick" else 0.0,
         sqs_requests=messages * per.sqs_requests,
-        write_units=messages * per.writes,
+        write_units=messages * per.writes - data_writes,
         read_units=messages * per.reads,
         api_requests=messages * per.api_requests,
         traces=traces,
         stored_kib=messages * stored_kib(lane, usage),
-        stored_kib_days=None if retention is None else messages * stored_kib_days(lane, retention, usage),
+        stored_kib_days=None
+        if retention is None
+        else messages * (rows_kept if infrequent else rows_kept + effects_kept),
+        infrequent_write_units=data_writes,
+        infrequent_stored_kib_days=messages * effects_kept if infrequent else 0.0,
+        log_kept_days=log_kept_days,
     )
     items = itemised(counts, lane, prices, usage)
     return Cost(

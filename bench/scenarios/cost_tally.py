@@ -50,7 +50,7 @@ class Tally:
     def rcu(self) -> float:
         return sum(u.rcu for u in self.usage.values())
 
-    def _split(self, by_table: str) -> tuple[float, float]:
+    def split(self, by_table: str) -> tuple[float, float]:
         """(Standard, Standard-IA) sums of a per-table counter of every group."""
         standard = infrequent = 0.0
         for usage in self.usage.values():
@@ -63,7 +63,7 @@ class Tally:
 
     @property
     def kib_days(self) -> float:
-        return sum(self._split("kib_days_by_table"))
+        return sum(self.split("kib_days_by_table"))
 
     def per(self, value: float) -> float:
         return value / self.webhooks
@@ -74,9 +74,9 @@ class Tally:
 
         lane = next(lane for lane in catalogue() if lane.name == LANE)
         platform = (self.door_invocations + self.consumer_invocations) * ASSUMED.platform_log_bytes_per_invocation
-        writes, ia_writes = self._split("wcu_by_table")
-        reads, ia_reads = self._split("rcu_by_table")
-        kept, ia_kept = self._split("kib_days_by_table")
+        writes, ia_writes = self.split("wcu_by_table")
+        reads, ia_reads = self.split("rcu_by_table")
+        kept, ia_kept = self.split("kib_days_by_table")
         counts = Counts(
             messages=self.records,
             consumer_invocations=self.consumer_invocations,
@@ -96,35 +96,43 @@ class Tally:
         return {item: dollars * scale for item, dollars in itemised(counts, lane).items()}
 
 
-FLOOR_WRITE_UNITS = 3.1
-"""The least for the same guarantees, counted by hand for one 2 KB text: its row before the
-enqueue, compressed under 1 KB (1 unit; nothing accepted is lost), the stored message as its own
-done-mark (2 units; each effect once), a tenth of a drain count a batch (admission's rate)."""
-
-
+FLOOR_ROW_UNITS = 1.1
+"""The least for the same guarantees, counted by hand for one 2 KB text, outside the data table: its
+row before the enqueue, compressed under 1 KB (1 unit; nothing accepted is lost, and identical
+redeliveries are refused by its key), and a tenth of a drain count a batch (admission's rate)."""
+FLOOR_EFFECT_UNITS = 1.0
+"""In the data table: the stored message as its own done-mark (each effect once), under 1 KB with
+its text deflated, in its sender's partition so an erasure finds it without an index entry."""
 FLOOR_LOG_BYTES = 300
 """One outcome line per record (tenant, outcome: what the dashboards read)."""
 
 
 def floor_cost(ours: Tally) -> dict[str, float]:
     """The floor priced like the designs: the same Lambda assumptions and batch fill as this run,
-    one send plus a receive and a delete per batch, one consistent read of the row."""
+    one send plus a receive and a delete per batch, one consistent read of the row, the storage
+    this run measured (a row under 1 KB for its week, the effect for its quarter, at their tables'
+    classes: nothing less keeps them as long). Not per webhook, so not in it: an erasure's scan of
+    the raw log (`lanectl plan` prices one)."""
     from ops.prices import ASSUMED
     from ops.pricing import Counts, itemised
 
     lane = next(lane for lane in catalogue() if lane.name == LANE)
     n = ours.webhooks
     batches = ours.consumer_invocations or n / BATCH
+    effect_infrequent = bool(ours.infrequent_tables)
+    kept, ia_kept = ours.split("kib_days_by_table")
     counts = Counts(
         messages=n,
         consumer_invocations=batches,
         door_invocations=n,
         sqs_requests=n + 2 * batches,
-        write_units=FLOOR_WRITE_UNITS * n,
+        write_units=(FLOOR_ROW_UNITS + (0.0 if effect_infrequent else FLOOR_EFFECT_UNITS)) * n,
+        infrequent_write_units=FLOOR_EFFECT_UNITS * n if effect_infrequent else 0.0,
         read_units=n,
         api_requests=n,
         log_bytes=n * FLOOR_LOG_BYTES + (n + batches) * ASSUMED.platform_log_bytes_per_invocation,
-        stored_kib_days=ours.kib_days,
+        stored_kib_days=kept,
+        infrequent_stored_kib_days=ia_kept,
         log_kept_days=ours.log_kept_days,
     )
     return {item: dollars * 1_000_000 / n for item, dollars in itemised(counts, lane).items()}

@@ -32,7 +32,8 @@ from bench.consumer_costs import item_size, read_units, write_targets
 WRITES = frozenset({"PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems", "BatchWriteItem"})
 READS = frozenset({"GetItem", "BatchGetItem", "Query", "Scan"})
 SPARSE_INDEX_ATTRIBUTES = ("pending_shard", "sender_hash")
-"""The key attribute of each sparse, keys-only index: an item enters or leaves it with it."""
+"""The key attribute of each sparse, keys-only index: an item enters or leaves it with it, in the
+tables that have that index (read from the table's description)."""
 TTL_ATTRIBUTES = ("expires_at", "expiration")
 """This pipeline's TTL attribute, and the one Powertools' idempotency records carry."""
 ITEM_OVERHEAD_BYTES = 100
@@ -76,6 +77,7 @@ class Meter:
         self._probe_client: Any = None
         self._probing = threading.local()
         self._keys: dict[str, tuple[str, ...]] = {}
+        self._indexes: dict[str, tuple[str, ...]] = {}
         self._lock = threading.Lock()
         self.usage: dict[str, Usage] = {}
         self.misses = 0
@@ -183,10 +185,9 @@ class Meter:
     ) -> None:
         """One item's part of a write: its units, its index entries and the storage it changed."""
         units = _kb(max(item_size(before), item_size(after))) * (2 if transactional else 1)
-        entries = sum(
-            bool(before and name in before) != bool(after and name in after) for name in SPARSE_INDEX_ATTRIBUTES
-        )
-        kept = _kib_days(after, key, now) - _kib_days(before, key, now)
+        indexed = self._sparse_indexes(table)
+        entries = sum(bool(before and name in before) != bool(after and name in after) for name in indexed)
+        kept = _kib_days(after, key, now, indexed) - _kib_days(before, key, now, indexed)
         forever = _forever_kib(after) - _forever_kib(before)
         with self._lock:
             usage.wcu += units
@@ -208,10 +209,27 @@ class Meter:
 
     def _key_names(self, table: str) -> tuple[str, ...]:
         if table not in self._keys:
-            with self._unmetered():
-                schema = self._probe.describe_table(TableName=table)["Table"]["KeySchema"]
-            self._keys[table] = tuple(k["AttributeName"] for k in schema)
+            self._describe(table)
         return self._keys[table]
+
+    def _sparse_indexes(self, table: str) -> tuple[str, ...]:
+        """The sparse-index attributes this table has an index on: an item carrying one of the
+        others costs no index write."""
+        if table not in self._indexes:
+            self._describe(table)
+        return self._indexes[table]
+
+    def _describe(self, table: str) -> None:
+        with self._unmetered():
+            described = self._probe.describe_table(TableName=table)["Table"]
+        self._keys[table] = tuple(k["AttributeName"] for k in described["KeySchema"])
+        hashed = {
+            k["AttributeName"]
+            for index in described.get("GlobalSecondaryIndexes", [])
+            for k in index["KeySchema"]
+            if k["KeyType"] == "HASH"
+        }
+        self._indexes[table] = tuple(name for name in SPARSE_INDEX_ATTRIBUTES if name in hashed)
 
     def _key(self, table: str, item: Mapping[str, Any]) -> dict[str, Any]:
         return {name: item[name] for name in self._key_names(table)}
@@ -252,20 +270,20 @@ def _ttl(image: Mapping[str, Any] | None) -> float | None:
     return None
 
 
-def _stored_bytes(image: Mapping[str, Any], key: Mapping[str, Any]) -> int:
+def _stored_bytes(image: Mapping[str, Any], key: Mapping[str, Any], indexed: tuple[str, ...]) -> int:
     """The item, plus an entry per sparse index it is in (its keys, the index key, overhead)."""
     stored = item_size(image) + ITEM_OVERHEAD_BYTES
-    for name in SPARSE_INDEX_ATTRIBUTES:
+    for name in indexed:
         if name in image:
             stored += item_size({**key, name: image[name]}) + ITEM_OVERHEAD_BYTES
     return stored
 
 
-def _kib_days(image: Mapping[str, Any] | None, key: Mapping[str, Any], now: float) -> float:
+def _kib_days(image: Mapping[str, Any] | None, key: Mapping[str, Any], now: float, indexed: tuple[str, ...]) -> float:
     expires = _ttl(image)
     if not image or expires is None:
         return 0.0
-    return _stored_bytes(image, key) / 1024 * max(0.0, expires - now) / DAY
+    return _stored_bytes(image, key, indexed) / 1024 * max(0.0, expires - now) / DAY
 
 
 def _forever_kib(image: Mapping[str, Any] | None) -> float:

@@ -3,9 +3,12 @@
 
 Every table expires items by DynamoDB's TTL on `expires_at`, which every writer sets (see
 stacks/config/privacy.py for how long each kind is kept), and keeps point-in-time recovery for the
-environment's `backup_days`: a deleted item stays restorable that long. The tables that hold what a
-person sent (webhook log, jobs, data) index it by that person's hash (`by_sender`, sparse, keys
-only), so an erasure request finds it with a query (domain/senders.py).
+environment's `backup_days`: a deleted item stays restorable that long. The jobs and data tables
+index what is about a person by that person's hash (`by_sender`, sparse, keys only), so an erasure
+request finds it with a query (domain/senders.py); the data table keeps what the webhook lanes
+store about a person in their own partition, found without the index. The webhook log carries the
+hash on its rows but no index: it keeps a week of raw deliveries, small enough for an erasure to
+scan, and an index entry would cost a write unit on every delivery (adapters/erasure.py).
 
 The data table's class follows how long its items are kept (stacks/config/storage.py): Standard-IA
 where that is long enough for storage to outweigh the dearer requests (prod), Standard elsewhere.
@@ -34,7 +37,7 @@ class PipelineTables(Construct):
     def __init__(self, scope: Construct, construct_id: str, *, env: Environment) -> None:
         super().__init__(scope, construct_id)
         self._env = env
-        self.webhook_log = self._by_sender(self._obligations(WEBHOOK_LOG_ID))
+        self.webhook_log = self._obligations(WEBHOOK_LOG_ID)
         self.jobs = self._by_sender(self._obligations(JOBS_ID))
         self.state = self._table(
             STATE_ID,

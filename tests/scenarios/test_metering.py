@@ -92,3 +92,34 @@ def test_read_units_are_kept_by_the_table_read(dynamodb):
     dynamodb.batch_get_item(RequestItems={TABLE: {"Keys": [{"pk": {"S": "msg#read"}}]}})
 
     assert meter.usage["consumer"].rcu_by_table == {TABLE: 1.5}
+
+
+def test_an_index_entry_is_charged_only_where_the_table_has_that_index(dynamodb):
+    # Given the table above (no index) and one with a sparse sender index
+    dynamodb.create_table(
+        TableName="indexed",
+        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+        AttributeDefinitions=[
+            {"AttributeName": "pk", "AttributeType": "S"},
+            {"AttributeName": "sender_hash", "AttributeType": "S"},
+        ],
+        GlobalSecondaryIndexes=[
+            {
+                "IndexName": "by_sender",
+                "KeySchema": [{"AttributeName": "sender_hash", "KeyType": "HASH"}],
+                "Projection": {"ProjectionType": "KEYS_ONLY"},
+            }
+        ],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    meter = _meter()
+    meter.attach(dynamodb, lambda *_: "door")
+
+    # When each gets an item carrying a sender hash
+    for table in (TABLE, "indexed"):
+        dynamodb.put_item(TableName=table, Item={"pk": {"S": "row#1"}, "sender_hash": {"S": "a" * 32}})
+
+    # Then only the indexed table's write costs an index entry
+    usage = meter.usage["door"]
+    assert usage.wcu_by_table == {TABLE: 1, "indexed": 2}
+    assert usage.index_wcu == 1

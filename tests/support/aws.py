@@ -36,28 +36,33 @@ def _sender_index() -> dict:
     }
 
 
-def _pending_table(client, name: str) -> None:
+def _pending_table(client, name: str, *, by_sender: bool) -> None:
+    """An obligations table as the stack makes it: the webhook log has no sender index (an erasure
+    scans it), the jobs table has one."""
+    attributes = [
+        {"AttributeName": schema.ID, "AttributeType": "S"},
+        {"AttributeName": schema.PENDING_SHARD, "AttributeType": "S"},
+        {"AttributeName": schema.PENDING_SINCE, "AttributeType": "N"},
+    ]
+    indexes = [
+        {
+            "IndexName": schema.PENDING_INDEX,
+            "KeySchema": [
+                {"AttributeName": schema.PENDING_SHARD, "KeyType": "HASH"},
+                {"AttributeName": schema.PENDING_SINCE, "KeyType": "RANGE"},
+            ],
+            "Projection": {"ProjectionType": "KEYS_ONLY"},
+        }
+    ]
+    if by_sender:
+        attributes.append({"AttributeName": schema.SENDER_HASH, "AttributeType": "S"})
+        indexes.append(_sender_index())
     client.create_table(
         TableName=name,
         BillingMode="PAY_PER_REQUEST",
-        AttributeDefinitions=[
-            {"AttributeName": schema.ID, "AttributeType": "S"},
-            {"AttributeName": schema.PENDING_SHARD, "AttributeType": "S"},
-            {"AttributeName": schema.PENDING_SINCE, "AttributeType": "N"},
-            {"AttributeName": schema.SENDER_HASH, "AttributeType": "S"},
-        ],
+        AttributeDefinitions=attributes,
         KeySchema=[{"AttributeName": schema.ID, "KeyType": "HASH"}],
-        GlobalSecondaryIndexes=[
-            {
-                "IndexName": schema.PENDING_INDEX,
-                "KeySchema": [
-                    {"AttributeName": schema.PENDING_SHARD, "KeyType": "HASH"},
-                    {"AttributeName": schema.PENDING_SINCE, "KeyType": "RANGE"},
-                ],
-                "Projection": {"ProjectionType": "KEYS_ONLY"},
-            },
-            _sender_index(),
-        ],
+        GlobalSecondaryIndexes=indexes,
     )
 
 
@@ -100,8 +105,8 @@ def deploy(env: Environment) -> Deployed:
     dynamodb = boto3.client("dynamodb", region_name=REGION)
     sqs = boto3.client("sqs", region_name=REGION)
     secrets = boto3.client("secretsmanager", region_name=REGION)
-    _pending_table(dynamodb, "webhook-log")
-    _pending_table(dynamodb, "jobs")
+    _pending_table(dynamodb, "webhook-log", by_sender=False)
+    _pending_table(dynamodb, "jobs", by_sender=True)
     _state_table(dynamodb, "state")
     _data_table(dynamodb, "data")
 

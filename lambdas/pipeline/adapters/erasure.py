@@ -1,8 +1,11 @@
-"""One person's rows and items, found through the `by_sender` indexes and their own partition of
-the data table, and erased (tasks/erase.py).
+"""One person's rows and items, found and erased (tasks/erase.py).
 
-Finding is a query of each keys-only index and one of the person's partition (domain/senders.py),
-never a scan; the index queries never read a body. A row is emptied
+Webhook rows are found by a scan of the webhook log, filtered on the row's `sender_hash` and read
+page by page: the log keeps raw deliveries only a week, so it is small, and erasures are rare, while
+an index entry on every row would cost a write unit on every delivery (see README, "Personal
+data", for the sums). The scan is consistent, so a row written before it started is seen. Jobs
+and data items are found by a query of each table's keys-only index, and of the person's own
+partition of the data table (domain/senders.py); those never read a body. A row is emptied
 by one conditional put of its tombstone (domain/erasure.py): a webhook row on condition it still
 exists (nothing here brings back a row TTL deleted), a job row on condition its status is the one
 read, committed with its tenant's queued count when it was still queued (as any job leaving
@@ -29,7 +32,7 @@ from pipeline.domain.effects import KEY_ATTRIBUTES, OnConflict, Put, Table, Writ
 from pipeline.domain.errors import TransientError
 from pipeline.domain.job_bookkeeping import queued_decrement
 from pipeline.domain.ports import CommitState, Committer
-from pipeline.domain.work import Erasable
+from pipeline.domain.work import Erasable, RowsPage
 from pipeline.settings import RetentionSettings
 
 BATCH_WRITE_LIMIT = 25
@@ -54,8 +57,11 @@ class DynamoEraser:
         clock: Callable[[], float],
         *,
         sleep: Callable[[float], None] = time.sleep,
+        scan_page_items: int | None = None,
     ) -> None:
+        """`scan_page_items`: rows read per scan page (None: DynamoDB's 1 MB pages)."""
         self._dynamodb = dynamodb
+        self._scan_page_items = scan_page_items
         self._tables = tables
         self._committer = committer
         self._kept = kept
@@ -64,9 +70,25 @@ class DynamoEraser:
 
     # Finding
 
+    def scan_rows(self, sender_hash: str, start: Mapping[str, Any] | None) -> RowsPage:
+        kwargs: dict[str, Any] = {
+            "TableName": self._tables[Table.WEBHOOK_LOG],
+            "FilterExpression": "#hash = :hash",
+            "ProjectionExpression": "#id",
+            "ExpressionAttributeNames": {"#hash": schema.SENDER_HASH, "#id": schema.ID},
+            "ExpressionAttributeValues": {":hash": {"S": sender_hash}},
+            "ConsistentRead": True,
+        }
+        if self._scan_page_items is not None:
+            kwargs["Limit"] = self._scan_page_items
+        if start is not None:
+            kwargs["ExclusiveStartKey"] = dict(start)
+        response = self._dynamodb.scan(**kwargs)
+        ids = tuple(str(item[schema.ID]["S"]) for item in response.get("Items", []))
+        return RowsPage(log_ids=ids, resume_from=response.get("LastEvaluatedKey") or None)
+
     def find(self, sender_hash: str) -> Erasable:
         return Erasable(
-            log_ids=tuple(str(item[schema.ID]) for item in self._query(Table.WEBHOOK_LOG, sender_hash)),
             job_ids=tuple(str(item[schema.ID]) for item in self._query(Table.JOBS, sender_hash)),
             data_keys=tuple(
                 dict.fromkeys(

@@ -17,9 +17,10 @@ Row layout (table key `id` = `wh-<sha256 of the raw body>`):
   about 970 and one.
 - `expires_at` (schema.TTL) on the row and on each part: the raw-delivery retention, counted from
   receipt. A redelivery of the same bytes finds the row and leaves its expiry as it was.
-- `sender_hash` (schema.SENDER_HASH) when the delivery names exactly one person: the key of the
-  sparse `by_sender` index an erasure queries. A delivery naming several has none (an item has one
-  index key); the consumer indexes those when it processes them (tasks/privacy.py).
+- `sender_hash` (schema.SENDER_HASH) when the delivery names exactly one person: what an erasure's
+  scan of the log looks for (no index holds it: that would be a write unit per delivery). A
+  delivery naming several has none; the consumer records those in each person's partition when it
+  processes them (tasks/privacy.py).
 
 The write is one conditional PutItem (a TransactWriteItems when the body needs parts) that returns
 the existing row when the body was seen before, so a redelivery costs no extra read.

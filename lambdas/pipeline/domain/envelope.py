@@ -47,13 +47,17 @@ class Envelope:
     deferrals: int = 0
     payload: Any = None
     ref: str | None = None
+    progress: Mapping[str, Any] | None = None
+    """Where a task that had more to do than its time left off (errors.MoreToDo), carried by the
+    re-send; None for work nobody has started."""
 
     def to_json(self) -> str:
         body = {k: v for k, v in asdict(self).items() if v is not None}
         return json.dumps(body, separators=(",", ":"), ensure_ascii=False)
 
-    def deferred(self) -> Envelope:
-        return replace(self, deferrals=self.deferrals + 1)
+    def deferred(self, progress: Mapping[str, Any] | None = None) -> Envelope:
+        """The copy a deferral re-sends; `progress`, when given, replaces what the task had saved."""
+        return replace(self, deferrals=self.deferrals + 1, progress=self.progress if progress is None else progress)
 
     def with_attempts(self, attempts: int) -> Envelope:
         return replace(self, attempt=attempts)
@@ -96,6 +100,7 @@ class Envelope:
                 deferrals=int(raw.get("deferrals", 0)),
                 payload=raw.get("payload"),
                 ref=raw.get("ref"),
+                progress=raw.get("progress"),
             )
         except (TypeError, ValueError) as exc:
             raise MalformedEnvelope(f"envelope field has the wrong type: {exc}") from exc
@@ -103,6 +108,8 @@ class Envelope:
             raise MalformedEnvelope("attempt and deferrals must be >= 0")
         if envelope.payload is None and envelope.ref is None:
             raise MalformedEnvelope("envelope has neither payload nor ref")
+        if envelope.progress is not None and not isinstance(envelope.progress, dict):
+            raise MalformedEnvelope("progress must be a JSON object")
         return envelope
 
 

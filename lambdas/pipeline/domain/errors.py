@@ -58,6 +58,16 @@ class DependencyBusy(Exception):
     which costs it no attempt."""
 
 
+class MoreToDo(Exception):
+    """The task did part of its work (all of it safe to do again) and has more than its time
+    allows. Not an error: the consumer re-sends the record carrying `progress`, a small JSON object
+    the task reads back from its envelope next time, and the re-send costs it no attempt."""
+
+    def __init__(self, progress: Mapping[str, Any], why: str = "more to do than time allows") -> None:
+        super().__init__(why)
+        self.progress = dict(progress)
+
+
 @dataclass(frozen=True)
 class Classified:
     transient: bool

@@ -28,6 +28,8 @@ class RecordOutcome:
     error: Classified | None = None
     attempt: int = 0
     detail: Mapping[str, Any] = field(default_factory=dict)
+    progress: Mapping[str, Any] | None = None
+    """For a deferral of a task that had more to do: what the re-sent copy carries."""
 
 
 DRAINED = frozenset({Outcome.DONE, Outcome.DUPLICATE, Outcome.SUPERSEDED, Outcome.EXPIRED, Outcome.DEAD_LETTERED})
@@ -38,8 +40,15 @@ def acked(outcome: str, attempt: int, **detail: Any) -> RecordOutcome:
     return RecordOutcome(outcome=outcome, attempt=attempt, detail=detail)
 
 
-def deferred(seconds: int, attempt: int, budget: str) -> RecordOutcome:
-    return RecordOutcome(outcome=Outcome.DEFERRED, defer_seconds=seconds, attempt=attempt, detail={"budget": budget})
+def deferred(seconds: int, attempt: int, budget: str, progress: Mapping[str, Any] | None = None) -> RecordOutcome:
+    """`budget`: why (a budget's kind, or CONTINUES for a task with more to do)."""
+    return RecordOutcome(
+        outcome=Outcome.DEFERRED, defer_seconds=seconds, attempt=attempt, detail={"budget": budget}, progress=progress
+    )
+
+
+CONTINUES = "continues"
+"""A deferral's reason when the task itself had more to do (errors.MoreToDo)."""
 
 
 def retried(visibility_seconds: int, error: Classified, attempt: int, **detail: Any) -> RecordOutcome:

@@ -8,8 +8,9 @@ Steps 6 and the end of the batch in domain/consumer.py's overview.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import replace
+from typing import Any
 
 from pipeline import schema
 from pipeline.domain import marks, retry
@@ -49,9 +50,9 @@ class Settler:
 
     # Outcomes with side effects
 
-    def defer(self, received: Received, budget: str) -> RecordOutcome:
+    def defer(self, received: Received, budget: str, progress: Mapping[str, Any] | None = None) -> RecordOutcome:
         delay = retry.deferral_delay(self._lane.defer_seconds, self._rng)
-        return out.deferred(delay, attempt_of(received), budget)
+        return out.deferred(delay, attempt_of(received), budget, progress)
 
     def expire(
         self, received: Received, obligation: Obligation, attempt: int, now: float, *, time_left: float
@@ -155,7 +156,8 @@ class Settler:
                 envelope = received.envelope
                 assert envelope is not None
                 carried = retry.carried_on_resend(envelope.attempt, received.receive_count)
-                resends.append((envelope.deferred().with_attempts(carried), settled[index].defer_seconds or 0))
+                resent = envelope.deferred(settled[index].progress).with_attempts(carried)
+                resends.append((resent, settled[index].defer_seconds or 0))
             try:
                 refused = self._io.queue.defer(resends)
             except Exception as exc:

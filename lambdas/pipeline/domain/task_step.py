@@ -16,7 +16,7 @@ from pipeline.domain import marks, retention, senders
 from pipeline.domain import outcomes as out
 from pipeline.domain.consumer_config import Adapters, ConsumerConfig
 from pipeline.domain.effects import TASK_TABLES, Write
-from pipeline.domain.errors import DependencyBusy, PermanentError, TaskTimeout, classify
+from pipeline.domain.errors import DependencyBusy, MoreToDo, PermanentError, TaskTimeout, classify
 from pipeline.domain.job_bookkeeping import job_finished
 from pipeline.domain.marks import Obligation
 from pipeline.domain.outcomes import RecordOutcome
@@ -83,6 +83,8 @@ class TaskStep:
             self._service.observe(envelope.kind, self._clock() - started)
         except DependencyBusy:
             return self._settle.defer(received, budget_rules.DEPENDENCY)
+        except MoreToDo as more:
+            return self._settle.defer(received, out.CONTINUES, more.progress)
         except TaskTimeout as exc:
             if limit < full:
                 # Stopped by the end of the invocation, not by its own limit: the record gets

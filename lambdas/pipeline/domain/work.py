@@ -34,21 +34,34 @@ class Vendor(Protocol):
 
 @dataclass(frozen=True)
 class Erasable:
-    """What the `by_sender` indexes hold for one person."""
+    """What the jobs and data tables hold for one person: their indexes, and the person's own
+    partition of the data table."""
 
-    log_ids: tuple[str, ...] = ()
     job_ids: tuple[str, ...] = ()
     data_keys: tuple[tuple[str, str], ...] = ()
     """(pk, sk) of data-table items."""
 
     @property
     def empty(self) -> bool:
-        return not (self.log_ids or self.job_ids or self.data_keys)
+        return not (self.job_ids or self.data_keys)
+
+
+@dataclass(frozen=True)
+class RowsPage:
+    """One page of a scan of the webhook log for the rows that name a person."""
+
+    log_ids: tuple[str, ...]
+    resume_from: Mapping[str, Any] | None
+    """Where the next page starts (opaque to the task, JSON); None once the whole log was read."""
 
 
 class Eraser(Protocol):
     """Finding and erasing one person's rows and items (adapters/erasure.py). Every call is safe to
-    repeat: an erasure that dies half way is run again from the start."""
+    repeat: an erasure that dies half way is run again from where it last said it got to."""
+
+    def scan_rows(self, sender_hash: str, start: Mapping[str, Any] | None) -> RowsPage:
+        """A page of the webhook log's rows that name the person, from `start` (None: the top)."""
+        ...
 
     def find(self, sender_hash: str) -> Erasable: ...
 

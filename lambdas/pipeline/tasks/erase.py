@@ -2,15 +2,22 @@
 the bulk lane; see domain/erasure.py for how a request becomes one).
 
 Rows first, then items: a message still on its way to a lane finds its row erased and writes
-nothing, so no item about the person is made after their rows are gone. Then the indexes are
-asked again (they are eventually consistent, and a task may have been writing as this one read)
-until they hold nothing; a person still turning up after `ROUNDS` rounds is retried later.
+nothing, so no item about the person is made after their rows are gone. The webhook log is read
+by a scan for the rows naming the person (adapters/erasure.py says why a scan): page by page,
+each page's rows emptied before the next is read, and when the task's time runs short it stops
+and leaves the rest to its next run (errors.MoreToDo: the consumer re-sends the job with the
+place it got to, at no cost in attempts), so a log of any size is read whole. Then the indexes
+and the person's partition are asked again (the indexes are eventually consistent, and a task may
+have been writing as this one read) until they hold nothing; a person still turning up after
+`ROUNDS` rounds is retried later.
 
-A delivery that names several people is indexed only when its task processes it (its row cannot
-carry one index key for each), so one still queued when the erasure runs is not found, and its task
-then stores what it says about the person. So the erasure runs again `erase_again_seconds` later
-(a lane option: 15 minutes, SQS's longest delay), as internal work of its own; lanes that hold a
-delivery longer than that have paged long before.
+A delivery that names several people carries no hash on its row (its row cannot hold one for
+each); its task writes an item per person pointing at it, so one still queued when the erasure
+runs is not found, and its task then stores what it says about the person. So the erasure runs
+again `erase_again_seconds` later (a lane option: 15 minutes, SQS's longest delay), as internal
+work of its own, for the items and what they point at; lanes that hold a delivery longer than
+that have paged long before. The second run does not read the log again: rows that name the
+person were emptied by the first, and a message they send afterwards is new.
 
 What goes: webhook rows that name the person, with their body parts (a delivery naming several
 people goes whole: its raw body is not cut apart), job rows about them, everything in their
@@ -31,7 +38,7 @@ from pipeline import schema
 from pipeline.domain import erasure, senders
 from pipeline.domain.effects import Table
 from pipeline.domain.envelope import Envelope
-from pipeline.domain.errors import PermanentError, TransientError
+from pipeline.domain.errors import MoreToDo, PermanentError, TransientError
 from pipeline.domain.work import Erasable, FollowUp, TaskContext, TaskResult
 from pipeline.tasks import ai
 
@@ -40,6 +47,12 @@ ROUNDS = 3
 AGAIN_OPTION = "erase_again_seconds"
 AGAIN_SECONDS = "900"
 AGAIN_SUFFIX = "-again"
+SCAN_FROM = "scan_from"
+ERASED = "erased"
+PAGE_MARGIN = 3.0
+"""A page is read only while the time left is at least this many times the slowest page so far
+(and the index rounds after it): pages vary with the rows they find."""
+LEAST_LEFT_SECONDS = 1.0
 
 
 class StillFinding(TransientError):
@@ -52,8 +65,28 @@ def _sender_hash(payload: Any) -> str:
     return str(payload["sender_hash"])
 
 
+def _scan_rows(ctx: TaskContext, sender_hash: str, counts: Counter[str]) -> None:
+    """Empty every row of the log that names the person, from where an earlier run stopped."""
+    progress = ctx.envelope.progress or {}
+    cursor: Mapping[str, Any] | None = progress.get(SCAN_FROM)
+    slowest = 0.0
+    while True:
+        before = ctx.remaining()
+        page = ctx.eraser.scan_rows(sender_hash, cursor)
+        rows, parts = ctx.eraser.erase_log_rows(page.log_ids)
+        counts["webhook_rows"] += rows
+        counts["body_parts"] += parts
+        cursor = page.resume_from
+        if cursor is None:
+            return
+        left = ctx.remaining()
+        slowest = max(slowest, before - left)
+        if left < max(LEAST_LEFT_SECONDS, PAGE_MARGIN * slowest):
+            raise MoreToDo({SCAN_FROM: dict(cursor), ERASED: dict(counts)}, "the webhook log is read on next run")
+
+
 def _erase(ctx: TaskContext, found: Erasable, counts: Counter[str]) -> None:
-    deliveries = set(found.log_ids)
+    deliveries: set[str] = set()
     markers: dict[str, dict[str, str]] = {}
     for pk, sk in found.data_keys:
         log_id = senders.indexed_delivery(pk, sk)
@@ -90,7 +123,9 @@ def _again(ctx: TaskContext, sender_hash: str) -> tuple[FollowUp, ...]:
 
 def run(ctx: TaskContext) -> TaskResult:
     sender_hash = _sender_hash(ctx.payload)
-    counts: Counter[str] = Counter()
+    counts: Counter[str] = Counter((ctx.envelope.progress or {}).get(ERASED) or {})
+    if ctx.envelope.source != "internal":  # the second pass leaves the log alone (see above)
+        _scan_rows(ctx, sender_hash, counts)
     for _ in range(ROUNDS):
         found = ctx.eraser.find(sender_hash)
         if found.empty:

@@ -60,10 +60,14 @@ def test_plan_cost_section(lanectl):
         "monthly cost at list prices (us-east-1, 2025 list prices, no free tier; 730 h; average traffic = 25% "
         "of peak)" in result.out
     )
-    # A 2 KB text: its compressed row (1 unit), its stored message as the done-mark (2), a tenth of
-    # a drain count, and the row's and the message's entries in the sender index (1 each); one
+    # A 2 KB text: its compressed row (1 unit), its stored message as the done-mark, text deflated
+    # and in the sender's partition (1), a tenth of a drain count, and no index entry; one
     # consistent read of the row.
-    assert _row(result.out, "messages", "cost")[0:4] == ["messages", "webhook", "131.4M", "5.1/1"]
+    assert _row(result.out, "messages", "cost")[0:4] == ["messages", "webhook", "131.4M", "2.1/1"]
+    # What the missing index costs instead: a scan of the week of raw deliveries per erasure
+    assert "each erasure request: about $1.01, a consistent scan of the 7-day webhook log" in " ".join(
+        result.out.split()
+    )
     # Production passes tracing through: no traces are priced.
     assert _row(result.out, "messages", "cost")[9] == "$0.00"
     assert _row(result.out, "scheduled", "cost")[1] == "tick"
@@ -176,14 +180,30 @@ def test_storage_is_priced_for_each_kind_of_data_as_long_as_the_environment_keep
 
     lane = ENVIRONMENTS["prod"].lane("messages")
     month = Retention(raw_deliveries_days=7, effects_days=30)
-    quarter = Retention(raw_deliveries_days=7, effects_days=90)
+    # The raw row (0.95 KiB stored) for its own week, the effect (0.9 KiB: the text deflated, and
+    # its keys) for its own month
+    assert pricing.stored_kib_days(lane, month) == pytest.approx(((2.0 * 0.4 + 0.15) * 7, (2.0 * 0.35 + 0.2) * 30))
+    # 131.4M messages a month: a write unit for the row, one for the effect, a tenth of a drain
+    # count; a read of the row; storage and point-in-time recovery at $0.25 + $0.20 a GB-month
+    messages = 131_400_000
+    gb_months = messages / 1024**2 / 30
+    standard = messages * 2.1 * 0.625 / 1e6 + messages * 0.125 / 1e6 + gb_months * ((0.95 * 7 + 0.9 * 30) * 0.45)
+    assert pricing.lane_cost(lane, 0.25, retention=month).dynamodb == pytest.approx(standard)
 
-    # 131.4M messages a month, each leaving a 2 KiB effect: 60 more days of it at $0.25 + $0.20
-    # (storage and point-in-time recovery) a GB-month
-    extra = (
-        pricing.lane_cost(lane, 0.25, retention=quarter).dynamodb
-        - pricing.lane_cost(lane, 0.25, retention=month).dynamodb
+
+def test_effects_kept_a_quarter_are_priced_at_the_infrequent_access_class():
+    from stacks.config.privacy import Retention
+
+    lane = ENVIRONMENTS["prod"].lane("messages")
+    quarter = Retention(raw_deliveries_days=7, effects_days=90)
+    messages = 131_400_000
+    gb_months = messages / 1024**2 / 30
+    # The effect's write unit at Standard-IA's $0.78125, its 90 days at $0.10 + $0.20; the row and the
+    # drain count stay Standard
+    expected = (
+        messages * 1.1 * 0.625 / 1e6
+        + messages * 1.0 * 0.78125 / 1e6
+        + messages * 0.125 / 1e6
+        + gb_months * (0.95 * 7 * 0.45 + 0.9 * 90 * 0.30)
     )
-    assert extra == pytest.approx(131_400_000 * 2.0 * 60 / 1024**2 / 30 * 0.45)
-    # The raw row (0.95 KiB stored) for its own week, the effect for its own month
-    assert pricing.stored_kib_days(lane, month) == pytest.approx((2.0 * 0.4 + 0.15) * 7 + 2.0 * 30)
+    assert pricing.lane_cost(lane, 0.25, retention=quarter).dynamodb == pytest.approx(expected)

@@ -11,8 +11,11 @@ import boto3
 
 from pipeline import schema
 from pipeline.adapters import items
+from pipeline.adapters.erasure import DynamoEraser
+from pipeline.adapters.tables import TableNames
 from pipeline.adapters.webhook_log import WebhookLog
 from pipeline.domain import erasure, senders, stored_text, webhook
+from pipeline.domain.effects import Table
 from tests.support.aws import REGION, SENDER_KEY
 from tests.unit.ingress.conftest import encode
 from tests.unit.tasks.payloads import comment_change, feed, status, text_message, whatsapp
@@ -200,3 +203,39 @@ def test_the_status_page_knows_only_codes_it_issued(pipeline):
     assert pipeline.erasure_status(code)["statusCode"] == 200
     for unknown in (secrets.token_hex(16), "not-a-code", job_id, code.upper()):
         assert pipeline.erasure_status(unknown)["statusCode"] == 404
+
+
+def test_the_scan_of_the_log_pages_through_every_row_and_finds_only_the_persons(pipeline):
+    # Given five of Ana's deliveries among seven of Ben's in the webhook log
+    ana = {webhook.log_id(encode(pipeline_text(n, ANA))) for n in range(5)}
+    for n in range(5):
+        pipeline.deliver(pipeline_text(n, ANA))
+    for n in range(7):
+        pipeline.deliver(pipeline_text(n, BEN))
+    eraser = DynamoEraser(
+        boto3.client("dynamodb", region_name=REGION),
+        TableNames({Table.WEBHOOK_LOG: "webhook-log"}),
+        committer=None,  # type: ignore[arg-type]  # finding only: nothing is committed
+        kept=None,  # type: ignore[arg-type]
+        clock=lambda: 0.0,
+        scan_page_items=2,
+    )
+
+    # When the log is scanned for Ana two rows at a time
+    found: list[str] = []
+    pages, start = 0, None
+    while True:
+        page = eraser.scan_rows(senders.sender_hash(SENDER_KEY.encode(), ANA), start)
+        found.extend(page.log_ids)
+        pages += 1
+        start = page.resume_from
+        if start is None:
+            break
+
+    # Then every page was read, and exactly her rows were found, each once
+    assert pages >= 6
+    assert sorted(found) == sorted(ana)
+
+
+def pipeline_text(n: int, sender: str) -> dict:
+    return whatsapp(messages=[text_message(f"wamid.{sender}.{n}", f"note {n}", sender=sender)])

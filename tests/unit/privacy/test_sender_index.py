@@ -1,5 +1,6 @@
-"""Everything written about a person is found by their hash with one query per table, never a scan:
-through the real door, jobs API and tasks on moto."""
+"""Everything written about a person is found by their hash: jobs and data items with a query (of
+the index, and of the person's partition), the week of raw deliveries by a scan of the webhook log
+for the rows that carry it; through the real door, jobs API and tasks on moto."""
 
 from __future__ import annotations
 
@@ -45,9 +46,23 @@ def _person(person: str) -> str:
     return senders.person_partition(senders.sender_hash(KEY, person))
 
 
+def _scanned(person: str) -> set[str]:
+    """The webhook log's rows that carry `person`'s hash, read as an erasure reads them."""
+    response = boto3.client("dynamodb", region_name=REGION).scan(
+        TableName="webhook-log",
+        FilterExpression="#h = :h",
+        ExpressionAttributeNames={"#h": schema.SENDER_HASH},
+        ExpressionAttributeValues={":h": {"S": senders.sender_hash(KEY, person)}},
+        ConsistentRead=True,
+    )
+    return {item[schema.ID]["S"] for item in response["Items"]}
+
+
 def _found(table: str, person: str) -> set[str]:
-    """Everything an erasure's queries find for `person` in `table`: its index, and for the data
-    table the person's partition too."""
+    """Everything an erasure finds for `person` in `table`: the log's rows by scan, the index of
+    the others, and for the data table the person's partition too."""
+    if table == "webhook-log":
+        return _scanned(person)
     return _indexed(table, person) | (_partition(person) if table == "data" else set())
 
 
