@@ -119,12 +119,12 @@ def _enqueue_failures(s: Session, marker: str) -> int:
 
 
 def _replays(s: Session, after: float) -> int:
-    from ops.drive.log_lines import parse_log_time
+    from ops.drive.log_lines import RECEIVED_AT
 
     return sum(
         int(line.get("summary", {}).get("webhook", {}).get("replayed", 0))
         for _, line in s.log.lines(lambda _f, p: p.get("message") == "sweep finished")
-        if parse_log_time(line["timestamp"]) >= after
+        if line[RECEIVED_AT] >= after
     )
 
 

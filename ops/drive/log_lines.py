@@ -5,18 +5,18 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
 TERMINAL = frozenset({"done", "duplicate", "superseded", "expired", "dead_lettered"})
 """Outcomes after which a work id needs nothing more."""
 
 
-def parse_log_time(text: str) -> float:
-    """Powertools' `timestamp` field ("2025-01-01 10:00:00,123+0000") as epoch seconds."""
-    return datetime.strptime(text, "%Y-%m-%d %H:%M:%S,%f%z").timestamp()
+RECEIVED_AT = "@timestamp"
+"""When the line was written, as CloudWatch Logs stamps each event it ingests (the functions' lines
+carry no time of their own: the event's is the one that counts, and the bytes are paid for)."""
 
 
 @dataclass(frozen=True)
@@ -57,11 +57,12 @@ class LineLog:
             return
         if not isinstance(parsed, dict):
             return
+        parsed[RECEIVED_AT] = time.time()
         message = str(parsed.get("message", ""))
         with self._lock:
             if "outcome" in parsed and (message.startswith("record ") or parsed["outcome"] == "would_defer"):
                 record = RecordLine(
-                    at=parse_log_time(parsed["timestamp"]),
+                    at=parsed[RECEIVED_AT],
                     lane=str(parsed.get("lane", "")),
                     tenant=str(parsed.get("tenant", "")),
                     kind=str(parsed.get("kind", "")),

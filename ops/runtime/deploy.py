@@ -2,8 +2,8 @@
 
 moto's CloudFormation creates what it supports (queues with redrive, tables, functions, mappings,
 roles, rules, topics, keys, log groups). What it would silently skip is handled here from the same
-template: secrets and resource policies are created directly, and API routes, alarms, dashboards
-and insight rules are left to the runtime, which plays them. Nothing is described twice: a lane
+template: secrets and resource policies are created directly, and API routes, alarms, dashboards,
+insight rules and log metric filters are left to the runtime, which plays them. Nothing is described twice: a lane
 added to the catalogue appears here with no other change.
 """
 
@@ -38,6 +38,7 @@ PLAYED_BY_RUNTIME = frozenset(
         "AWS::CloudWatch::Alarm",
         "AWS::CloudWatch::InsightRule",
         "AWS::CloudWatch::Dashboard",
+        "AWS::Logs::MetricFilter",
     }
 )
 CREATED_DIRECTLY = frozenset({"AWS::SecretsManager::Secret", "AWS::SQS::QueuePolicy", "AWS::SNS::TopicPolicy"})

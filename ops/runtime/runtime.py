@@ -29,6 +29,7 @@ from ops.runtime.api import ApiServer, throttle
 from ops.runtime.capture import OutputCapture
 from ops.runtime.deploy import REGION, Deployment, deploy
 from ops.runtime.functions import FunctionHost
+from ops.runtime.log_filters import LineCounts
 from ops.runtime.mappings import MappingPlayer
 from ops.runtime.metrics import MetricsStore
 from ops.runtime.process_state import ProcessState
@@ -142,6 +143,7 @@ class LocalRuntime:
         enable_from_template(synthesized.template, self.deployment.physical, self._clients["dynamodb"])
         if self.retention_seconds is not None:
             self._shorten_retention(self.retention_seconds)
+        self.capture.add_sink(LineCounts(wiring.metric_filters(self.deployment), self.metrics.put).sink)
         self.functions.update(wiring.host_functions(self.deployment, self.capture, self.metrics))
         self._play_mappings()
         self._serve_api()

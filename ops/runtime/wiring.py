@@ -16,6 +16,7 @@ from ops.runtime.capture import OutputCapture
 from ops.runtime.deploy import REGION, Deployment
 from ops.runtime.functions import FunctionConfig, FunctionHost
 from ops.runtime.intrinsics import references
+from ops.runtime.log_filters import MetricFilter
 from ops.runtime.mappings import MappingPlayer
 from ops.runtime.metrics import MetricsStore
 from ops.runtime.schedules import ScheduledRule, period_seconds
@@ -53,6 +54,27 @@ def host_functions(deployment: Deployment, capture: OutputCapture, metrics: Metr
         configuration = lambda_control.function_configuration(name)
         hosts[logical_id] = FunctionHost(FunctionConfig.from_moto(configuration), capture=capture, metrics=metrics)
     return hosts
+
+
+def metric_filters(deployment: Deployment) -> dict[str, list[MetricFilter]]:
+    """Each function's log-group metric filters, by the function's name: the lines it prints are
+    what its log group ingests."""
+    by_group: dict[str, list[MetricFilter]] = {}
+    for properties in (r["Properties"] for r in deployment.resources("AWS::Logs::MetricFilter").values()):
+        group = _referenced(properties["LogGroupName"])
+        by_group.setdefault(group, []).extend(MetricFilter.from_properties(deployment.resolve(properties)))
+    found: dict[str, list[MetricFilter]] = {}
+    for logical_id, function in deployment.resources("AWS::Lambda::Function").items():
+        group = function["Properties"].get("LoggingConfig", {}).get("LogGroup")
+        if group is not None and _referenced(group) in by_group:
+            found[deployment.physical[logical_id]] = by_group[_referenced(group)]
+    return found
+
+
+def _referenced(value: Any) -> str:
+    if isinstance(value, Mapping) and "Ref" in value:
+        return str(value["Ref"])
+    raise ValueError(f"a log group named by {value!r}: the runtime follows Ref only")
 
 
 def shorten_retention(deployment: Deployment, lambda_client: Any, seconds: int) -> None:

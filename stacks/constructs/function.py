@@ -3,17 +3,19 @@ from `lambdas/` without Docker, Powertools from its managed layer, and its own l
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 
+from pipeline.metric_filters import LineMetric
 from stacks.config.environments import Environment
 
 LAMBDA_SOURCE = Path(__file__).resolve().parents[2] / "lambdas"
@@ -112,3 +114,21 @@ class PipelineFunction(Construct):
             logging_format=lambda_.LoggingFormat.JSON,
             tracing=lambda_.Tracing.ACTIVE if env.tracing_active else lambda_.Tracing.PASS_THROUGH,
         )
+
+    def count_lines(self, metrics: Sequence[LineMetric], namespace: str) -> list[logs.MetricFilter]:
+        """Metric filters on this function's log group: each counts the lines its pattern matches
+        (pipeline/metric_filters.py says why these counts are not written as lines of their own)."""
+        return [
+            logs.MetricFilter(
+                self,
+                f"Counts{metric.metric}",
+                log_group=self.log_group,
+                filter_pattern=logs.FilterPattern.literal(metric.pattern),
+                metric_namespace=namespace,
+                metric_name=metric.metric,
+                metric_value="1",
+                dimensions=dict(metric.dimensions),
+                unit=cloudwatch.Unit.COUNT,
+            )
+            for metric in metrics
+        ]

@@ -19,7 +19,7 @@ from aws_cdk import aws_secretsmanager as secretsmanager
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
-from pipeline import metric_names
+from pipeline import metric_filters, metric_names
 from stacks.config.doors import WEBHOOK_PATH, WEBHOOK_ROUTE
 from stacks.config.environments import Environment, Throttle
 from stacks.constructs.alarms import OnCall
@@ -130,6 +130,7 @@ class Ingress(Construct):
                 description="Meta webhook door: verify, log, route, enqueue, answer",
             ),
         )
+        self.webhook.count_lines(metric_filters.DOOR, metrics_namespace(env))
         webhook_fn = self.webhook.function
         # A conditional PutItem (alone, or in a transaction for bodies split into parts).
         grant_rows(webhook_fn, tables.webhook_log, ("dynamodb:PutItem",))

@@ -8,7 +8,7 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
-from pipeline import metric_names
+from pipeline import metric_filters, metric_names
 from stacks.config.environments import Environment
 from stacks.config.lanes import DLQ_RETENTION_DAYS, QUEUE_RETENTION_DAYS, Lane
 from stacks.constructs.alarms import OnCall
@@ -117,6 +117,7 @@ class LaneConsumer(Construct):
                 reserved_concurrency=lane.reserved_concurrency if env.reserved_concurrency else None,
             ),
         )
+        self.consumer.count_lines(metric_filters.CONSUMER, metrics_namespace(env))
         function = self.consumer.function
         queues.queue.grant_consume_messages(function)
         queues.queue.grant_send_messages(function)  # deferrals and coalesced turns re-send to the lane

@@ -2,13 +2,13 @@
 
 One structured line per record outcome, with `lane`, `tenant`, `outcome`, `attempt`, `kind` and
 `id` as top-level fields (a Contributor Insights rule ranks tenants by `outcome` from them).
-Dead letters log at CRITICAL: abandoning work must be loud. Metrics are counted per batch and
-emitted at its end, one EMF document per dimension set: `Records` by Lane and Outcome, `Retried`
-by Lane and ErrorClass, `Abandoned` by Lane. Tenants never become dimensions. `OutOfTime` by Lane
-is the exception to "at the end": it is written the moment it is known, because an invocation
-out of time may be stopped before its end comes.
+Dead letters log at CRITICAL: abandoning work must be loud. The per-record counts are taken from
+these lines by the log group's metric filters (pipeline/metric_filters.py): `Records` by Lane and
+Outcome, `Retried` by Lane and ErrorClass, `Abandoned` by Lane; tenants never become dimensions.
+`OutOfTime` by Lane is the one count written as an EMF document, the moment it is known, because
+an invocation out of time may be stopped before it could say more.
 
-An observe-mode budget adds a line (and a `Records` count) with outcome `would_defer` for a
+An observe-mode budget adds a line with outcome `would_defer` (counted in `Records` too) for a
 record it would have deferred; the record's own outcome line still follows, so `would_defer`
 counts sit beside the terminal outcomes rather than among them.
 """
@@ -84,11 +84,6 @@ class ConsumerObserver:
         if detail:
             fields["detail"] = detail
         self._logger.log(_LEVELS.get(outcome.outcome, logging.INFO), f"record {outcome.outcome}", extra=fields)
-        self._count(metric_names.RECORDS, **{metric_names.OUTCOME: outcome.outcome})
-        if outcome.outcome == Outcome.RETRIED and outcome.error is not None:
-            self._count(metric_names.RETRIED_BY_CLASS, **{metric_names.ERROR_CLASS: outcome.error.error_class})
-        if outcome.outcome == Outcome.DEAD_LETTERED:
-            self._count(metric_names.ABANDONED)
 
     def over_budget(self, received: Received, grant: Grant) -> None:
         fields = {
@@ -100,7 +95,6 @@ class ConsumerObserver:
             "over": grant.over,
         }
         self._logger.info("budget would defer (observe mode)", extra=fields)
-        self._count(metric_names.RECORDS, **{metric_names.OUTCOME: Outcome.WOULD_DEFER})
 
     def problem(self, message: str, exc: BaseException | None = None, **fields: Any) -> None:
         extra: dict[str, Any] = {"lane": self._lane, **fields}

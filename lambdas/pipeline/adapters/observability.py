@@ -21,8 +21,9 @@ DEFAULT_NAMESPACE = "Lanes"
 def logger_for(environ: Mapping[str, str], default_service: str) -> Logger:
     service = environ.get(EnvVar.SERVICE_NAME) or default_service
     logger = Logger(service=service, level=environ.get("LOG_LEVEL", "INFO"))
-    # The handler line that logged says nothing the message does not; every line paid for it.
-    logger.remove_keys(["location"])
+    # The handler line that logged says nothing the message does not, and CloudWatch Logs stamps
+    # every event it ingests with its time: every line paid for both.
+    logger.remove_keys(["location", "timestamp"])
     return logger
 
 

@@ -19,6 +19,7 @@ from pipeline.domain.ports import CORRELATION_ID, DeliveryLog, SecretSource, Sen
 from pipeline.domain.senders import SenderKeyUnavailable
 from pipeline.domain.signature import SignatureCheck
 from pipeline.domain.webhook import LogEntry, WebhookLogUnavailable
+from pipeline.metric_filters import ENQUEUED_MESSAGE
 from pipeline.metric_names import WebhookFailure
 
 
@@ -182,8 +183,8 @@ class WebhookDoor:
         except Exception:
             telemetry.count(metric_names.ENQUEUE_FAILED, **{metric_names.LANE: envelope.lane})
             return self._note_unsent(telemetry, envelope, fields)
-        telemetry.count(metric_names.WEBHOOK_ENQUEUED, **{metric_names.LANE: envelope.lane})
-        telemetry.info("delivery enqueued", outcome="enqueued" if new else "re_enqueued", **fields)
+        # Counted from this line by the log group's metric filter (pipeline/metric_filters.py).
+        telemetry.info(ENQUEUED_MESSAGE, outcome="enqueued" if new else "re_enqueued", **fields)
         return _ok()
 
     def _note_unsent(self, telemetry: Telemetry, envelope: Envelope, fields: Mapping[str, str]) -> Reply:

@@ -37,3 +37,19 @@ def metric_total(printed: list[dict[str, Any]], name: str, **dimensions: str) ->
             value = doc[name]
             total += sum(value) if isinstance(value, list) else value
     return total
+
+
+def line_metric_total(caplog: Any, name: str, **dimensions: str) -> float:
+    """What the functions' log-group metric filters (pipeline/metric_filters.py) count from the
+    handler's lines, as CloudWatch Logs would, with these dimensions (others ignored)."""
+    from ops.runtime.log_filters import MetricFilter, counts
+    from pipeline import metric_filters
+
+    filters = [MetricFilter.of(m, "tests") for m in (*metric_filters.CONSUMER, *metric_filters.DOOR)]
+    # A line's `service` is the Powertools logger's name: the field its formatter writes
+    lines = [{**line, "service": record.name} for line, record in zip(log_lines(caplog), caplog.records, strict=True)]
+    return sum(
+        1
+        for metric, found in counts(filters, lines)
+        if metric == name and all(found.get(k) == v for k, v in dimensions.items())
+    )

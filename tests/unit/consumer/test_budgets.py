@@ -15,7 +15,7 @@ from pipeline.domain import budgets
 from pipeline.domain.envelope import Envelope
 from tests.support.aws import REGION
 from tests.unit.consumer.fakes import ConcurrencyProbe, Recorder
-from tests.unit.consumer.handler_output import log_lines, metric_total, stdout_records
+from tests.unit.consumer.handler_output import line_metric_total, log_lines
 from tests.unit.consumer.handler_seams import Clock
 from tests.unit.consumer.lane_env import internal, tenant_cap, with_dependency, with_lane
 
@@ -102,9 +102,8 @@ def test_observe_mode_defers_nothing_but_counts_what_it_would_have_deferred(lane
     would = [line for line in log_lines(caplog) if line.get("outcome") == "would_defer"]
     assert len(would) == 4
     assert {line["tenant"] for line in would} == {"page-a"}
-    printed = stdout_records(capsys.readouterr().out)
-    assert metric_total(printed, "Records", Lane="engagement", Outcome="would_defer") == 4
-    assert metric_total(printed, "Records", Lane="engagement", Outcome="done") == 5
+    assert line_metric_total(caplog, "Records", Lane="engagement", Outcome="would_defer") == 4
+    assert line_metric_total(caplog, "Records", Lane="engagement", Outcome="done") == 5
 
 
 def test_leases_of_a_crashed_consumer_expire_and_free_the_quota(aws, deployed):

@@ -7,7 +7,7 @@ import time
 from pipeline import schema
 from pipeline.domain.marks import marker_key
 from tests.unit.consumer.fakes import Recorder
-from tests.unit.consumer.handler_output import log_lines, metric_total, stdout_records
+from tests.unit.consumer.handler_output import line_metric_total, log_lines
 from tests.unit.consumer.lane_env import internal, with_lane
 
 
@@ -26,8 +26,7 @@ def test_a_job_past_its_deadline_is_expired_without_a_task_call(lane, capsys, ca
     assert schema.PENDING_SHARD not in row
     assert h.state("queued#messages#acme")["queued"] == 0
     assert [line["outcome"] for line in log_lines(caplog) if line["message"].startswith("record")] == ["expired"]
-    printed = stdout_records(capsys.readouterr().out)
-    assert metric_total(printed, "Records", Lane="messages", Outcome="expired") == 1
+    assert line_metric_total(caplog, "Records", Lane="messages", Outcome="expired") == 1
 
 
 def test_a_tick_older_than_the_lanes_default_expiry_is_dropped(lane):

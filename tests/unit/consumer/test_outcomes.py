@@ -14,7 +14,7 @@ from pipeline.domain.errors import PermanentError, TransientError
 from pipeline.domain.work import TaskResult
 from pipeline.policy.lanes import RetryPolicy
 from tests.unit.consumer.fakes import Recorder, counter_value
-from tests.unit.consumer.handler_output import log_lines, metric_total, stdout_records
+from tests.unit.consumer.handler_output import line_metric_total, log_lines, metric_total, stdout_records
 from tests.unit.consumer.handler_seams import Context
 from tests.unit.consumer.lane_env import with_lane
 
@@ -54,11 +54,13 @@ def test_success_marks_the_row_done_with_its_effect_in_one_commit(lane, capsys, 
         "kind": "test",
         "id": "job-ok",
     }
-    assert metric_total(stdout_records(capsys.readouterr().out), "Records", Lane="messages", Outcome="done") == 1
+    assert line_metric_total(caplog, "Records", Lane="messages", Outcome="done") == 1
+    # counted from that line, not written again as a metric document of its own
+    assert metric_total(stdout_records(capsys.readouterr().out), "Records") == 0
     assert h.depth() == 0
 
 
-def test_transient_failure_backs_off_through_visibility_and_notes_the_row(lane, capsys):
+def test_transient_failure_backs_off_through_visibility_and_notes_the_row(lane, caplog):
     # Given a task that fails transiently, on a lane retrying from 2 s up to 60 s
     h = lane("messages")
     environ = with_lane(h.environ, retry=RetryPolicy(2, 60))
@@ -77,8 +79,7 @@ def test_transient_failure_backs_off_through_visibility_and_notes_the_row(lane, 
     assert (row["status"], row["attempts"]) == (schema.RowStatus.QUEUED, 1)
     assert "vendor 503" in row["last_error"]
     assert schema.PENDING_SHARD in row
-    printed = stdout_records(capsys.readouterr().out)
-    assert metric_total(printed, "Retried", Lane="messages", ErrorClass="TransientError") == 1
+    assert line_metric_total(caplog, "Retried", Lane="messages", ErrorClass="TransientError") == 1
 
 
 def _visibilities(h, job_id: str, seed: int) -> list[tuple[int, float]]:
@@ -138,9 +139,8 @@ def test_permanent_failure_goes_to_the_dlq_with_its_reason_and_is_acked(lane, ca
     assert h.state("queued#messages#acme")["queued"] == 0
     # And abandoning it was loud
     assert any(p["level"] == "CRITICAL" and p.get("outcome") == "dead_lettered" for p in log_lines(caplog))
-    printed = stdout_records(capsys.readouterr().out)
-    assert metric_total(printed, "Abandoned", Lane="messages") == 1
-    assert metric_total(printed, "Records", Lane="messages", Outcome="dead_lettered") == 1
+    assert line_metric_total(caplog, "Abandoned", Lane="messages") == 1
+    assert line_metric_total(caplog, "Records", Lane="messages", Outcome="dead_lettered") == 1
 
 
 def test_transient_failure_on_the_last_attempt_is_dead_lettered_with_retries_exhausted(lane):
