@@ -109,7 +109,7 @@ def _ours(h: Harness, p: Params) -> tuple[Tally, dict[str, Any]]:
             for n in range(p.webhooks)
         ]
         capture = s.runtime.capture
-        logged_before = capture.bytes_written[holder["door"]] + capture.bytes_written[holder["consumer"]]
+        logged_before = {role: capture.bytes_written[holder[role]] for role in ("door", "consumer")}
         started = time.time()
 
         def deliver(n: int, body: dict[str, Any]) -> int:
@@ -129,14 +129,16 @@ def _ours(h: Harness, p: Params) -> tuple[Tally, dict[str, Any]]:
             consumer_invocations=s.host(LANE).stats.invocations - consumer_before,
             records=stats.records - records_before,
             usage=dict(meter.usage),
-            log_bytes=capture.bytes_written[holder["door"]] + capture.bytes_written[holder["consumer"]] - logged_before,
+            log_bytes=sum(capture.bytes_written[holder[role]] - logged_before[role] for role in logged_before),
             log_kept_days=PRODUCTION.log_retention_days,
             infrequent_tables=frozenset(
                 {s.outputs["DataTableName"]} if data_table_class(PRODUCTION.retention) == INFREQUENT_ACCESS else ()
             ),
         )
         lines = [r for r in s.log.outcomes(lane=LANE) if r.tenant in set(wabas)]
+        logged = {role: capture.bytes_written[holder[role]] - logged_before[role] for role in logged_before}
         outcomes = {
+            "logged": logged,
             "accepted": sum(1 for code in statuses if code == 200),
             # Webhooks with a `done` line: a sweeper replay's copy can settle first (as a duplicate,
             # its batch ending earlier), so the first terminal line is not always the done one.
@@ -232,7 +234,13 @@ def run(h: Harness, p: Params = FULL) -> Result:
             result.figure(f"  write units per webhook, {label}: {kind}", *cells)
     result.figure("DynamoDB read units per webhook", per(ours, ours.rcu), per(common, common.rcu))
     _storage_figures(result, ours, common)
-    result.figure("function log bytes per webhook (door + consumer, measured)", f"{ours.per(ours.log_bytes):.0f}", "0")
+    logged = outcomes["logged"]
+    result.figure(
+        "function log bytes per webhook: door / consumer (measured)",
+        f"{ours.per(logged['door']):.0f} / {ours.per(logged['consumer']):.0f}",
+        "0 / 0",
+        "plus Lambda's own lines, 330 B an invocation, for both",
+    )
     costs = {"ours": ours.cost_per_million(), "common": common.cost_per_million()}
     floor = floor_cost(ours)
     for item in costs["ours"]:
