@@ -156,6 +156,7 @@ def run(h: Harness, p: Params = FULL) -> Result:
     )
     started = time.monotonic()
     with h.session() as s:
+        batch = s.runtime.env.lane(LANE).policy.batch_size
         s.set_mapping(LANE, max_concurrency=p.max_concurrency)
         fairness = s.set_fairness(LANE, NO_FAIRNESS)
         fifo = _phase(s, p, "fifo", "observe")
@@ -234,7 +235,7 @@ def run(h: Harness, p: Params = FULL) -> Result:
     result.method = [
         f"engagement lane, simulated model latency {p.service_ms} ms (one comment = one service time), "
         f"MaximumConcurrency {p.max_concurrency} (= the llm budget, so the dependency never defers), "
-        f"batch size 10, no tenant cap.",
+        f"the lane's batch size ({batch}), no tenant cap.",
         f"{p.big} comment webhooks from one page sent by {p.producers} concurrent producers, then one comment from "
         f"each of {p.small_tenants} other pages; the FIFO run first, then the fair run, in one runtime.",
         "Wait = `triaged_at` written by the task when it starts minus the time the webhook was sent.",
@@ -242,8 +243,9 @@ def run(h: Harness, p: Params = FULL) -> Result:
     result.caveats = [
         "The fair queue is the emulator's (ops/runtime/fair_groups.py), following SQS's documented rules on "
         "scaled clocks; the baseline is a true FIFO, which SQS standard queues only approximate.",
-        "What is left of the quiet pages' wait is one batch: a consumer works through the ten records it took "
-        "one at a time, so a quiet comment arriving just after waits for a batch of the campaign to finish.",
+        "What is left of the quiet pages' wait is the batch a slot holds when they arrive: a consumer works "
+        f"through the records it took ({batch} a batch) one at a time, so a quiet comment arriving just after "
+        "waits for a batch of the campaign to finish.",
     ]
     if h.plot_dir is not None:
         from bench.scenarios import plots

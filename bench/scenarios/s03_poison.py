@@ -48,7 +48,7 @@ class Params:
     control: bool = True
     """A run without the poison, for the others' wait; the fast test skips it."""
     window_seconds: int | None = None
-    """The mapping's batching window; None keeps the lane's (1 s). The fast test sets 0 so that
+    """The mapping's batching window; None keeps the lane's. The fast test sets 0 so that
     attempts follow each other as fast as the backoff allows."""
     """(base, cap) of the retry backoff; None keeps the lane's. The fast test shortens it."""
 
@@ -248,8 +248,9 @@ def run(h: Harness, p: Params = FULL) -> Result:
         complete=all(len(ph.triaged) == len(ph.sent) for ph in (control, ours, naive)),
     )
     result.method = [
-        f"engagement lane (MaximumConcurrency 3, batch 10, retry base {lane['retry']['base_seconds']} s capped at "
-        f"{lane['retry']['cap_seconds']} s, max receives {max_receives}); model latency {p.service_ms} ms.",
+        f"engagement lane (MaximumConcurrency 3, batch {lane['batch_size']}, retry base "
+        f"{lane['retry']['base_seconds']} s capped at {lane['retry']['cap_seconds']} s, max receives {max_receives}); "
+        f"model latency {p.service_ms} ms.",
         f"Normal comment-triage jobs at {p.per_second:g}/s for {p.seconds:g} s from {p.tenants} tenants; the poison "
         f"job posted {p.poison_at:g} s in. Control, then this pipeline, then the naive consumer, one runtime.",
         "Naive consumer = the same code with max receives 1000, backoff 0 and the queue's redrive limit 1000 "

@@ -165,6 +165,7 @@ def run(h: Harness, p: Params = FULL) -> Result:
     with h.session() as s:
         _set_latency(s, p.latency_ms)
         dependency = s.runtime.env.dependency("llm")
+        engagement_batch = s.runtime.env.lane("engagement").policy.batch_size
         observed = _phase(s, p, "observe", "observe")
         poll(lambda: s.lanes_empty(*LANES), 30)
         enforced = _phase(s, p, "enforce", "enforce")
@@ -226,7 +227,8 @@ def run(h: Harness, p: Params = FULL) -> Result:
         dead=enforced.dead,
     )
     result.method = [
-        f"ai lane (MaximumConcurrency 3, batch 1) and engagement lane (MaximumConcurrency 3, batch 10) share "
+        "ai lane (MaximumConcurrency 3, batch 1) and engagement lane (MaximumConcurrency 3, batch "
+        f"{engagement_batch}) share "
         f"the llm budget of {budget}. One ai.inbound job (its reply turn calls the model) and one comment webhook "
         f"a second for {p.seconds:g} s.",
         f"Model latency {p.latency_ms} ms, x{p.factor} from t+{p.slow_at:g} s for {p.slow_seconds:g} s "

@@ -168,7 +168,8 @@ def run(h: Harness, p: Params = FULL) -> Result:
             for d in (paced, unpaced)
         }
         objective = s.runtime.env.lane(LANE).policy.objective_seconds
-        mapping_max = s.lane_view(LANE).player.state().max_concurrency
+        mapping = s.lane_view(LANE).player.state()
+        mapping_max = mapping.max_concurrency
     for d in (paced, unpaced):
         d.copies = {1}
     result.figure(
@@ -239,7 +240,8 @@ def run(h: Harness, p: Params = FULL) -> Result:
         complete=paced.triaged == len(paced_comments) and unpaced.triaged == len(unpaced_comments),
     )
     result.method = [
-        f"engagement lane (MaximumConcurrency {mapping_max}, batch 10, window 1 s; llm budget 2); {p.messages} "
+        f"engagement lane (MaximumConcurrency {mapping_max}, batch {mapping.batch_size}, window "
+        f"{mapping.window_seconds:g} s; llm budget 2); {p.messages} "
         f"comment webhooks from {p.pages} pages while every model call fails; the consumer dead-letters each with "
         "its reason (its max receives set to 1 during the outage so that the DLQ fills in seconds).",
         f"Model back (latency {p.latency_ms} ms), then `lanectl dlq redrive {LANE} --rate {p.rate}` as a "

@@ -7,7 +7,12 @@ concurrency two conditional puts can both succeed. The local runtime and the con
 handlers in threads, so every DynamoDB write and transaction goes through one lock. Reads take it
 too: moto's reads iterate the table's dictionaries and fail ("dictionary changed size during
 iteration") when a write lands mid-read, a failure DynamoDB does not have and a consumer would
-count as a transient error and retry.
+count as a transient error and retry. So do moto's request handlers, around the backend's calls:
+they read the live item outside them (an UpdateItem deep-copies the item before its write and
+describes it after, a GetItem describes it), and an item whose attributes another thread adds or
+removes meanwhile fails the same way. The lease budgets do exactly that to one item, so a
+consumer taking the llm budget saw the error now and then, failed closed and deferred its record;
+and a lease taken before the error was never given back, holding a slot until it expired.
 
 moto backs out a failed transaction by deep-copying every table it touches before it starts: a
 transaction then costs as much as the tables are large (tens of milliseconds at 30,000 items,
@@ -69,7 +74,22 @@ def make_dynamodb_atomic() -> None:
                 return __original(self, *args, **kwargs)
 
         setattr(DynamoDBBackend, name, functools.wraps(original)(locked))
+    _handlers_hold_the_lock()
     _PATCHED = True
+
+
+def _handlers_hold_the_lock() -> None:
+    """Every DynamoDB request, from parsing to its serialised answer, under the backend's lock: the
+    in-process calls (moto_direct.py) and moto's server both answer through `call_action`."""
+    from moto.dynamodb.responses import DynamoHandler
+
+    original = DynamoHandler.call_action
+
+    def call_action(self: Any, *args: Any, **kwargs: Any) -> Any:
+        with _LOCK:
+            return original(self, *args, **kwargs)
+
+    DynamoHandler.call_action = functools.wraps(original)(call_action)  # type: ignore[method-assign]
 
 
 class _CopyWithoutTables:

@@ -24,7 +24,6 @@ LOCAL_OVERRIDES: Mapping[str, LaneOverride] = {
     ENGAGEMENT: LaneOverride(
         objective_seconds=20,
         timeout_seconds=5,
-        batch_window_seconds=1,
         max_concurrency=3,
         retry=RetryPolicy(0.5, 5),
         defer_seconds=2,

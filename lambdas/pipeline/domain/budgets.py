@@ -2,11 +2,13 @@
 
 A budget (a tenant's in-flight quota on a lane, or a dependency's shared concurrency) is one
 item holding a counter of slots in use and one attribute per live lease (`lease_<id>` =
-{n, exp}). Taking slots is one conditional update that adds a lease and raises the counter;
-giving them back is one update that removes the lease and lowers it. A consumer that crashes
-never gives its slots back, so every lease carries an expiry, and the next taker that finds the
-budget full reads the item it failed against (returned with the failed condition, no extra read),
-drops the expired leases and retries with the counter corrected.
+{n, exp}). A slot is one piece of work running: a dependency call, or an invocation working
+through a tenant's records in its batch, which it runs one after another. Taking slots is one
+conditional update that adds a lease and raises the counter; giving them back is one update that
+removes the lease and lowers it. A consumer that crashes never gives its slots back, so every
+lease carries an expiry, and the next taker that finds the budget full reads the item it failed
+against (returned with the failed condition, no extra read), drops the expired leases and
+retries with the counter corrected.
 
 Leases are top-level attributes rather than entries of one map because DynamoDB cannot create a
 map and set a path inside it in the same update, and a first taker would otherwise need two writes.
@@ -103,9 +105,10 @@ class Grant:
     budget: Budget
     requested: int
     granted: int
-    """Records that may proceed (all of them in observe mode)."""
+    """Slots that may be used (all of those requested in observe mode)."""
     over: int
-    """Records past the limit: deferred in enforce mode, would-defer in observe mode."""
+    """Requested slots past the limit: in enforce mode the work they were for is deferred, in
+    observe mode it would have been."""
     lease_id: str | None
     slots: int
     """Slots the lease holds, to give back."""

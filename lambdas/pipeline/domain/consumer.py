@@ -10,8 +10,10 @@ Per batch:
    - Past its deadline, or closer to it than its kind's expected service time (measured by this
      instance, the catalogue's figure until then) → the row is marked expired (with its job
      bookkeeping), no task call.
-3. Tenant quota: one conditional UpdateItem per tenant takes as many slots as the tenant has
-   records (or as many as are free); the rest are deferred. One update gives them back.
+3. Tenant quota: one conditional UpdateItem per tenant takes one slot of its cap, under which the
+   tenant's records in the batch run one after another (a batch's records always do), so a slot
+   is one record running at a time however many the batch holds. Only a tenant whose every slot
+   is held by other invocations has its records deferred, all of them. One update gives it back.
 4. Each admitted record, unless the invocation could not finish it, runs its task under the hard
    time limit. The task may hold the lane's dependency budget around its external call;
    exhausted → deferred.
@@ -226,6 +228,12 @@ class Consumer:
         self, batch: list[Received], todo: list[int], settled: dict[int, RecordOutcome], remaining: Callable[[], float]
     ) -> dict[str, tuple[Grant, set[int]]]:
         """Per tenant: the grant, and the batch indices over its quota (deferred when enforced).
+
+        One slot per tenant, whatever the number of its records: this invocation runs them one
+        after another, so it never runs more than one of them at once, and a slot per record would
+        hold slots no record uses (and defer a lone tenant's records past its cap with nobody else
+        waiting). So at most `limit` invocations work on a tenant at once, and a tenant's records
+        are over its quota, all of them, only when every slot is held by other invocations.
         A tenant whose quota there is no time left to take and use has its records not started.
         A lane without a quota takes none: no lease, no release, no write."""
         quota = self._lane.tenant_quota
@@ -245,15 +253,14 @@ class Consumer:
                 continue
             budget = budget_rules.tenant_quota(self._lane.name, tenant, quota.limit, quota.mode)
             try:
-                grant = self._io.budgets.acquire(budget, len(indices), hold)
+                grant = self._io.budgets.acquire(budget, 1, hold)
             except Exception as exc:
                 # Fail open: the counter is down, not the partner's limit it stands for; a burst
                 # over it costs that partner's throttling (retried), while failing closed would
                 # stop the lane. The task's own commit fails if DynamoDB is down.
                 self._io.observer.problem("tenant quota unavailable; proceeding without it", exc, tenant=tenant)
                 continue
-            # The latest records are the ones over quota: earlier ones keep their place.
-            over = indices[len(indices) - grant.over :] if grant.over else []
+            over = indices if grant.over else []
             if budget.mode is Mode.OBSERVE:
                 for index in over:
                     self._io.observer.over_budget(batch[index], grant)

@@ -33,7 +33,8 @@ class RetryPolicy:
 
 @dataclass(frozen=True)
 class TenantQuota:
-    """At most `limit` records of one tenant in flight on this lane at once: a hard cap, for a
+    """At most `limit` invocations working on one tenant's records on this lane at once, each
+    running them one after another, so at most `limit` of its records at once: a hard cap, for a
     limit outside this system that each tenant has on its own (`protects` names it). Fairness
     between tenants is not a reason: the lane's queue gives quiet tenants' messages first (SQS
     fair queues), at no write, where a cap costs two lease writes per tenant per batch and
@@ -68,8 +69,8 @@ class LanePolicy:
     """Attempts before a record is dead-lettered (the queue's redrive policy, and the consumer's count)."""
     retry: RetryPolicy
     tenant_quota: TenantQuota | None
-    """A hard cap on one tenant's records in flight, for a lane whose dependency limits each tenant
-    (a vendor's per-account quota). None: the lane does no tenant bookkeeping at all."""
+    """A hard cap on one tenant's records running at once, for a lane whose dependency limits each
+    tenant (a vendor's per-account quota). None: the lane does no tenant bookkeeping at all."""
     default_expiry_seconds: int | None
     """Work without its own deadline expires this long after it was created (None: never)."""
     defer_seconds: int

@@ -28,7 +28,12 @@ def _leases(item: dict) -> list[str]:
     return [name for name in item if name.startswith(budgets.LEASE_PREFIX)]
 
 
-def test_a_flood_from_one_tenant_is_deferred_past_its_quota_while_others_proceed(lane):
+def _holder() -> LeaseBudgets:
+    """Another consumer instance, taking slots of the same budgets."""
+    return LeaseBudgets(boto3.client("dynamodb", region_name=REGION), "state", time.time)
+
+
+def test_a_flood_from_one_tenant_runs_under_one_slot_while_others_proceed(lane):
     # Given a batch of ten: eight comments from page A, two from page B, and a quota of 4 per page
     h = lane("engagement")
     environ = with_lane(h.environ, tenant_quota=tenant_cap(4), defer_seconds=2)
@@ -40,22 +45,52 @@ def test_a_flood_from_one_tenant_is_deferred_past_its_quota_while_others_proceed
     # When the consumer takes the batch
     response, messages = h.poll(h.handler(environ, tasks={"engagement": task}))
     assert len(messages) == 10
-    # Then page B's work and four of page A's run; page A's other four are deferred, not failed
+    # Then every record runs and none is re-sent: the batch runs them one by one, one slot a page
     assert response == {"batchItemFailures": []}
-    assert sorted(task.calls) == sorted([f"a-{n}" for n in range(4)] + ["b-0", "b-1"])
+    assert sorted(task.calls) == sorted([f"a-{n}" for n in range(8)] + ["b-0", "b-1"])
+    assert h.calls.of("SendMessageBatch") == []
+    # And the quota cost one update to take one slot and one to give it back per tenant
+    writes = _quota_writes(h)
+    assert len(writes) == 4
+    taken = [w for w in writes if "SET" in w["UpdateExpression"]]
+    assert [int(w["ExpressionAttributeValues"][":delta"]["N"]) for w in taken] == [1, 1]
+    for tenant in ("page-a", "page-b"):
+        item = h.state(f"quota#engagement#{tenant}")
+        assert item[budgets.IN_USE] == 0
+        assert _leases(item) == []
+
+
+def test_a_tenant_whose_every_slot_is_held_elsewhere_is_deferred_while_others_proceed(lane):
+    # Given page A's quota of 2 held whole by two other consumers, and a batch of six from page A
+    # and two from page B
+    h = lane("engagement")
+    environ = with_lane(h.environ, tenant_quota=tenant_cap(2), defer_seconds=2)
+    quota = budgets.tenant_quota("engagement", "page-a", 2, "enforce")
+    held = [_holder().acquire(quota, 1, 60) for _ in range(2)]
+    assert [grant.granted for grant in held] == [1, 1]
+    for n in range(6):
+        h.send(internal("engagement", f"a-{n}", "comment", {}, tenant="page-a"))
+    h.send(internal("engagement", "b-0", "comment", {}, tenant="page-b"))
+    h.send(internal("engagement", "b-1", "comment", {}, tenant="page-b"))
+    task = Recorder()
+    # When the consumer takes the batch
+    response, messages = h.poll(h.handler(environ, tasks={"engagement": task}))
+    assert len(messages) == 8
+    # Then page B's work runs, and all of page A's is deferred, not failed
+    assert response == {"batchItemFailures": []}
+    assert sorted(task.calls) == ["b-0", "b-1"]
     [resend] = h.calls.of("SendMessageBatch")
-    assert len(resend["Entries"]) == 4
+    assert len(resend["Entries"]) == 6
     for entry in resend["Entries"]:
         assert 2 <= entry["DelaySeconds"] <= 3
         assert entry["MessageGroupId"] == "page-a"
         body = Envelope.from_json(entry["MessageBody"])
         assert (body.deferrals, body.attempt) == (1, 0)
-    # And the quota cost one update to take and one to give back per tenant, not one per record
-    assert len(_quota_writes(h)) == 4
-    for tenant in ("page-a", "page-b"):
-        item = h.state(f"quota#engagement#{tenant}")
-        assert item[budgets.IN_USE] == 0
-        assert _leases(item) == []
+    # And the holders' slots are untouched: page A's two leases, page B's given back
+    item = h.state("quota#engagement#page-a")
+    assert item[budgets.IN_USE] == 2
+    assert sorted(_leases(item)) == sorted(budgets.LEASE_PREFIX + str(grant.lease_id) for grant in held)
+    assert h.state("quota#engagement#page-b")[budgets.IN_USE] == 0
 
 
 def test_deferral_never_moves_work_towards_the_dlq(lane):
@@ -63,7 +98,7 @@ def test_deferral_never_moves_work_towards_the_dlq(lane):
     # after 6 receives
     h = lane("engagement")
     environ = with_lane(h.environ, tenant_quota=tenant_cap(1), defer_seconds=0)
-    holder = LeaseBudgets(boto3.client("dynamodb", region_name=REGION), "state", time.time)
+    holder = _holder()
     held = holder.acquire(budgets.tenant_quota("engagement", "page-a", 1, "enforce"), 1, 60)
     assert held.granted == 1
     h.send(internal("engagement", "c-1", "comment", {}, tenant="page-a"))
@@ -86,9 +121,11 @@ def test_deferral_never_moves_work_towards_the_dlq(lane):
 
 
 def test_observe_mode_defers_nothing_but_counts_what_it_would_have_deferred(lane, capsys, caplog):
-    # Given a quota of 1 being rolled out in observe mode, and five records from one tenant
+    # Given a quota of 1 being rolled out in observe mode, its slot held by another consumer, and
+    # five records from one tenant
     h = lane("engagement")
     environ = with_lane(h.environ, tenant_quota=tenant_cap(1, "observe"))
+    assert _holder().acquire(budgets.tenant_quota("engagement", "page-a", 1, "observe"), 1, 60).granted == 1
     for n in range(5):
         h.send(internal("engagement", f"o-{n}", "comment", {}, tenant="page-a"))
     task = Recorder()
@@ -98,11 +135,12 @@ def test_observe_mode_defers_nothing_but_counts_what_it_would_have_deferred(lane
     assert response == {"batchItemFailures": []}
     assert len(task.calls) == 5
     assert h.calls.of("SendMessageBatch") == []
-    # And four would-defers are logged (with the tenant) and counted
+    # And five would-defers are logged (with the tenant) and counted: enforced, the whole batch
+    # would have waited for the slot
     would = [line for line in log_lines(caplog) if line.get("outcome") == "would_defer"]
-    assert len(would) == 4
+    assert len(would) == 5
     assert {line["tenant"] for line in would} == {"page-a"}
-    assert line_metric_total(caplog, "Records", Lane="engagement", Outcome="would_defer") == 4
+    assert line_metric_total(caplog, "Records", Lane="engagement", Outcome="would_defer") == 5
     assert line_metric_total(caplog, "Records", Lane="engagement", Outcome="done") == 5
 
 
@@ -143,20 +181,38 @@ def test_a_consumer_proceeds_once_a_crashed_consumers_lease_expires(lane):
     assert task.calls == ["c-2"]
 
 
-def _drain_concurrently(h, handlers, total: int, probe: ConcurrencyProbe) -> None:
+def _drain_concurrently(h, handlers, total: int, probe: ConcurrencyProbe, *, batch: int = 1) -> None:
     def worker(handler):
         deadline = time.monotonic() + 15
         while time.monotonic() < deadline:
             with probe.lock:
                 if len(probe.completed) >= total:
                     return
-            h.poll(handler, limit=1)
+            h.poll(handler, limit=batch)
 
     threads = [threading.Thread(target=worker, args=(handler,)) for handler in handlers]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join(20)
+
+
+def test_a_tenant_cap_of_two_is_never_exceeded_by_three_concurrent_consumers(lane):
+    # Given a tenant allowed two invocations at once, and nine of its jobs on a lane with no
+    # dependency budget of its own
+    h = lane("messages")
+    environ = with_lane(h.environ, tenant_quota=tenant_cap(2), defer_seconds=0)
+    for n in range(9):
+        h.send(h.job_row(f"job-{n}", {}, tenant="acme", kind="test"))
+    probe = ConcurrencyProbe(hold=0.1)
+    handlers = [h.handler(environ, tasks={"messages": probe}) for _ in range(3)]
+    # When three consumer instances work the lane at once, three records a batch
+    _drain_concurrently(h, handlers, 9, probe, batch=3)
+    # Then every job finished, never more than two of the tenant's at once, and its slots are free
+    assert sorted(probe.completed) == sorted(f"job-{n}" for n in range(9))
+    assert probe.peak <= 2
+    item = h.state("quota#messages#acme")
+    assert (item[budgets.IN_USE], _leases(item)) == (0, [])
 
 
 def test_a_dependency_limit_of_one_is_never_exceeded_by_concurrent_consumers(lane, caplog):

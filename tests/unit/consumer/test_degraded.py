@@ -19,6 +19,8 @@ from pipeline import schema
 from pipeline.adapters.clients import Clients
 from pipeline.adapters.consumer_observer import ConsumerObserver
 from pipeline.adapters.lane_views import LaneStateReader
+from pipeline.adapters.leases import LeaseBudgets
+from pipeline.domain import budgets
 from pipeline.domain.effects import Check, OnConflict, Table
 from pipeline.domain.errors import PermanentError, TransientError
 from pipeline.domain.marks import marker_key
@@ -50,11 +52,20 @@ def _problems(caplog: Any) -> list[str]:
     return [line["message"] for line in log_lines(caplog) if line["level"] == "ERROR"]
 
 
+def _hold_quota(lane: str, tenant: str, limit: int, mode: str = "enforce") -> None:
+    """Every slot of a tenant's quota taken by other consumer instances."""
+    holder = LeaseBudgets(boto3.client("dynamodb", region_name=REGION), "state", time.time)
+    for _ in range(limit):
+        assert holder.acquire(budgets.tenant_quota(lane, tenant, limit, mode), 1, 60).granted == 1
+
+
 def test_a_deferral_the_queue_refuses_stays_in_the_queue_and_is_reported(lane, caplog):
-    # Given a lane allowing one record a tenant at once, and two jobs from one tenant
+    # Given a lane allowing one invocation a tenant at once, acme's slot held by another consumer,
+    # and a job from bravo and one from acme
     h = lane("messages")
     environ = with_lane(h.environ, tenant_quota=tenant_cap(1), defer_seconds=30)
-    h.send(h.job_row("job-1", {}, tenant="acme", kind="test"))
+    _hold_quota("messages", "acme", 1)
+    h.send(h.job_row("job-1", {}, tenant="bravo", kind="test"))
     h.send(h.job_row("job-2", {}, tenant="acme", kind="test"))
     # And an SQS that refuses the re-send of the one over quota
     handler = h.handler(environ, tasks={"messages": Recorder()}, clients=refusing(h, "SendMessageBatch"))
@@ -207,9 +218,11 @@ def raising(error: BaseException) -> Callable[..., Any]:
 
 
 def test_a_batch_whose_own_bookkeeping_fails_reports_every_record_for_retry(lane, caplog, monkeypatch):
-    # Given three jobs from one tenant over an observed quota, and an observer with a bug
+    # Given three jobs from one tenant over an observed quota (its slot held by another consumer),
+    # and an observer with a bug
     h = lane("messages")
     environ = with_lane(h.environ, tenant_quota=tenant_cap(1, "observe"))
+    _hold_quota("messages", "acme", 1, "observe")
     for n in range(3):
         h.send(h.job_row(f"job-{n}", {}, tenant="acme", kind="test"))
     monkeypatch.setattr(ConsumerObserver, "over_budget", raising(RuntimeError("observer bug")))

@@ -17,38 +17,100 @@ def quota_lane(mode: str = "enforce") -> Pipeline:
     return Pipeline(lane=lane_settings(tenant_quota=2, tenant_quota_mode=mode))
 
 
-def test_a_tenant_over_its_quota_has_its_latest_records_deferred_while_others_proceed():
-    # Given a lane allowing two records a tenant at once, three from acme and one from bravo
+def test_a_lone_tenants_full_batch_runs_under_one_slot_with_nothing_deferred():
+    # Given a lane allowing a tenant two invocations at once, and a batch of ten from one tenant
+    # with nobody else working on it
+    p = quota_lane()
+    records = [p.record(p.job(f"a-{n}", tenant="acme")) for n in range(10)]
+    # When the batch runs with 30 s left
+    assert p.run(records) == []
+    # Then every record is done and none is re-sent: the records run one after another, so one
+    # slot covers them all
+    assert p.outcomes() == [Outcome.DONE] * 10
+    assert p.queue.resent == []
+    assert [(b.key, slots, hold) for b, slots, hold in p.budgets.acquired] == [("quota#messages#acme", 1, 35.0)]
+    # And that one slot is given back
+    assert [(g.budget.key, g.slots) for g in p.budgets.released] == [("quota#messages#acme", 1)]
+    assert p.budgets.in_use == {"quota#messages#acme": 0}
+
+
+def test_two_tenants_in_one_batch_take_one_slot_each_and_give_each_back():
+    # Given three records from acme and one from bravo on a lane capping each tenant at two
     p = quota_lane()
     records = [p.record(p.job(f"a-{n}", tenant="acme")) for n in range(3)] + [p.record(p.job("b-0", tenant="bravo"))]
     # When the batch runs with 30 s left
     assert p.run(records) == []
-    # Then acme's latest is deferred (re-sent, acked, no attempt spent), the rest are done
-    assert p.outcomes() == [Outcome.DONE, Outcome.DONE, Outcome.DEFERRED, Outcome.DONE]
-    assert p.outcome(records[2]["messageId"]).detail == {"budget": budget_rules.TENANT_QUOTA}
-    assert [e.id for e, _ in p.queue.resent] == ["a-2"]
-    # And each tenant's slots were leased for the invocation and its slack, then given back
+    # Then all four are done, nothing re-sent
+    assert p.outcomes() == [Outcome.DONE] * 4
+    assert p.queue.resent == []
+    # And each tenant's one slot was leased for the invocation and its slack, then given back
     assert [(b.key, slots, hold) for b, slots, hold in p.budgets.acquired] == [
-        ("quota#messages#acme", 3, 35.0),
+        ("quota#messages#acme", 1, 35.0),
         ("quota#messages#bravo", 1, 35.0),
     ]
-    assert [g.budget.key for g in p.budgets.released] == ["quota#messages#acme", "quota#messages#bravo"]
+    assert [(g.budget.key, g.slots) for g in p.budgets.released] == [
+        ("quota#messages#acme", 1),
+        ("quota#messages#bravo", 1),
+    ]
     assert set(p.budgets.in_use.values()) == {0}
 
 
-def test_a_tenant_with_its_quota_in_use_elsewhere_is_deferred_entirely():
+def test_a_tenant_with_one_slot_free_runs_its_whole_batch_under_it():
+    # Given acme's cap of two with one slot held by another invocation, and five of its records
+    p = quota_lane()
+    p.budgets.in_use["quota#messages#acme"] = 1
+    records = [p.record(p.job(f"a-{n}", tenant="acme")) for n in range(5)]
+    # When the batch runs
+    assert p.run(records) == []
+    # Then all five run under the free slot, and nothing is deferred
+    assert p.outcomes() == [Outcome.DONE] * 5
+    assert p.queue.resent == []
+    # And the release gives back the one slot this invocation took, not the other's
+    assert [g.slots for g in p.budgets.released] == [1]
+    assert p.budgets.in_use["quota#messages#acme"] == 1
+
+
+def test_a_tenant_with_every_slot_held_elsewhere_is_deferred_entirely_while_others_proceed():
+    # Given acme's two slots both held by other invocations, three of its records and one of bravo's
     p = quota_lane()
     p.budgets.in_use["quota#messages#acme"] = 2
-    p.run([p.record(p.job(f"a-{n}", tenant="acme")) for n in range(2)])
-    assert p.outcomes() == [Outcome.DEFERRED, Outcome.DEFERRED]
+    records = [p.record(p.job(f"a-{n}", tenant="acme")) for n in range(3)] + [p.record(p.job("b-0", tenant="bravo"))]
+    # When the batch runs
+    assert p.run(records) == []
+    # Then every acme record is deferred (re-sent, acked, no attempt spent) and bravo's is done
+    assert p.outcomes() == [Outcome.DEFERRED] * 3 + [Outcome.DONE]
+    assert all(p.outcome(r["messageId"]).detail == {"budget": budget_rules.TENANT_QUOTA} for r in records[:3])
+    assert [(e.id, e.attempt, e.deferrals) for e, _ in p.queue.resent] == [(f"a-{n}", 0, 1) for n in range(3)]
+    # And acme's holders keep their slots: nothing was taken for it, so nothing is given back for it
+    assert [g.budget.key for g in p.budgets.released if g.slots] == ["quota#messages#bravo"]
+    assert p.budgets.in_use == {"quota#messages#acme": 2, "quota#messages#bravo": 0}
 
 
-def test_a_quota_in_observe_mode_defers_nothing_and_counts_what_it_would_have():
+def test_a_quota_in_observe_mode_with_a_slot_free_counts_nothing():
+    # Given a quota being rolled out in observe mode, and three records from one tenant
     p = quota_lane("observe")
     records = [p.record(p.job(f"a-{n}", tenant="acme")) for n in range(3)]
+    # When the batch runs
     p.run(records)
+    # Then all run and none would have been deferred: one slot was free for the batch
     assert p.outcomes() == [Outcome.DONE] * 3
-    assert [message_id for message_id, _ in p.observer.over] == [records[2]["messageId"]]
+    assert p.observer.over == []
+
+
+def test_a_quota_in_observe_mode_with_every_slot_held_defers_nothing_and_counts_each_record():
+    # Given an observed quota of two whose slots are both held by other invocations
+    p = quota_lane("observe")
+    p.budgets.in_use["quota#messages#acme"] = 2
+    records = [p.record(p.job(f"a-{n}", tenant="acme")) for n in range(3)]
+    # When the batch runs
+    p.run(records)
+    # Then all three run, and each is counted as one that enforcement would have deferred
+    assert p.outcomes() == [Outcome.DONE] * 3
+    assert p.queue.resent == []
+    assert [message_id for message_id, _ in p.observer.over] == [r["messageId"] for r in records]
+    # And the slot observe mode takes anyway (so the counter shows real load) is given back
+    assert [g.slots for g in p.budgets.released] == [1]
+    assert p.budgets.in_use["quota#messages#acme"] == 2
 
 
 def test_a_quota_that_cannot_be_read_lets_the_tenants_records_proceed():

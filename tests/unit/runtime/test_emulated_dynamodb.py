@@ -1,7 +1,10 @@
 """moto's DynamoDB with the runtime's patches (ops/runtime/moto_patches.py): a cancelled
-transaction leaves every item as it was, without copying tables, and a committed one writes all."""
+transaction leaves every item as it was, without copying tables, and a committed one writes all;
+a request's answer never sees a write that came after it."""
 
 from __future__ import annotations
+
+import threading
 
 import boto3
 import pytest
@@ -79,6 +82,41 @@ def test_a_transaction_naming_one_item_twice_is_refused_and_changes_nothing(tabl
             ]
         )
     assert _item(table, "kept") == {"pk": {"S": "kept"}, "v": {"N": "1"}}
+
+
+def test_a_write_arriving_while_a_read_is_answered_waits_for_the_answer(table, monkeypatch):
+    # Given a write to an item arriving while a GetItem of it builds its answer: moto's handler
+    # reads the live item there, outside the backend's methods, and an item whose attributes
+    # change under that read fails it ("dictionary changed size during iteration")
+    from moto.dynamodb.models.dynamo_type import Item
+
+    describe = Item.describe_attrs
+    reader = threading.current_thread()
+    writer: list[threading.Thread] = []
+
+    def write() -> None:
+        boto3.client("dynamodb", region_name=REGION).update_item(
+            TableName="t",
+            Key={"pk": {"S": "kept"}},
+            UpdateExpression="SET late = :v",
+            ExpressionAttributeValues={":v": {"N": "2"}},
+        )
+
+    def describing(self, *args, **kwargs):
+        answer = describe(self, *args, **kwargs)
+        if threading.current_thread() is reader and not writer:
+            writer.append(threading.Thread(target=write))
+            writer[0].start()
+            writer[0].join(1.0)  # long enough for a write nothing holds back
+        return answer
+
+    monkeypatch.setattr(Item, "describe_attrs", describing)
+    # When the read answers
+    seen = _item(table, "kept")
+    writer[0].join(10)
+    # Then it answered with the item as it was, and the write landed after it
+    assert seen == {"pk": {"S": "kept"}, "v": {"N": "1"}}
+    assert _item(table, "kept") == {"pk": {"S": "kept"}, "v": {"N": "1"}, "late": {"N": "2"}}
 
 
 def test_a_transaction_never_copies_a_table(table, monkeypatch):
