@@ -59,7 +59,7 @@ def test_a_line_without_a_field_its_dimension_reads_is_not_counted():
     ["ERROR", "[ip, user]", '{ $.a ~ "x" }', '{ $.a = "1" && $.b = "2" || $.c = "3" }', '{ $.a = "1"'],
 )
 def test_a_pattern_the_player_cannot_read_is_refused_naming_it(pattern):
-    with pytest.raises(UnsupportedPattern, match="pattern|cannot read|mixed|expected"):
+    with pytest.raises(UnsupportedPattern, match=r"pattern|cannot read|mixed|expected"):
         _filter(pattern)
 
 
