@@ -75,12 +75,15 @@ def lane_warnings(plan: LanePlan) -> list[str]:
             f"timeout or retry cap) outlast the queue's {QUEUE_RETENTION_DAYS}-day retention: SQS can delete a "
             "failing message before it reaches the DLQ"
         )
-    cap, slots = policy.tenant_quota, policy.max_concurrency * policy.batch_size
-    if cap is not None and cap.limit >= slots:
+    # An invocation holds one slot of a tenant's cap and runs its records one after another, so a
+    # tenant never has more in flight than the lane has invocations. A cap above that is a mistake; a
+    # cap equal to it (a small environment scaled down to it) binds where the lane does.
+    cap = policy.tenant_quota
+    if cap is not None and cap.limit > policy.max_concurrency:
         found.append(
-            f"the tenant cap {cap.limit} is not under the lane's {slots} records in flight (MaximumConcurrency "
-            f"{policy.max_concurrency} x batch {policy.batch_size}): it never binds, yet costs two lease writes per "
-            "tenant per batch"
+            f"the tenant cap {cap.limit} is over the lane's MaximumConcurrency {policy.max_concurrency}: a tenant "
+            "never has more records in flight than the lane has invocations (each runs its records one after "
+            "another), so it never binds, yet costs two lease writes per tenant per batch"
         )
     if policy.max_concurrency < plan.busy_slots:
         found.append(
@@ -133,8 +136,8 @@ def tenant_cap_lines(env: Environment) -> list[str]:
         if policy.tenant_quota is not None:
             cap = policy.tenant_quota
             lines.append(
-                f"{lane.name}: at most {cap.limit} records of one tenant in flight ({cap.mode.value}) of "
-                f"{policy.max_concurrency * policy.batch_size}; protects {cap.protects}"
+                f"{lane.name}: at most {cap.limit} records of one tenant in flight ({cap.mode.value}), of the "
+                f"lane's {policy.max_concurrency} invocations; protects {cap.protects}"
             )
     return lines
 

@@ -28,6 +28,7 @@ from typing import Any
 from bench.scenarios.harness import Harness, fan_out
 from bench.scenarios.measure import fmt, percentile
 from bench.scenarios.result import Result
+from ops import meta_payloads as meta
 from ops.drive import Session, poll
 from ops.runtime.fairness import OFF as NO_FAIRNESS
 
@@ -86,7 +87,6 @@ class Phase:
 
 
 def _phase(s: Session, p: Params, label: str, mode: str) -> Phase:
-    from ops import meta_payloads as meta
 
     # The lane has no tenant quota (the queue's fairness is what is measured), so `mode` changes
     # only how long this phase waits.
@@ -127,9 +127,9 @@ def _phase(s: Session, p: Params, label: str, mode: str) -> Phase:
         s.aws("sqs").purge_queue(QueueUrl=s.queue_url(LANE))
     triaged: dict[tuple[str, str], float] = {}
     for page, comment in sent:
-        for item in s.items(f"comment#{page}#{comment}"):
-            if item.get("label", "untriaged") != "untriaged":
-                triaged[(page, comment)] = float(item["triaged_at"])
+        item = s.stored_comment(page, comment, meta.commenter(comment))
+        if item is not None and item.get("label", "untriaged") != "untriaged":
+            triaged[(page, comment)] = float(item["triaged_at"])
     lines = s.log.outcomes(lane=LANE)[records_before:]
     return Phase(
         label=label,

@@ -32,6 +32,8 @@ from ops.drive import Session, poll
 from pipeline.policy.lanes import RetryPolicy
 
 LANE = "engagement"
+AUTHOR = "user-1"
+"""Who wrote the comments the triage jobs carry."""
 MARKER = "POISON-PILL"
 ATTEMPTED = ("retried", "dead_lettered", "done")
 
@@ -90,7 +92,7 @@ def _phase(
             lane=LANE,
             kind="comment.triage",
             tenant=tenant,
-            payload={"comment_id": comment, "message": text, "post_id": "post-1", "from": {"id": "user-1"}},
+            payload={"comment_id": comment, "message": text, "post_id": "post-1", "from": {"id": AUTHOR}},
         )
         if response.status != 202:
             phase.shed += 1
@@ -128,9 +130,9 @@ def _phase(
         )
     for key in phase.sent:
         tenant, comment = key.split("#", 1)
-        for item in s.items(f"comment#{tenant}#{comment}"):
-            if item.get("label", "untriaged") != "untriaged":
-                phase.triaged[key] = float(item["triaged_at"])
+        item = s.stored_comment(tenant, comment, AUTHOR)
+        if item is not None and item.get("label", "untriaged") != "untriaged":
+            phase.triaged[key] = float(item["triaged_at"])
     if phase.poison_job:
         lines = s.log.outcomes(lane=LANE, ids={phase.poison_job})
         phase.attempts = sum(1 for r in lines if r.outcome in ATTEMPTED)

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from bench.scenarios.harness import Harness
 from bench.scenarios.measure import fmt, overlap_series, peak_overlap, vendor_probe
 from bench.scenarios.result import Result
+from ops import meta_payloads as meta
 from ops.drive import Session, poll
 
 LANES = ("ai", "engagement")
@@ -88,13 +89,13 @@ def _done(s: Session, phase: Phase) -> tuple[int, int]:
     triaged = sum(
         1
         for comment, page in phase.comments.items()
-        if any(i.get("label", "untriaged") != "untriaged" for i in s.items(f"comment#{page}#{comment}"))
+        if (item := s.stored_comment(page, comment, meta.commenter(comment))) is not None
+        and item.get("label", "untriaged") != "untriaged"
     )
     return answered, triaged
 
 
 def _phase(s: Session, p: Params, label: str, mode: str) -> Phase:
-    from ops import meta_payloads as meta
 
     s.configure_dependency(list(LANES), mode=mode)
     tag = uuid.uuid4().hex[:6]

@@ -26,6 +26,7 @@ from bench.scenarios.dlq_redrives import lanectl_redrive, unpaced_redrive
 from bench.scenarios.harness import Harness, Sampler, fan_out
 from bench.scenarios.measure import fmt, mean, vendor_probe
 from bench.scenarios.result import Result
+from ops import meta_payloads as meta
 from ops.drive import Session, poll
 
 LANE = "engagement"
@@ -76,7 +77,6 @@ class Drain:
 
 def _fill(s: Session, p: Params, label: str) -> dict[str, str]:
     """Comments that every model call fails for, until each is dead-lettered. Returns comment -> page."""
-    from ops import meta_payloads as meta
 
     tag = uuid.uuid4().hex[:6]
     comments = {f"c{n}-{label}-{tag}": f"page-{label}-{n % p.pages}-{tag}" for n in range(p.messages)}
@@ -130,7 +130,8 @@ def _drain(s: Session, p: Params, label: str, comments: dict[str, str], paced: b
             return sum(
                 1
                 for c, page in comments.items()
-                if any(i.get("label", "untriaged") != "untriaged" for i in s.items(f"comment#{page}#{c}"))
+                if (item := s.stored_comment(page, c, meta.commenter(c))) is not None
+                and item.get("label", "untriaged") != "untriaged"
             )
 
         poll(lambda: triaged() == len(comments), 120, interval=1.0)
