@@ -15,20 +15,20 @@ LOCAL_LIMITS = [
     "pollers and the emulator share one interpreter and its lock, so absolute latencies and throughputs are "
     "this machine's, not Lambda's. Every comparison is made inside one run, between two configurations of "
     "the same code under the same load, and the checks assert only which way the difference goes.",
-    "moto is the backend: it hands out standard-queue messages oldest first (SQS only approximates order and "
-    "has fair queues for message groups, which moto ignores), scans the whole queue on every receive, "
-    "serialises DynamoDB reads and writes behind one lock (the runtime's atomicity patch), and prices a transaction's "
-    "time with the square of its size. Queues are kept to a few hundred messages and bulk pages to a few rows.",
-    "moto's SQS is not thread-safe for a call racing a change to the same queue ('dictionary changed size "
-    "during iteration'); the harness's own SQS calls retry it, and a consumer that meets it retries the record "
-    "(a `retried` outcome). SQS has no such failure.",
+    "moto is the backend, with the runtime's changes: standard queues are indexed (every call O(log n)) and "
+    "are SQS fair queues for message groups, played from AWS's documented rules on scaled clocks "
+    "(ops/runtime/fair_groups.py, thresholds in ops/runtime/fairness.py: noisy past a tenth of the in-flight "
+    "messages and 30 of them, or a tenth of recent processing time; quiet groups first, noisy ones by fewest in "
+    "flight). Where SQS hands out messages from several hosts in no strict order, the emulator's order within "
+    "a group is oldest first. Every DynamoDB request is answered behind one lock, so the emulator's "
+    "throughput is one request at a time.",
     "Times are the `local` environment's: seconds where production has minutes (retry backoff, sweeper grace "
     "and period, alarm periods, visibility timeouts). Alarm evaluation uses sliding windows every second.",
-    "A task runs on a worker thread the runtime does not attribute to its function, so the few log lines a "
-    "task thread writes (an observe-mode budget's `would_defer`) are collected by the scenario harness, not "
-    "the runtime's per-function logs.",
-    "Functions cannot crash the process the way a killed worker does, and Lambda throttling, cold starts and "
-    "SQS fair-queue scheduling are not modelled.",
+    "Metrics are read from each function's output as it is written, its EMF documents and the lines its log "
+    "group's metric filters count (ops/runtime/log_filters.py); CloudWatch's own minute of aggregation and "
+    "its delay before a metric can be read are not played.",
+    "Functions cannot crash the process the way a killed worker does, and Lambda throttling and cold starts "
+    "are not modelled.",
 ]
 
 

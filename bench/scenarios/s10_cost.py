@@ -175,7 +175,8 @@ def run(h: Harness, p: Params = FULL) -> Result:
         number=10,
         title="Cost",
         question=f"What do {p.webhooks:,} webhooks cost in AWS requests and write units, per million at list prices?",
-        baseline="the common design: Lambda ingress straight to SQS + Powertools idempotency + a status update",
+        baseline="the common design: a Lambda door straight to SQS, and Powertools idempotency around an idempotent "
+        "put of the message",
         project_label="this pipeline",
         baseline_label="common design",
     )
@@ -285,8 +286,9 @@ def run(h: Harness, p: Params = FULL) -> Result:
         f"({p.producers} connections), through the runtime's HTTP door ({outcomes['seconds']:.0f} s); messages lane "
         "(batch 10). Metered: every SQS and DynamoDB request of the door, the consumer and the lane's poller.",
         "Common design: the same deliveries through an in-process door (HMAC check, SendMessage) and a Powertools "
-        "BatchProcessor consumer with @idempotent_function (INPROGRESS put, COMPLETED update) storing the message "
-        "(conditional put) and its status (update); metered the same way.",
+        "BatchProcessor consumer with @idempotent_function (its INPROGRESS put and COMPLETED update) around a "
+        "conditional put of the message, kept as long as this pipeline keeps its effects, with no status write and "
+        "no log lines of its own; metered the same way, at this pipeline's batch fill.",
         "The messages consumer runs with production's 30 s timeout (UpdateFunctionConfiguration): the local "
         "5 s leaves a batch about three seconds to start records, and under this load the rest would be "
         "re-sent, churn production does not have.",
@@ -295,10 +297,15 @@ def run(h: Harness, p: Params = FULL) -> Result:
     ]
     result.caveats = [
         "This pipeline's extra writes buy things the common design lacks: the log row written before the "
-        "enqueue (scenario 6: nothing lost when the send fails) and drain counts for admission. The row is "
-        "not written again: the stored message is the delivery's done-mark.",
-        "Batches are as full as the local runtime made them; fuller batches on AWS lower the per-webhook poller "
-        "and quota costs of this pipeline.",
+        "enqueue (scenario 6: nothing lost when the send fails; identical redeliveries refused by its key) and "
+        "drain counts for admission. The row is not written again: the stored message is the delivery's "
+        "done-mark, in its sender's partition, so an erasure needs no index entry. An erasure scans the week of "
+        "raw rows instead: a cost per erasure, not per webhook, so not here (`lanectl plan prod` prices one).",
+        "The stored message is one write unit because its text deflates to under half: this vocabulary to about "
+        "43%; customers' prose varies (tests/unit/tasks/test_messages.py pins the item under 1 KB for these texts). "
+        "Longer texts or less repetitive ones cost a second unit and more storage.",
+        "Batches are as full as the local runtime made them (one record at 16/s); fuller batches on AWS lower the "
+        "per-webhook poller and invocation costs of both designs alike.",
         "Lambda compute is priced from the stated assumptions, not measured: local durations say nothing about Lambda.",
     ]
     if h.plot_dir is not None:

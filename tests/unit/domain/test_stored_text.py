@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import random
 import zlib
 
 import pytest
@@ -21,9 +22,28 @@ def test_a_long_customer_text_is_stored_in_about_half_its_bytes():
     assert stored_text.read(stored) == text
 
 
-def test_a_text_below_the_threshold_is_kept_as_a_string():
-    text = "x" * (stored_text.COMPRESS_FROM_BYTES - 1)
-    assert stored_text.stored(text) == text
+def test_a_text_below_the_threshold_is_kept_as_a_string_and_one_at_it_is_deflated():
+    below = "x" * (stored_text.COMPRESS_FROM_BYTES - 1)
+    assert stored_text.stored(below) == below
+    at = "x" * stored_text.COMPRESS_FROM_BYTES
+    assert isinstance(stored_text.stored(at), bytes)
+
+
+def _mixed_text(seed: int, size: int) -> str:
+    """Words and random characters: how much it deflates depends on the seed's mix."""
+    rng = random.Random(seed)
+    mix, parts = rng.random(), []
+    while sum(len(part) for part in parts) < size:
+        parts.append(rng.choice(("hello ", "order ", "refund ")) if rng.random() < mix else chr(33 + rng.randrange(94)))
+    return "".join(parts)[:size]
+
+
+def test_a_text_that_saves_exactly_a_fifth_is_deflated():
+    # 300 bytes that deflate to exactly 240 (found by searching seeds; zlib's output is fixed for a level)
+    text = _mixed_text(511, 300)
+    stored = stored_text.stored(text)
+    assert isinstance(stored, bytes)
+    assert len(stored) == stored_text.KEEP_RATIO * len(text.encode())
 
 
 def test_a_text_that_barely_shrinks_is_kept_as_a_string():
@@ -42,7 +62,15 @@ def test_a_text_written_before_compression_reads_as_it_is():
     assert stored_text.read("hello") == "hello"
 
 
-@pytest.mark.parametrize("value", [b"not deflate at all", zlib.compress(b"\xff\xfe", wbits=-15), 42, None])
-def test_what_is_not_a_stored_text_is_refused_naming_why(value):
-    with pytest.raises(stored_text.UnreadableText, match="stored text"):
+@pytest.mark.parametrize(
+    ("value", "why"),
+    [
+        (b"not deflate at all", "not deflated UTF-8"),
+        (zlib.compress(b"\xff\xfe", wbits=-15), "not deflated UTF-8"),
+        (42, "got int"),
+        (None, "got NoneType"),
+    ],
+)
+def test_what_is_not_a_stored_text_is_refused_naming_why(value, why):
+    with pytest.raises(stored_text.UnreadableText, match=why):
         stored_text.read(value)
