@@ -163,3 +163,24 @@ def test_the_backoff_ceiling_on_the_records_line_is_rounded_to_milliseconds():
     record = p.record(p.job("job-t"))
     p.run([record])
     assert p.outcome(record["messageId"]).detail == {"backoff_ceiling": 0.123}
+
+
+def test_a_commit_refused_for_good_dead_letters_the_record_and_marks_its_row_failed():
+    # Given a job whose writes DynamoDB refuses for good (an item too large: the same writes fail
+    # the same way every time)
+    p = Pipeline()
+
+    def refuse() -> None:
+        raise PermanentError("item_too_large", "the task's item is over 400 KB")
+
+    p.committer.before_commit = refuse
+    record = p.record(p.job("job-v"))
+
+    # When it runs
+    assert p.run([record]) == []
+
+    # Then it goes to the DLQ, nothing it wrote landed (only the job's leaving its tenant's queued
+    # count), and its row says failed
+    assert p.outcome(record["messageId"]).outcome == Outcome.DEAD_LETTERED
+    assert [w.key for w in p.committer.landed] == [{schema.PK: "queued#messages#acme"}]
+    assert p.status("job-v") == schema.RowStatus.FAILED
