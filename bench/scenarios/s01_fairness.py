@@ -226,8 +226,9 @@ def run(h: Harness, p: Params = FULL) -> Result:
         f"{worst_fair / service:.1f} vs {worst_fifo / service:.1f} service times ({ratio:.1f}x less)",
     )
     result.headline = (
-        f"quiet pages waited {worst_fair / service:.0f} service times vs {worst_fifo / service:.0f} under FIFO "
-        f"({ratio:.1f}x less)" + (f"; the big page finished {cost:.1f}x later" if p.wait_for_big else "")
+        f"quiet pages waited {worst_fair / service:.1f} service times vs {worst_fifo / service:.1f} under FIFO "
+        f"({ratio:.1f}x less)"
+        + (f"; the big page's last comment came at {cost:.2f}x its FIFO time" if p.wait_for_big else "")
     )
     result.data.update(
         fair_small=fair_small, fifo_small=fifo_small, fair_big_last=fair.big_last, fifo_big_last=fifo.big_last
