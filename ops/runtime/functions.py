@@ -19,6 +19,7 @@ more than MaximumConcurrency anyway; the API's route throttles are what bound th
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import threading
 import time
@@ -29,6 +30,7 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
+from types import ModuleType
 from typing import Any
 
 from ops.runtime.capture import OutputCapture
@@ -45,6 +47,16 @@ environment in a process of its own; here an instance's set-up shares the interp
 module-level state with every other, and some of that state is not safe to build from two
 threads at once: two Powertools `Logger`s for one service, made together, left one without its
 formatter, and that cold start crashed (a 500 from the door under a 120/s burst)."""
+
+
+def _handler_module(config: FunctionConfig) -> ModuleType:
+    """Imported when a host is made, on the thread starting the runtime, not at a cold start.
+    CPython's import locks can fail two threads importing one package's modules at once when the
+    package's `__init__` imports the module the other thread asked for (gh-83065): a driver reading
+    `pipeline.tasks.messages` while a consumer's cold start imported `pipeline.tasks` got a KeyError
+    (`make demo`), and the cold start could fail the same way. Loaded up front, no thread imports
+    the pipeline's code while another runs it."""
+    return importlib.import_module(config.handler.rpartition(".")[0])
 
 
 @dataclass(frozen=True)
@@ -115,6 +127,7 @@ class FunctionStats:
 
 class FunctionHost:
     def __init__(self, config: FunctionConfig, *, capture: OutputCapture, metrics: MetricsStore) -> None:
+        _handler_module(config)
         self._config = config
         self._capture = capture
         self._metrics = metrics
@@ -129,6 +142,9 @@ class FunctionHost:
 
     def reconfigure(self, config: FunctionConfig) -> bool:
         """Adopt a changed configuration; warm instances are retired. True when it changed."""
+        if config.handler != self._config.handler:
+            with contextlib.suppress(Exception):  # a handler that cannot load fails its invocations, as on Lambda
+                _handler_module(config)
         with self._lock:
             if config == self._config:
                 return False
@@ -216,7 +232,7 @@ def _load(config: FunctionConfig) -> Handler:
     """The handler module's `create_handler`, given the function's environment as Lambda would
     set it. Modules read no environment at import, so one import serves every function."""
     module_name, _, attribute = config.handler.rpartition(".")
-    module = importlib.import_module(module_name)
+    module = _handler_module(config)
     factory = getattr(module, "create_handler", None)
     if factory is None:
         raise RuntimeError(f"{module_name} has no create_handler(environ); the local runtime cannot host {attribute}")
