@@ -59,9 +59,10 @@ def messages(d: Demo) -> None:
         statuses == [200] * 6,
         f"{statuses}, {answered_ms:.0f} ms each on average",
     )
-    stored = poll(
-        lambda: all(d.s.stored_message(waba, f"wamid.demo-{n}", meta.CUSTOMER) for n in (1, 2, 3)), 30, interval=0.5
-    )
+    # Every delivery finished, not only the messages: the statuses are deliveries of their own, and
+    # one read before its turn would show an order the lane had not finished applying.
+    finished = poll(lambda: len(d.s.log.finished({waba}, lane="messages")) == len(deliveries), 30, interval=0.5)
+    stored = finished and all(d.s.stored_message(waba, f"wamid.demo-{n}", meta.CUSTOMER) for n in (1, 2, 3))
     rows = _log_rows(d, waba)
     d.expect(
         "messages",
