@@ -9,6 +9,8 @@ confirmation code is what the person, or a later `lanectl erase --status`, reads
 
 from __future__ import annotations
 
+from typing import Any
+
 from botocore.exceptions import BotoCoreError, ClientError
 
 from ops.context import Context
@@ -51,11 +53,16 @@ def _hash_of(ctx: Context, sender: str | None, sender_hash: str | None) -> str:
         raise OpsError(f"{exc}; check this stack's SenderKey secret and your access to it", AWS) from exc
 
 
-def _show(ctx: Context, shown: dict[str, str | None]) -> None:
+def _show(ctx: Context, shown: dict[str, Any]) -> None:
     when = f"requested {shown['requested_at']}"
     if shown.get("completed_at"):
         when += f", completed {shown['completed_at']}"
     ctx.console.line(f"status: {shown['status']} ({when})")
+    erased = shown.get("erased")
+    if erased:
+        ctx.console.line(
+            "erased: " + ", ".join(f"{kind.replace('_', ' ')} {count}" for kind, count in sorted(erased.items()))
+        )
 
 
 def _wait(ctx: Context, requests: ErasureRequests, code: str, wait_seconds: float) -> int:

@@ -116,6 +116,7 @@ def test_lanectl_erase_prints_a_code_and_waits_for_the_erasure(pipeline):
     assert result.returncode == 0, result.stderr
     assert "erasure requested: confirmation code " in result.stdout
     assert "status: done" in result.stdout
+    assert "\nerased: " in result.stdout
     assert person not in result.stdout + result.stderr
     assert _stored(pipeline, tenant, "wamid.p", person) == []
     everything = _tables_as_text(pipeline)

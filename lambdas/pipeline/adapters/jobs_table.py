@@ -38,6 +38,7 @@ CREATED_AT = "created_at"
 UPDATED_AT = "updated_at"
 DEADLINE = "deadline"
 LAST_ERROR = "last_error"
+RESULT = "result"
 PAYLOAD = "payload"
 REPLAYS = "replays"
 REQUEST_HASH = "request_hash"
@@ -76,6 +77,13 @@ def _str(item: dict[str, Any], name: str) -> str | None:
     return item.get(name, {}).get("S")
 
 
+def _counts(item: dict[str, Any], name: str) -> dict[str, int] | None:
+    raw = item.get(name, {}).get("M")
+    if not raw:
+        return None
+    return {key: int(Decimal(value["N"])) for key, value in raw.items() if "N" in value}
+
+
 def job_from_item(item: dict[str, Any]) -> Job:
     return Job(
         id=item[schema.ID]["S"],
@@ -89,6 +97,7 @@ def job_from_item(item: dict[str, Any]) -> Job:
         updated_at=_num(item, UPDATED_AT) or 0.0,
         deadline=_num(item, DEADLINE),
         last_error=_str(item, LAST_ERROR),
+        result=_counts(item, RESULT),
     )
 
 

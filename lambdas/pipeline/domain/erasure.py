@@ -99,7 +99,8 @@ def _iso(epoch: float | None) -> str | None:
 
 
 def public_status(code: str, job: Job) -> dict[str, Any]:
-    """What the person holding the code is shown: pending, done or failed, and when."""
+    """What the person holding the code is shown: pending, done or failed, when, and once done how
+    much was erased (counts by kind: nothing about what it was)."""
     if job.status == schema.RowStatus.QUEUED:
         status = PENDING
     elif job.status == schema.RowStatus.DONE:
@@ -111,6 +112,7 @@ def public_status(code: str, job: Job) -> dict[str, Any]:
         "status": status,
         "requested_at": _iso(job.created_at),
         "completed_at": None if status == PENDING else _iso(job.updated_at),
+        "erased": dict(job.result) if status == DONE and job.result else None,
     }
 
 

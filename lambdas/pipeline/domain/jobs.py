@@ -7,7 +7,7 @@ import hashlib
 import json
 import re
 import uuid
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -215,6 +215,8 @@ class Job:
     updated_at: float
     deadline: float | None
     last_error: str | None
+    result: Mapping[str, int] | None = None
+    """The task's counts, once done (TaskResult.result); None before, or when it reported none."""
 
     def to_public(self) -> dict[str, Any]:
         return {
@@ -229,6 +231,7 @@ class Job:
             "updated_at": self.updated_at,
             "deadline": self.deadline,
             "last_error": self.last_error,
+            "result": None if self.result is None else dict(self.result),
         }
 
 

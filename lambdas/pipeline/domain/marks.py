@@ -36,6 +36,8 @@ DEFERRALS = "deferrals"
 LAST_ERROR = "last_error"
 ERROR_CLASS = "error_class"
 OUTCOME = "outcome"
+RESULT = "result"
+"""On a job's row once it is done: the task's counts (TaskResult.result)."""
 """On an internal done-marker: done or superseded."""
 
 REOPENABLE = frozenset({schema.RowStatus.QUEUED, schema.RowStatus.FAILED, schema.RowStatus.ABANDONED})
@@ -116,6 +118,7 @@ def finish(
     marker_ttl_seconds: int,
     error: Classified | None = None,
     outcome: str | None = None,
+    result: Mapping[str, int] | None = None,
 ) -> Put | Update | None:
     """The write that finishes the obligation, or None for internal work that is not done (an
     expired or failed tick leaves no marker: a redrive may run it again)."""
@@ -143,6 +146,8 @@ def finish(
         DEFERRALS: envelope.deferrals,
         **_error_values(error),
     }
+    if result and obligation.table is Table.JOBS:
+        values[RESULT] = dict(result)
     names = {f"#{name}": name for name in values}
     names["#shard"] = schema.PENDING_SHARD
     sets = ", ".join(f"#{name} = :{name}" for name in values)

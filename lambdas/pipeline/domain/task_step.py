@@ -127,6 +127,7 @@ class TaskStep:
             attempts=attempt,
             marker_ttl_seconds=self._config.marker_ttl_seconds,
             outcome=final,
+            result=result.result,
         )
         assert mark is not None  # finishing as done always has a mark
         writes: tuple[Write, ...] = (() if result.superseded else effects) + job_finished(

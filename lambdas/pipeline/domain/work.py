@@ -128,6 +128,9 @@ class TaskResult:
     """The task found newer work that makes this record moot: nothing to write but the done-mark."""
     detail: Mapping[str, Any] = field(default_factory=dict)
     """Small facts for the record's log line (counts, labels), never payload contents."""
+    result: Mapping[str, int] = field(default_factory=dict)
+    """What a job's caller is shown once it is done (`GET /jobs/{id}`, an erasure's status): counts
+    of what the work did, never payload contents. Kept on the job's row; other records have none."""
 
     @property
     def keyed(self) -> bool:

@@ -82,4 +82,8 @@ def run(ctx: TaskContext) -> TaskResult:
         names["#total"] = "total_pages"
         values[":total"] = total
     writes.append(Update(Table.DATA, progress_key(tenant, import_id), expression, names=names, values=values))
-    return TaskResult(writes=tuple(writes), detail={"import_id": import_id, "page": page, "rows": len(by_id)})
+    return TaskResult(
+        writes=tuple(writes),
+        detail={"import_id": import_id, "page": page, "rows": len(by_id)},
+        result={"rows": len(by_id)},
+    )

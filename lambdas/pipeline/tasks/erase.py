@@ -130,6 +130,6 @@ def run(ctx: TaskContext) -> TaskResult:
         found = ctx.eraser.find(sender_hash)
         if found.empty:
             # Counts only: the detail is logged, and a hash is not for logs either.
-            return TaskResult(follow_ups=_again(ctx, sender_hash), detail={"erased": dict(counts)})
+            return TaskResult(follow_ups=_again(ctx, sender_hash), detail={"erased": dict(counts)}, result=dict(counts))
         _erase(ctx, found, counts)
     raise StillFinding(f"items about the person still turn up after {ROUNDS} rounds")

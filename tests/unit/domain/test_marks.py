@@ -176,6 +176,40 @@ def test_finishing_a_row_records_the_outcome_and_leaves_the_pending_index(commit
     }
 
 
+@pytest.mark.parametrize(("source", "table"), [("webhook", "webhook-log"), ("job", "jobs")])
+def test_a_done_job_keeps_what_its_task_counted_and_a_webhook_row_does_not(committer, dynamodb, source, table):
+    # Given a queued row, and a task that counted what it did
+    row = _queued_row(dynamodb, table, "w-2")
+    envelope = _envelope(source, "w-2")
+    counted = {"rows": 40, "skipped": 0}
+
+    mark = marks.finish(
+        _read(envelope, row), envelope, status=DONE, now=NOW, attempts=1, marker_ttl_seconds=TTL, result=counted
+    )
+    committer.commit(mark, ())
+
+    # Then a job's row shows the counts beside its status (GET /jobs/{id} reads them); the webhook
+    # log's row is nobody's answer, and gets no bytes for them
+    stored = _stored(dynamodb, table, {schema.ID: "w-2"})
+    assert stored is not None
+    assert stored["status"] == DONE
+    assert stored.get(marks.RESULT) == (counted if source == "job" else None)
+
+
+def test_a_job_whose_task_counted_nothing_has_no_result(committer, dynamodb):
+    row = _queued_row(dynamodb, "jobs", "j-3")
+    envelope = _envelope("job", "j-3")
+
+    mark = marks.finish(
+        _read(envelope, row), envelope, status=DONE, now=NOW, attempts=1, marker_ttl_seconds=TTL, result={}
+    )
+    committer.commit(mark, ())
+
+    stored = _stored(dynamodb, "jobs", {schema.ID: "j-3"})
+    assert stored is not None
+    assert marks.RESULT not in stored
+
+
 def test_a_failed_row_keeps_the_reason_it_failed(committer, dynamodb):
     row = _queued_row(dynamodb, "jobs", "j-1")
     envelope = _envelope("job", "j-1")

@@ -58,6 +58,7 @@ def test_get_answers_the_jobs_status(api):
         "updated_at": NOW,
         "deadline": None,
         "last_error": None,
+        "result": None,
     }
 
 

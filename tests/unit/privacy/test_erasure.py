@@ -108,7 +108,8 @@ def test_meta_asks_and_afterwards_nothing_readable_about_the_person_remains(pipe
     code = answer["confirmation_code"]
     assert erasure.is_code(code)
     assert answer["url"] == f"https://{HOST}{erasure.CALLBACK_PATH}/{code}"
-    assert json.loads(pipeline.erasure_status(code)["body"])["status"] == "pending"
+    pending = json.loads(pipeline.erasure_status(code)["body"])
+    assert (pending["status"], pending["erased"]) == ("pending", None)
 
     # When its lane runs it
     pipeline.drain()
@@ -118,6 +119,9 @@ def test_meta_asks_and_afterwards_nothing_readable_about_the_person_remains(pipe
     shown = json.loads(pipeline.erasure_status(code)["body"])
     assert (shown["status"], shown["confirmation_code"]) == ("done", code)
     assert shown["completed_at"] is not None
+    # and says how much went, by kind: her three rows and the card's body part, her two jobs,
+    # seven items (two messages, a status, a comment, three of the reply turn's) and one marker
+    assert shown["erased"] == {"webhook_rows": 3, "body_parts": 1, "jobs": 2, "items": 7, "markers": 1}
     after = _readable(pipeline)
     assert _mentions(after, (ANA, *ANA_SAYS)) == []
     assert not any("#part" in text for text in after["webhook-log"])

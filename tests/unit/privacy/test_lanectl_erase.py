@@ -78,6 +78,7 @@ def test_on_call_erases_a_person_by_their_number_and_reads_the_result_by_code(pi
     code, out, _ = lanectl("erase", "--env", "dev", "--status", confirmation)
     assert code == 0
     assert "\nstatus: done (requested " in "\n" + out
+    assert "\nerased: body parts 0, items 1, jobs 0, markers 0, webhook rows 1\n" in "\n" + out
     assert not [i for i in pipeline.items("data") if schema.SENDER_HASH in i]
 
 

@@ -72,6 +72,7 @@ def test_a_log_that_fits_one_run_is_read_whole_and_every_row_that_names_the_pers
     assert log.erased == ["wh-1", "wh-2", "wh-3"]
     assert log.scanned_from == [None, {"page": 1}, {"page": 2}]
     assert result.detail == {"erased": {"webhook_rows": 3, "body_parts": 0}}
+    assert result.result == {"webhook_rows": 3, "body_parts": 0}
     [again] = result.follow_ups
     assert again.envelope.id.endswith(erase.AGAIN_SUFFIX)
 
@@ -94,6 +95,7 @@ def test_a_run_stops_while_it_has_time_for_another_page_and_says_where_the_next_
     assert log.erased == ["wh-1", "wh-2", "wh-3", "wh-4", "wh-5"]
     assert log.scanned_from == [None, {"page": 1}, {"page": 2}, {"page": 3}, {"page": 4}]
     assert result.detail == {"erased": {"webhook_rows": 5, "body_parts": 0}}
+    assert result.result == {"webhook_rows": 5, "body_parts": 0}
 
 
 def test_the_second_pass_leaves_the_log_alone():

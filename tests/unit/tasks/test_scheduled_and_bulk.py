@@ -87,6 +87,8 @@ def test_import_pages_write_their_rows_and_count_progress_once(lane):
     assert sorted(k for k in items if k.startswith("row#")) == ["row#a", "row#b", "row#c"]
     progress = items["progress"]
     assert (progress["pages_done"], progress["rows_done"], progress["total_pages"]) == (2, 3, 2)
+    # And each page's job says how many rows it wrote; the repeated copy changed neither
+    assert (h.row("jobs", "job-p0")["result"], h.row("jobs", "job-p1")["result"]) == ({"rows": 2}, {"rows": 1})
 
 
 def test_a_page_larger_than_one_transaction_commits_whole_and_counts_once(lane):
