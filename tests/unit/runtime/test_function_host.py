@@ -12,15 +12,19 @@ from ops.runtime.metrics import MetricsStore
 from tests.unit.runtime import overlapping_init
 
 
-def test_a_burst_of_cold_starts_initialises_its_instances_one_at_a_time_and_all_answer():
-    config = FunctionConfig(
-        name="burst",
-        arn="arn:aws:lambda:us-east-1:123456789012:function:burst",
-        handler="tests.unit.runtime.overlapping_init.handler",
+def _config(name: str, handler: str) -> FunctionConfig:
+    return FunctionConfig(
+        name=name,
+        arn=f"arn:aws:lambda:us-east-1:123456789012:function:{name}",
+        handler=handler,
         environment={},
         timeout_seconds=10,
         memory_mb=128,
     )
+
+
+def test_a_burst_of_cold_starts_initialises_its_instances_one_at_a_time_and_all_answer():
+    config = _config("burst", "tests.unit.runtime.overlapping_init.handler")
     host = FunctionHost(config, capture=OutputCapture(), metrics=MetricsStore())
     outcomes = []
     start = threading.Barrier(MAX_INSTANCES)
@@ -45,14 +49,7 @@ def test_a_host_imports_its_handler_code_when_it_is_made_not_at_the_first_cold_s
     # Given a handler module nothing has imported yet
     module = "tests.unit.runtime.imported_on_hosting"
     sys.modules.pop(module, None)
-    config = FunctionConfig(
-        name="hosted",
-        arn="arn:aws:lambda:us-east-1:123456789012:function:hosted",
-        handler=f"{module}.handler",
-        environment={},
-        timeout_seconds=10,
-        memory_mb=128,
-    )
+    config = _config("hosted", f"{module}.handler")
     # When a host is made for it
     host = FunctionHost(config, capture=OutputCapture(), metrics=MetricsStore())
     # Then its code is loaded before any invocation, so no cold start imports it beside a
@@ -64,28 +61,12 @@ def test_a_host_imports_its_handler_code_when_it_is_made_not_at_the_first_cold_s
 
 def test_a_handler_that_cannot_be_imported_fails_its_invocations_not_the_reconfiguration():
     host = FunctionHost(
-        FunctionConfig(
-            name="hosted",
-            arn="arn:aws:lambda:us-east-1:123456789012:function:hosted",
-            handler="tests.unit.runtime.imported_on_hosting.handler",
-            environment={},
-            timeout_seconds=10,
-            memory_mb=128,
-        ),
+        _config("hosted", "tests.unit.runtime.imported_on_hosting.handler"),
         capture=OutputCapture(),
         metrics=MetricsStore(),
     )
     # When an operator points the function at a module that does not exist
-    changed = host.reconfigure(
-        FunctionConfig(
-            name="hosted",
-            arn="arn:aws:lambda:us-east-1:123456789012:function:hosted",
-            handler="tests.unit.runtime.no_such_module.handler",
-            environment={},
-            timeout_seconds=10,
-            memory_mb=128,
-        )
-    )
+    changed = host.reconfigure(_config("hosted", "tests.unit.runtime.no_such_module.handler"))
     # Then the change is taken, and each invocation reports the import error, as Lambda would
     assert changed
     outcome = host.invoke({})
