@@ -7,9 +7,10 @@ dead-lettered like any job, and its status is its row's. The job's id derives fr
 confirmation code (the job id is a digest of it), so the code, which the person holds, is the only
 way to read the status without IAM, and the row does not hold the code.
 
-The job's task (tasks/erase.py) finds the person's rows and items through the `by_sender` indexes,
-deletes the items, and empties each row down to its tombstone: status `erased`, and only what
-names no one (the key, lane, tenant, kind and times). A row is emptied rather than deleted so that
+The job's task (tasks/erase.py) finds the person's rows and items (a scan of the webhook log, the
+person's partition of the data table, the `by_sender` indexes of jobs and their items), deletes the
+items, and empties each row down to its tombstone: status `erased`, and only what names no one
+(the key, lane, tenant, kind and times). A row is emptied rather than deleted so that
 a message still on its way finds it finished and does nothing; a deleted row would have its message
 dead-lettered as `row_missing`, with the payload it carries.
 """
