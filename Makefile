@@ -87,7 +87,7 @@ soak: setup
 # have about 1022 mutants, some 45 minutes with one worker (most die in the in-memory pipeline
 # tests within a second; each survivor runs a minute of moto tests): name them in FILES on the
 # command line to run them, `make mutation FILES="consumer task_step settling batch_time"`.
-FILES ?= webhook routing admission retry budgets marks stored_text erasure
+FILES ?= webhook routing admission retry budgets marks stored_text erasure jobs
 mutation: setup $(VENV)/.mutation-installed
 	rm -rf mutants
 	$(PY) tests/mutation/mutate.py run --max-children 1 $(foreach f,$(FILES),"pipeline.domain.$(f).*")
