@@ -112,7 +112,7 @@ def test_a_log_rows_tombstone_keeps_its_key_route_and_expiry_and_nothing_of_the_
 
 
 def test_a_job_rows_tombstone_keeps_what_get_jobs_shows_and_takes_an_expiry_when_it_had_none():
-    row = {
+    names_no_one = {
         schema.ID: "job-1",
         "lane": "ai",
         "tenant": "shop-1",
@@ -120,19 +120,16 @@ def test_a_job_rows_tombstone_keeps_what_get_jobs_shows_and_takes_an_expiry_when
         "created_at": REQUESTED,
         "attempts": 2,
         "deferrals": 0,
+    }
+    row = {
+        **names_no_one,
         "payload": {"text": "call me on +44 7700 900123"},
         "idempotency_key": "order-77",
         "last_error": "vendor: 503",
     }
 
     assert erasure.job_tombstone(row, now=FINISHED, expires_at=1_767_830_400.5) == {
-        schema.ID: "job-1",
-        "lane": "ai",
-        "tenant": "shop-1",
-        "kind": "ai.inbound",
-        "created_at": REQUESTED,
-        "attempts": 2,
-        "deferrals": 0,
+        **names_no_one,
         "status": schema.RowStatus.ERASED,
         "updated_at": FINISHED,
         "finished_at": FINISHED,
