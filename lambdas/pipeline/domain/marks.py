@@ -36,9 +36,9 @@ DEFERRALS = "deferrals"
 LAST_ERROR = "last_error"
 ERROR_CLASS = "error_class"
 OUTCOME = "outcome"
+"""On an internal done-marker: done or superseded."""
 RESULT = "result"
 """On a job's row once it is done: the task's counts (TaskResult.result)."""
-"""On an internal done-marker: done or superseded."""
 
 REOPENABLE = frozenset({schema.RowStatus.QUEUED, schema.RowStatus.FAILED, schema.RowStatus.ABANDONED})
 _ROW_TABLES = {"webhook": Table.WEBHOOK_LOG, "job": Table.JOBS}
