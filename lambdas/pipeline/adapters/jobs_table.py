@@ -25,8 +25,10 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from pipeline import schema
+from pipeline.adapters.items import from_item
 from pipeline.domain import jobs
 from pipeline.domain.jobs import Created, CreateResult, Duplicate, Job, JobRequest, JobsTableUnavailable, TenantLimited
+from pipeline.domain.marks import RESULT
 
 LANE = "lane"
 KIND = "kind"
@@ -38,7 +40,6 @@ CREATED_AT = "created_at"
 UPDATED_AT = "updated_at"
 DEADLINE = "deadline"
 LAST_ERROR = "last_error"
-RESULT = "result"
 PAYLOAD = "payload"
 REPLAYS = "replays"
 REQUEST_HASH = "request_hash"
@@ -78,10 +79,8 @@ def _str(item: dict[str, Any], name: str) -> str | None:
 
 
 def _counts(item: dict[str, Any], name: str) -> dict[str, int] | None:
-    raw = item.get(name, {}).get("M")
-    if not raw:
-        return None
-    return {key: int(Decimal(value["N"])) for key, value in raw.items() if "N" in value}
+    counts = (from_item({name: item[name]}) or {})[name] if name in item else None
+    return {key: int(count) for key, count in counts.items()} if counts else None
 
 
 def job_from_item(item: dict[str, Any]) -> Job:
