@@ -33,14 +33,19 @@ def _holder() -> LeaseBudgets:
     return LeaseBudgets(boto3.client("dynamodb", region_name=REGION), "state", time.time)
 
 
+def _send_pages(h, page_a: int) -> None:
+    """`page_a` comments from page A, then two from page B."""
+    for n in range(page_a):
+        h.send(internal("engagement", f"a-{n}", "comment", {}, tenant="page-a"))
+    h.send(internal("engagement", "b-0", "comment", {}, tenant="page-b"))
+    h.send(internal("engagement", "b-1", "comment", {}, tenant="page-b"))
+
+
 def test_a_flood_from_one_tenant_runs_under_one_slot_while_others_proceed(lane):
     # Given a batch of ten: eight comments from page A, two from page B, and a quota of 4 per page
     h = lane("engagement")
     environ = with_lane(h.environ, tenant_quota=tenant_cap(4), defer_seconds=2)
-    for n in range(8):
-        h.send(internal("engagement", f"a-{n}", "comment", {}, tenant="page-a"))
-    h.send(internal("engagement", "b-0", "comment", {}, tenant="page-b"))
-    h.send(internal("engagement", "b-1", "comment", {}, tenant="page-b"))
+    _send_pages(h, 8)
     task = Recorder()
     # When the consumer takes the batch
     response, messages = h.poll(h.handler(environ, tasks={"engagement": task}))
@@ -68,10 +73,7 @@ def test_a_tenant_whose_every_slot_is_held_elsewhere_is_deferred_while_others_pr
     quota = budgets.tenant_quota("engagement", "page-a", 2, "enforce")
     held = [_holder().acquire(quota, 1, 60) for _ in range(2)]
     assert [grant.granted for grant in held] == [1, 1]
-    for n in range(6):
-        h.send(internal("engagement", f"a-{n}", "comment", {}, tenant="page-a"))
-    h.send(internal("engagement", "b-0", "comment", {}, tenant="page-b"))
-    h.send(internal("engagement", "b-1", "comment", {}, tenant="page-b"))
+    _send_pages(h, 6)
     task = Recorder()
     # When the consumer takes the batch
     response, messages = h.poll(h.handler(environ, tasks={"engagement": task}))
