@@ -37,6 +37,7 @@ from ops.cli_parser import DELEGATED, ENV_VARIABLE, build_parser
 from ops.context import Context
 from ops.errors import OpsError
 from ops.output import Console
+from ops.runtime.iam import ledger
 from stacks.config.environments import Environment, UnknownEnvironment, get_environment
 
 
@@ -152,6 +153,9 @@ def run(argv: Sequence[str], runtime: Runtime) -> int:
     except SystemExit as exc:  # argparse has printed the usage and the reason
         return int(exc.code or 0)
     console = runtime.console
+    ledger_directory = runtime.environ.get(ledger.DIRECTORY_VARIABLE)
+    if ledger_directory and args.command in DELEGATED:
+        ledger.keep_in(ledger_directory)
     try:
         if args.command in DELEGATED:
             return _delegate(args.command, args, extra, console)

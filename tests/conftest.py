@@ -13,6 +13,18 @@ def pytest_configure(config):
     # atomicity must hold there as it does on AWS, and the tests run on the same emulator the
     # runtime does.
     from ops.runtime import moto_patches, sdk_models
+    from ops.runtime.iam import ledger
 
     moto_patches.install()
     sdk_models.share()
+    # `make test` keeps which grant each function used, for tests/grants/ to compare with what
+    # each role is granted; every process of the run (workers, the runtimes they start) adds its own.
+    directory = os.environ.get(ledger.DIRECTORY_VARIABLE)
+    if directory:
+        ledger.keep_in(directory)
+
+
+def pytest_sessionfinish(session):
+    from ops.runtime.iam import ledger
+
+    ledger.flush()

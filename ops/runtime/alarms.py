@@ -7,6 +7,11 @@ change its state is set in moto and its actions (the on-call topic) are notified
 Differences from CloudWatch, on purpose: periods are sliding windows ending now rather than
 aligned, completed periods, so a local alarm reacts within a second; and an alarm is first
 evaluated one period after the runtime starts, as a new alarm waits for its first period.
+
+An action runs as CloudWatch runs it: as the `cloudwatch.amazonaws.com` service principal, for
+this alarm's ARN, under the topic's policy and its key's (ops/runtime/iam/played.py). A refused
+action notifies nobody; the alarm's history says so (`DescribeAlarmHistory`, item type Action), as
+it does on AWS.
 """
 
 from __future__ import annotations
@@ -19,6 +24,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from ops.runtime import moto_alarm_history as alarm_history
+from ops.runtime.deploy import ACCOUNT, REGION
 from ops.runtime.metrics import MetricsStore
 
 OK, ALARM, INSUFFICIENT = "OK", "ALARM", "INSUFFICIENT_DATA"
@@ -28,6 +35,22 @@ _COMPARE: dict[str, Callable[[float, float], bool]] = {
     "LessThanThreshold": operator.lt,
     "LessThanOrEqualToThreshold": operator.le,
 }
+
+
+@dataclass(frozen=True)
+class ActionRun:
+    at: float
+    target: str
+    state: str
+    """The state whose action this was."""
+    error: str | None
+    """CloudWatch's reason for a failed action; None when it ran."""
+
+    @property
+    def summary(self) -> str:
+        if self.error is None:
+            return f"Successfully executed action {self.target}"
+        return f'Failed to execute action {self.target}. Received error: "{self.error}"'
 
 
 @dataclass
@@ -50,6 +73,8 @@ class AlarmDefinition:
     state: str = INSUFFICIENT
     reason: str = "the alarm has not been evaluated yet"
     history: list[tuple[float, str, str, str]] = field(default_factory=list)
+    """State changes: (time, previous state, new state, reason)."""
+    actions: list[ActionRun] = field(default_factory=list)
 
     @classmethod
     def from_template(cls, logical_id: str, properties: dict[str, Any], stack_name: str) -> AlarmDefinition:
@@ -116,7 +141,13 @@ class AlarmEvaluator:
         cloudwatch: Any,
         sns: Any,
         on_change: Callable[[AlarmDefinition, str], None],
+        refusal: Callable[[str, str], str | None] = lambda alarm_arn, topic: None,
+        on_action: Callable[[AlarmDefinition, ActionRun], None] = lambda alarm, run: None,
     ) -> None:
+        """`refusal(alarm ARN, topic ARN)` says why CloudWatch may not publish there, or None;
+        `on_action` hears of every action run, refused or not."""
+        self._refusal = refusal
+        self._on_action = on_action
         self.alarms = alarms
         self._store = store
         self._cloudwatch = cloudwatch
@@ -157,6 +188,7 @@ class AlarmEvaluator:
 
     def _notify(self, alarm: AlarmDefinition, previous: str) -> None:
         self._cloudwatch.set_alarm_state(AlarmName=alarm.name, StateValue=alarm.state, StateReason=alarm.reason[:1023])
+        alarm_history.record_state(alarm.name, time.time(), previous, alarm.state, alarm.reason)
         actions = alarm.alarm_actions if alarm.state == ALARM else alarm.ok_actions if alarm.state == OK else []
         message = json.dumps(
             {
@@ -169,4 +201,16 @@ class AlarmEvaluator:
             }
         )
         for topic in actions:
-            self._sns.publish(TopicArn=topic, Subject=f"{alarm.state}: {alarm.name}"[:99], Message=message)
+            error = self._refusal(alarm_arn(alarm.name), topic)
+            if error is None:
+                self._sns.publish(TopicArn=topic, Subject=f"{alarm.state}: {alarm.name}"[:99], Message=message)
+            run = ActionRun(at=time.time(), target=topic, state=alarm.state, error=error)
+            alarm.actions.append(run)
+            alarm_history.record_action(
+                alarm.name, run.at, run.summary, {"actionState": "Failed" if error else "Succeeded"}
+            )
+            self._on_action(alarm, run)
+
+
+def alarm_arn(name: str) -> str:
+    return f"arn:aws:cloudwatch:{REGION}:{ACCOUNT}:alarm:{name}"

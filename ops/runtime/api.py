@@ -207,9 +207,22 @@ class _Server(ThreadingHTTPServer):
 
 
 class ApiServer:
-    def __init__(self, routes: list[Route], *, port: int, on_request: Callable[[str, int, float], None]) -> None:
+    def __init__(
+        self,
+        routes: list[Route],
+        *,
+        port: int,
+        on_request: Callable[[str, int, float], None],
+        refusal: Callable[[Route, str], str | None] = lambda route, method: None,
+        on_refused: Callable[[str], None] = lambda reason: None,
+    ) -> None:
+        """`refusal(route, method)` says why API Gateway may not invoke the route's function (its
+        permissions do not allow this API), or None; refused, the caller gets 500 and
+        `on_refused` the reason, as the access log's integrationErrorMessage would say it."""
         self.routes = routes
         self._on_request = on_request
+        self._refusal = refusal
+        self._on_refused = on_refused
         self._server = _Server(("127.0.0.1", port), self._handler_class())
         self._server.daemon_threads = True
         # A short poll interval: a stop under load waits for this loop to notice.
@@ -241,6 +254,10 @@ class ApiServer:
             identity = iam_identity(headers.get("authorization", "")) if route.iam else None
             if route.iam and identity is None:
                 return _message(403, "Forbidden")
+            refused = self._refusal(route, method)
+            if refused is not None:
+                self._on_refused(refused)
+                return _message(500, "Internal Server Error")
             event = build_event(route, method, target, headers, body, source_ip, parameters, identity)
             outcome = route.function.invoke(event)
             if not outcome.ok:

@@ -35,6 +35,7 @@ from typing import Any
 
 from ops.runtime.capture import OutputCapture
 from ops.runtime.deploy import REGION
+from ops.runtime.iam.enforcer import ENFORCER
 from ops.runtime.metrics import MetricsStore
 
 Handler = Callable[[Any, Any], Any]
@@ -67,6 +68,8 @@ class FunctionConfig:
     environment: Mapping[str, str]
     timeout_seconds: float
     memory_mb: int
+    role: str = ""
+    """The execution role's ARN; its session's credentials are the instance's (ops/runtime/iam/)."""
 
     @classmethod
     def from_moto(cls, configuration: Mapping[str, Any]) -> FunctionConfig:
@@ -77,6 +80,7 @@ class FunctionConfig:
             environment=dict((configuration.get("Environment") or {}).get("Variables", {})),
             timeout_seconds=float(configuration.get("Timeout", 3)),
             memory_mb=int(configuration.get("MemorySize", 128)),
+            role=str(configuration.get("Role", "")),
         )
 
 
@@ -228,6 +232,15 @@ class FunctionHost:
         self._metrics.put("AWS/Lambda", name, {"FunctionName": self._config.name}, value, unit)
 
 
+def _role_credentials(config: FunctionConfig) -> dict[str, str]:
+    """A session of the function's execution role, in the variables Lambda gives it, so every call
+    the handler makes is judged against its own role. A configuration without a role (a test's
+    stand-in function) runs with the process's credentials."""
+    if not config.role:
+        return {}
+    return ENFORCER.assume(config.role, config.name).as_environ()
+
+
 def _load(config: FunctionConfig) -> Handler:
     """The handler module's `create_handler`, given the function's environment as Lambda would
     set it. Modules read no environment at import, so one import serves every function."""
@@ -243,6 +256,7 @@ def _load(config: FunctionConfig) -> Handler:
         "AWS_LAMBDA_FUNCTION_NAME": config.name,
         "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": str(config.memory_mb),
         "AWS_LAMBDA_FUNCTION_VERSION": "$LATEST",
+        **_role_credentials(config),
     }
     with _INITIALISING:
         return factory(environ)

@@ -48,7 +48,7 @@ def _response_class(service: str) -> Any:
     return SQSResponse
 
 
-def _parser(protocol: str) -> Any:
+def protocol_parser(protocol: str) -> Any:
     parser = _parsers.get(protocol)
     if parser is None:
         from botocore.parsers import create_parser
@@ -75,9 +75,9 @@ def answer(model: Any, params: dict[str, Any], context: dict[str, Any], **_: Any
     from botocore.endpoint import convert_to_response_dict
 
     raw = body.encode("utf-8") if isinstance(body, str) else (body or b"")
-    http = AWSResponse(params["url"], status, headers, _Raw(raw))
+    http = AWSResponse(params["url"], status, headers, RawBody(raw))
     response = convert_to_response_dict(http, model)
-    parser = _parser(protocol)
+    parser = protocol_parser(protocol)
     parsed = parser.parse(response, model.output_shape)
     if status >= 300:
         # As botocore's endpoint does: a modeled error's own fields (a cancelled transaction's
@@ -89,7 +89,9 @@ def answer(model: Any, params: dict[str, Any], context: dict[str, Any], **_: Any
     return http, parsed
 
 
-class _Raw:
+class RawBody:
+    """A response body botocore can stream or read, for answers made without a socket."""
+
     def __init__(self, body: bytes) -> None:
         self._body = body
 

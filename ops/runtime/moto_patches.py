@@ -30,7 +30,16 @@ import functools
 import threading
 from typing import Any
 
-from ops.runtime import moto_direct, moto_dispatch, moto_indexes, moto_results, moto_sqs, moto_tracking
+from ops.runtime import (
+    moto_alarm_history,
+    moto_direct,
+    moto_dispatch,
+    moto_indexes,
+    moto_results,
+    moto_sqs,
+    moto_tracking,
+)
+from ops.runtime.iam import enforcer
 
 _LOCK = threading.RLock()
 _PATCHED = False
@@ -47,6 +56,9 @@ def install() -> None:
     moto_direct.install()
     moto_results.install()
     moto_tracking.install()
+    moto_alarm_history.install()
+    # After moto_direct: the role check runs just before the emulator answers a call.
+    enforcer.install()
 
 
 def dynamodb_lock() -> Any:

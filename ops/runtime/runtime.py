@@ -27,8 +27,11 @@ from ops.runtime import background, moto_patches, sdk_models, wiring
 from ops.runtime.alarms import INSUFFICIENT, OK, AlarmDefinition, AlarmEvaluator
 from ops.runtime.api import ApiServer, throttle
 from ops.runtime.capture import OutputCapture
-from ops.runtime.deploy import REGION, Deployment, deploy
+from ops.runtime.deploy import ACCOUNT, LOCAL_API_ID, REGION, Deployment, deploy
 from ops.runtime.functions import FunctionHost
+from ops.runtime.iam import played
+from ops.runtime.iam.enforcer import ENFORCER
+from ops.runtime.iam.template import Grants, read_grants
 from ops.runtime.log_filters import LineCounts
 from ops.runtime.mappings import MappingPlayer
 from ops.runtime.metrics import MetricsStore
@@ -42,6 +45,7 @@ from stacks.config.doors import WEBHOOK_ROUTE
 from stacks.config.environments import ENVIRONMENTS, Environment
 from stacks.runtime_env import lane_id
 
+STAGE = "$default"
 STOP_SECONDS = 2.0
 """How long a stop waits for running batches: `lanectl local` promises to be gone within 5 s."""
 
@@ -92,6 +96,8 @@ class LocalRuntime:
         self.scheduler: Scheduler | None = None
         self.alarms: AlarmEvaluator | None = None
         self.deployment: Deployment | None = None
+        self.grants: Grants | None = None
+        """What the deployed template allows, enforced on every function's calls (ops/runtime/iam/)."""
         self.started_at = 0.0
         self.queue_samples: dict[str, QueueSample] = {}
         """Each queue's latest sample (a second old at most), for the live view."""
@@ -136,6 +142,8 @@ class LocalRuntime:
             if self._synthesized is None:
                 # Deploy has read the function code; nothing of the synthesis is needed again.
                 shutil.rmtree(synthesized.outdir, ignore_errors=True)
+        self.grants = read_grants(self.deployment.template, self.deployment.resolver, account=ACCOUNT, region=REGION)
+        ENFORCER.register(self.grants)
         self._clients = {
             name: boto3.client(name, region_name=REGION)  # type: ignore[call-overload]
             for name in ("lambda", "sqs", "sns", "cloudwatch", "dynamodb")
@@ -145,6 +153,8 @@ class LocalRuntime:
             self._shorten_retention(self.retention_seconds)
         self.capture.add_sink(LineCounts(wiring.metric_filters(self.deployment), self.metrics.put).sink)
         self.functions.update(wiring.host_functions(self.deployment, self.capture, self.metrics))
+        for refused in wiring.log_refusals(self.deployment, self.functions):
+            self.error(refused)
         self._play_mappings()
         self._serve_api()
         self._run_schedules()
@@ -185,6 +195,8 @@ class LocalRuntime:
     def close(self) -> None:
         """Take the emulated backend down and give the process its environment back."""
         self._process.restore_interpreter()
+        if self.grants is not None:
+            ENFORCER.unregister(self.grants)
         self.capture.uninstall()
         if self._server:
             self._server.stop()
@@ -227,7 +239,15 @@ class LocalRuntime:
     def _serve_api(self) -> None:
         assert self.deployment is not None
         routes = wiring.api_routes(self.deployment, self.functions, self._route_settings)
-        self.api = ApiServer(routes, port=self._api_port, on_request=self._on_request)
+        self.api = ApiServer(
+            routes,
+            port=self._api_port,
+            on_request=self._on_request,
+            refusal=lambda route, method: played.api_refusal(
+                route.function.config.arn, LOCAL_API_ID, ACCOUNT, REGION, STAGE, method, route.path
+            ),
+            on_refused=self.error,
+        )
         self.api.start()
 
     def _on_request(self, route: str, status: int, seconds: float) -> None:
@@ -241,6 +261,7 @@ class LocalRuntime:
             invoke_async=self._invoke_async,
             send_to_queue=self._send_to_queue,
             on_error=self.error,
+            refusal=played.rule_refusal,
         )
         self.scheduler.start()
 

@@ -98,10 +98,14 @@ class Scheduler:
         invoke_async: Callable[[str, dict[str, Any], int], None],
         send_to_queue: Callable[[str, str], None],
         on_error: Callable[[str], None],
+        refusal: Callable[[str, str, str], str | None] = lambda action, target, rule: None,
     ) -> None:
+        """`refusal(action, target ARN, rule ARN)` says why EventBridge may not deliver to a
+        target (its queue policy or the function's permissions do not let the rule in), or None."""
         self.rules = rules
         self._invoke_async = invoke_async
         self._send = send_to_queue
+        self._refusal = refusal
         self._on_error = on_error
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="scheduler", daemon=True)
@@ -131,6 +135,12 @@ class Scheduler:
         for target in rule.targets:
             try:
                 arn = target["Arn"]
+                action = "lambda:InvokeFunction" if arn.startswith("arn:aws:lambda:") else "sqs:SendMessage"
+                refused = self._refusal(action, arn, rule.arn)
+                if refused is not None:
+                    # EventBridge counts a FailedInvocation and drops the event: nothing reaches the target.
+                    self._on_error(f"rule {rule.logical_id}: EventBridge may not deliver to {arn}: {refused}")
+                    continue
                 if arn.startswith("arn:aws:lambda:"):
                     retries = int((target.get("RetryPolicy") or {}).get("MaximumRetryAttempts", 185))
                     self._invoke_async(arn, event, retries)

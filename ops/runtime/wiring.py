@@ -9,12 +9,16 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import boto3
+
 from ops.runtime import lambda_control
 from ops.runtime.alarms import AlarmDefinition
 from ops.runtime.api import Route, route_throttles
 from ops.runtime.capture import OutputCapture
 from ops.runtime.deploy import REGION, Deployment
 from ops.runtime.functions import FunctionConfig, FunctionHost
+from ops.runtime.iam import played
+from ops.runtime.iam.enforcer import ENFORCER
 from ops.runtime.intrinsics import references
 from ops.runtime.log_filters import MetricFilter
 from ops.runtime.mappings import MappingPlayer
@@ -90,6 +94,33 @@ def shorten_retention(deployment: Deployment, lambda_client: Any, seconds: int) 
         lambda_client.update_function_configuration(FunctionName=name, Environment={"Variables": variables})
 
 
+def role_client(service: str, config: FunctionConfig) -> Any:
+    """A client signing with a session of the function's role: what the Lambda service uses for
+    the function's event source mappings."""
+    credentials = ENFORCER.assume(config.role, config.name)
+    return boto3.session.Session(
+        region_name=REGION,
+        aws_access_key_id=credentials.access_key_id,
+        aws_secret_access_key=credentials.secret_access_key,
+        aws_session_token=credentials.session_token,
+    ).client(service)  # type: ignore[call-overload]
+
+
+def log_refusals(deployment: Deployment, functions: dict[str, FunctionHost]) -> list[str]:
+    """Functions whose role may not write their own log group (Lambda would lose their lines)."""
+    found = []
+    for logical_id, resource in deployment.resources("AWS::Lambda::Function").items():
+        group = resource["Properties"].get("LoggingConfig", {}).get("LogGroup")
+        config = functions[logical_id].config
+        if group is None or not config.role:
+            continue
+        arn = deployment.resolve({"Fn::GetAtt": [_referenced(group), "Arn"]})
+        refused = played.logs_refusal(config.role, config.name, arn)
+        if refused:
+            found.append(refused)
+    return found
+
+
 def function_by_arn(functions: dict[str, FunctionHost], arn: str) -> FunctionHost:
     for host in functions.values():
         if host.config.arn == arn or host.config.name == arn.rsplit(":", 1)[-1]:
@@ -108,18 +139,21 @@ def queue_names(deployment: Deployment) -> list[str]:
 def mapping_players(
     deployment: Deployment, functions: dict[str, FunctionHost], clients: dict[str, Any], on_error: Callable[[str], None]
 ) -> list[MappingPlayer]:
+    """One poller per mapping, polling with the function's role as Lambda does (played.py)."""
     players = []
     for logical_id, resource in deployment.resources("AWS::Lambda::EventSourceMapping").items():
         properties = deployment.resolve(resource["Properties"])
         queue_arn = properties["EventSourceArn"]
+        function = function_by_arn(functions, properties["FunctionName"])
+        played.check_mapping(function.config.role, function.config.name, queue_arn)
         players.append(
             MappingPlayer(
                 uuid=deployment.physical[logical_id],
                 queue_url=queue_url(clients["sqs"], queue_arn),
                 queue_arn=queue_arn,
-                function=function_by_arn(functions, properties["FunctionName"]),
+                function=function,
                 lambda_client=clients["lambda"],
-                sqs_client=clients["sqs"],
+                sqs_client=role_client("sqs", function.config),
                 on_error=on_error,
                 read_mapping=lambda_control.mapping_configuration,
             )
@@ -178,7 +212,7 @@ def scheduled_rules(deployment: Deployment) -> list[ScheduledRule]:
         if "ScheduleExpression" not in resource["Properties"]:
             continue
         targets = deployment.resolve(resource["Properties"].get("Targets", []))
-        arn = f"arn:aws:events:{REGION}:rule/{deployment.physical[logical_id]}"
+        arn = deployment.resolve({"Fn::GetAtt": [logical_id, "Arn"]})
         rules.append(ScheduledRule(logical_id, arn, period_seconds(resource), targets))
     return rules
 

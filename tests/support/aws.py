@@ -8,13 +8,15 @@ from __future__ import annotations
 
 import functools
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from types import SimpleNamespace
+from typing import Any
 
 import boto3
 import botocore.session
 
-from pipeline import schema
+from pipeline import schema, settings
 from pipeline.adapters.clients import Clients
 from stacks.config.environments import Environment
 from stacks.runtime_env import Resources
@@ -97,6 +99,8 @@ class Deployed:
     resources: Resources
     dlq_arns: dict[str, str]
     queue_arns: dict[str, str]
+    grants: Any = None
+    """The local template's grants over these resources, while they are enforced (roles.py)."""
 
 
 def deploy(env: Environment) -> Deployed:
@@ -235,9 +239,10 @@ def _shared_botocore_session() -> botocore.session.Session:
     return botocore.session.get_session()
 
 
-def handler_clients() -> Clients:
-    """Clients for one handler under test, made inside the active moto mock. They share one
-    botocore session, so the service models are parsed once per run rather than once per test
+def handler_clients(environ: Mapping[str, str] | None = None) -> Clients:
+    """Clients for one handler under test, made inside the active moto mock, signing with the
+    credentials `environ` gives the function (its role's, from the environ fixtures). They share
+    one botocore session, so the service models are parsed once per run rather than once per test
     (~85 ms each); each client still has its own event hooks, so AwsCalls counts per handler."""
     session = boto3.session.Session(botocore_session=_shared_botocore_session(), region_name=REGION)
-    return Clients(region=REGION, _session=session)
+    return Clients(region=REGION, credentials=settings.credentials(environ or {}), _session=session)

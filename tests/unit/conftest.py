@@ -1,12 +1,15 @@
 from __future__ import annotations
 
+import dataclasses
 import json
+from collections.abc import Iterator
 
 import pytest
 from moto import mock_aws
 
 from stacks import runtime_env
 from stacks.config.environments import ENVIRONMENTS, Environment
+from tests.support import roles
 from tests.support.aws import REGION, Deployed, deploy
 
 
@@ -31,32 +34,42 @@ def env_local() -> Environment:
 
 
 @pytest.fixture
-def deployed(aws, env_local) -> Deployed:
-    return deploy(env_local)
+def deployed(aws, env_local) -> Iterator[Deployed]:
+    """The pipeline's resources, with the local template's roles enforced on them: a handler built
+    from one of the environ fixtures below calls AWS as its function's role."""
+    made = deploy(env_local)
+    with roles.enforced(made) as grants:
+        yield dataclasses.replace(made, grants=grants)
 
 
-def _with_region(environ: dict[str, str]) -> dict[str, str]:
-    return {**environ, "AWS_REGION": REGION}
+def _function(environ: dict[str, str], deployed: Deployed, handler: str, lane: str | None = None) -> dict[str, str]:
+    """A function's variables as Lambda gives them: the template's, the region, its role's session."""
+    return {**environ, "AWS_REGION": REGION, **roles.role_credentials(deployed.grants, handler, lane)}
 
 
 @pytest.fixture
 def ingress_environ(deployed, env_local) -> dict[str, str]:
-    return _with_region(runtime_env.ingress(env_local, deployed.resources, json.dumps))
+    environ = runtime_env.ingress(env_local, deployed.resources, json.dumps)
+    return _function(environ, deployed, "pipeline.handlers.ingress.handler")
 
 
 @pytest.fixture
 def jobs_environ(deployed, env_local) -> dict[str, str]:
-    return _with_region(runtime_env.jobs(env_local, deployed.resources, json.dumps))
+    return _function(
+        runtime_env.jobs(env_local, deployed.resources, json.dumps), deployed, "pipeline.handlers.jobs.handler"
+    )
 
 
 @pytest.fixture
 def erasure_environ(deployed, env_local) -> dict[str, str]:
-    return _with_region(runtime_env.erasure(env_local, deployed.resources, json.dumps))
+    environ = runtime_env.erasure(env_local, deployed.resources, json.dumps)
+    return _function(environ, deployed, "pipeline.handlers.erasure.handler")
 
 
 @pytest.fixture
 def sweeper_environ(deployed, env_local) -> dict[str, str]:
-    return _with_region(runtime_env.sweeper(env_local, deployed.resources, json.dumps))
+    environ = runtime_env.sweeper(env_local, deployed.resources, json.dumps)
+    return _function(environ, deployed, "pipeline.handlers.sweeper.handler")
 
 
 @pytest.fixture
@@ -64,7 +77,8 @@ def consumer_environ(deployed, env_local):
     """A factory: the environment of one lane's consumer."""
 
     def make(lane_name: str) -> dict[str, str]:
-        return _with_region(runtime_env.consumer(env_local, env_local.lane(lane_name), deployed.resources, json.dumps))
+        environ = runtime_env.consumer(env_local, env_local.lane(lane_name), deployed.resources, json.dumps)
+        return _function(environ, deployed, roles.CONSUMER, lane_name)
 
     return make
 

@@ -61,7 +61,7 @@ def create_handler(
     lane = config.lane
     task = task_for(lane.task, tasks)
     rng = rng or random.Random()  # noqa: S311 (jitter, not secrets)
-    clients = clients or Clients(region=config.region)
+    clients = clients or Clients(region=config.region, credentials=settings.credentials(environ))
     logger = logger_for(environ, f"consumer-{lane.name}")
     metrics = metrics_for(environ, f"consumer-{lane.name}")
     observer = ConsumerObserver(logger, metrics, lane.name)

@@ -69,7 +69,7 @@ def create_handler(
     if config.lane not in queue_urls:
         raise settings.SettingsError(f"{settings.EnvVar.LANE_QUEUES} lacks the erasure lane {config.lane}")
     tables = settings.Tables.from_environ(environ)
-    clients = clients or Clients(region=settings.region(environ))
+    clients = clients or Clients(region=settings.region(environ), credentials=settings.credentials(environ))
     ports = ErasureCallbackPorts(
         secrets=MetaSecretSource(
             clients.secretsmanager,

@@ -91,7 +91,7 @@ def create_handler(
     call is made here: the secret is read on the first request that needs it."""
     config = IngressConfig.from_environ(environ)
     tables = settings.Tables.from_environ(environ)
-    clients = clients or Clients(region=settings.region(environ))
+    clients = clients or Clients(region=settings.region(environ), credentials=settings.credentials(environ))
     ports = WebhookDoorPorts(
         secrets=MetaSecretSource(
             clients.secretsmanager,

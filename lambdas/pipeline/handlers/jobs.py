@@ -111,7 +111,7 @@ def create_handler(
     call is made here: lane state is read on the first job for each lane."""
     config = JobsApiSettings.from_environ(environ)
     tables = settings.Tables.from_environ(environ)
-    clients = clients or Clients(region=settings.region(environ))
+    clients = clients or Clients(region=settings.region(environ), credentials=settings.credentials(environ))
     logger = logger_for(environ, SERVICE)
 
     def lane_state_failed(lane: str, exc: Exception) -> None:

@@ -79,7 +79,7 @@ def create_handler(
     lanes = settings.lanes(environ)
     queue_urls = settings.lane_queues(environ)
     tables = settings.Tables.from_environ(environ)
-    clients = clients or Clients(region=settings.region(environ))
+    clients = clients or Clients(region=settings.region(environ), credentials=settings.credentials(environ))
     logger = logger_for(environ, SERVICE)
     sender = QueueSender(clients.sqs)
     table_names = TableNames(

@@ -24,13 +24,24 @@ from pipeline.settings.doors import (
     jobs,
     webhook,
 )
-from pipeline.settings.environ import EnvVar, SettingsError, Tables, lane_queues, region, require, section
+from pipeline.settings.environ import (
+    Credentials,
+    EnvVar,
+    SettingsError,
+    Tables,
+    credentials,
+    lane_queues,
+    region,
+    require,
+    section,
+)
 from pipeline.settings.kept import RetentionSettings, retention, sweeper
 from pipeline.settings.lanes import ConsumerSettings, DependencyBudget, dependencies, lane, lanes
 
 __all__ = [
     "SECRET_CACHE_SECONDS",
     "ConsumerSettings",
+    "Credentials",
     "DependencyBudget",
     "EnvVar",
     "ErasureSettings",
@@ -41,6 +52,7 @@ __all__ = [
     "SweeperSettings",
     "Tables",
     "WebhookSettings",
+    "credentials",
     "dependencies",
     "erasure",
     "jobs",

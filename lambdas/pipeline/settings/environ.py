@@ -41,6 +41,9 @@ class EnvVar:
     METRICS_NAMESPACE = "POWERTOOLS_METRICS_NAMESPACE"
     SERVICE_NAME = "POWERTOOLS_SERVICE_NAME"
     REGION = "AWS_REGION"
+    ACCESS_KEY_ID = "AWS_ACCESS_KEY_ID"
+    SECRET_ACCESS_KEY = "AWS_SECRET_ACCESS_KEY"  # noqa: S105 (the variable's name)
+    SESSION_TOKEN = "AWS_SESSION_TOKEN"  # noqa: S105 (the variable's name)
 
 
 class SettingsError(ValueError):
@@ -89,6 +92,28 @@ def policies(environ: Mapping[str, str], name: str, cls: type[T]) -> dict[str, T
 
 def region(environ: Mapping[str, str]) -> str:
     return require(environ, EnvVar.REGION)
+
+
+@dataclass(frozen=True)
+class Credentials:
+    """The execution role's session, as Lambda gives it to the function in its variables."""
+
+    access_key_id: str
+    secret_access_key: str
+    session_token: str | None
+
+
+def credentials(environ: Mapping[str, str]) -> Credentials | None:
+    """The role's credentials from the function's variables; None where they are not given there
+    (boto3's own chain then finds them, as it would on Lambda). Read from the mapping the handler
+    was built with, so each function the local runtime hosts in one process acts as its own role."""
+    key = environ.get(EnvVar.ACCESS_KEY_ID)
+    secret = environ.get(EnvVar.SECRET_ACCESS_KEY)
+    if not key and not secret:
+        return None
+    if not key or not secret:
+        raise SettingsError(f"{EnvVar.ACCESS_KEY_ID} and {EnvVar.SECRET_ACCESS_KEY} must be set together")
+    return Credentials(key, secret, environ.get(EnvVar.SESSION_TOKEN) or None)
 
 
 def lane_queues(environ: Mapping[str, str]) -> dict[str, str]:

@@ -17,6 +17,7 @@ from typing import Any
 import boto3
 from moto.core.botocore_stubber import BotocoreStubber
 
+from pipeline import settings
 from pipeline.adapters.clients import Clients
 from tests.support.aws import REGION
 
@@ -110,9 +111,13 @@ class Slow:
             time.sleep(delay)
 
 
-def hooked_clients(calls: Calls, slow: Mapping[str, float] | None = None) -> Clients:
+def hooked_clients(
+    calls: Calls, slow: Mapping[str, float] | None = None, environ: Mapping[str, str] | None = None
+) -> Clients:
+    """The consumer's clients, signing as its role (the credentials in `environ`), with every call
+    recorded and some services slowed."""
     session = boto3.session.Session(region_name=REGION)
     session.events.register("provide-client-params.*.*", calls.record)
     if slow:
         session.events.register("after-call", Slow(slow))
-    return Clients(region=REGION, _session=session)
+    return Clients(region=REGION, credentials=settings.credentials(environ or {}), _session=session)

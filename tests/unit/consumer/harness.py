@@ -52,7 +52,7 @@ class LaneHarness:
     def handler(
         self, environ: Mapping[str, str] | None = None, *, slow: Mapping[str, float] | None = None, **seams: Any
     ) -> Callable[..., dict[str, Any]]:
-        seams.setdefault("clients", hooked_clients(self.calls, slow))
+        seams.setdefault("clients", hooked_clients(self.calls, slow, environ or self.environ))
         return create_handler(environ or self.environ, **seams)
 
     # SQS, as the event source mapping uses it

@@ -15,7 +15,7 @@ from typing import Any
 import boto3
 from botocore.exceptions import ClientError
 
-from pipeline import schema
+from pipeline import schema, settings
 from pipeline.adapters.clients import Clients
 from pipeline.adapters.consumer_observer import ConsumerObserver
 from pipeline.adapters.lane_views import LaneStateReader
@@ -41,7 +41,7 @@ def refusing(h: Any, operation: str) -> Clients:
     session = boto3.session.Session(region_name=REGION)
     session.events.register("provide-client-params.*.*", h.calls.record)
     session.events.register(f"before-call.sqs.{operation}", refuse)
-    return Clients(region=REGION, _session=session)
+    return Clients(region=REGION, credentials=settings.credentials(h.environ), _session=session)
 
 
 def _outcomes(caplog: Any) -> list[str]:

@@ -86,9 +86,10 @@ def clock() -> Clock:
 
 
 @pytest.fixture
-def clients(deployed) -> Clients:
-    """The handler's own clients, made inside the moto mock (a client made before it escapes)."""
-    made = handler_clients()
+def clients(ingress_environ) -> Clients:
+    """The handler's own clients, made inside the moto mock (a client made before it escapes),
+    signing as the door's role."""
+    made = handler_clients(ingress_environ)
     _ = (made.dynamodb, made.sqs, made.secretsmanager)
     return made
 

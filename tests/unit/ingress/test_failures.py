@@ -106,11 +106,13 @@ def test_a_failed_send_costs_the_write_the_send_and_one_update(door, aws_calls):
     assert aws_calls.calls == ["dynamodb.PutItem", "sqs.SendMessage", "dynamodb.UpdateItem"]
 
 
-def _with_secret(ingress_environ, secret: dict) -> dict:
-    arn = boto3.client("secretsmanager", region_name=REGION).create_secret(
-        Name="meta-other", SecretString=json.dumps(secret)
-    )["ARN"]
-    return {**ingress_environ, "META_SECRET_ARN": arn}
+def _with_secret(ingress_environ, secret: dict | str) -> dict:
+    """The door's own secret (the one its role may read) holding `secret` instead."""
+    boto3.client("secretsmanager", region_name=REGION).put_secret_value(
+        SecretId=ingress_environ["META_SECRET_ARN"],
+        SecretString=secret if isinstance(secret, str) else json.dumps(secret),
+    )
+    return ingress_environ
 
 
 def test_an_empty_app_secret_is_a_500_and_a_critical_log_never_a_503(
@@ -133,8 +135,7 @@ def test_an_empty_app_secret_is_a_500_and_a_critical_log_never_a_503(
 
 
 def test_a_secret_that_is_not_json_is_misconfiguration(ingress_environ, clients, clock, log_records):
-    arn = boto3.client("secretsmanager", region_name=REGION).create_secret(Name="meta-bad", SecretString="oops")["ARN"]
-    door = ingress.create_handler({**ingress_environ, "META_SECRET_ARN": arn}, clients=clients, clock=clock)
+    door = ingress.create_handler(_with_secret(ingress_environ, "oops"), clients=clients, clock=clock)
 
     assert door(post(b"{}"), None)["statusCode"] == 500
     assert any(r.levelno == logging.CRITICAL for r in log_records)
@@ -178,7 +179,7 @@ def test_an_unexpected_error_is_a_500_not_a_crash(ingress_environ, clients, cloc
 
 
 def test_a_fresh_instance_makes_no_aws_call_until_its_first_request(ingress_environ, deployed):
-    made = handler_clients()
+    made = handler_clients(ingress_environ)
     calls = AwsCalls().watch(made.dynamodb, made.sqs, made.secretsmanager)
 
     ingress.create_handler(ingress_environ, clients=made)

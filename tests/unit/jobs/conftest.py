@@ -60,8 +60,8 @@ def clock() -> Clock:
 
 
 @pytest.fixture
-def clients(deployed):
-    made = handler_clients()
+def clients(jobs_environ):
+    made = handler_clients(jobs_environ)
     _ = (made.dynamodb, made.sqs)
     return made
 

@@ -42,9 +42,11 @@ class Pipeline:
     ):
         self.deployed = deployed
         self.clock = Clock(NOW)
-        self.door = ingress.create_handler(ingress_environ, clients=handler_clients(), clock=self.clock)
-        self.api = jobs_handler.create_handler(jobs_environ, clients=handler_clients(), clock=self.clock)
-        self.callback = erasure_handler.create_handler(erasure_environ, clients=handler_clients(), clock=self.clock)
+        self.door = ingress.create_handler(ingress_environ, clients=handler_clients(ingress_environ), clock=self.clock)
+        self.api = jobs_handler.create_handler(jobs_environ, clients=handler_clients(jobs_environ), clock=self.clock)
+        self.callback = erasure_handler.create_handler(
+            erasure_environ, clients=handler_clients(erasure_environ), clock=self.clock
+        )
         self.vendor = FakeVendor()
         self.lanes: dict[str, LaneHarness] = {}
         self.consumers: dict[str, Any] = {}
