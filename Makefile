@@ -46,12 +46,18 @@ $(VENV)/.mutation-installed: $(VENV)/.installed pyproject.toml
 	$(PY) -m pip install --quiet --group mutation
 	touch $@
 
+# Every process of the run writes which grant each function used under $(LEDGER); the last step
+# fails on a grant no call used (tests/grants/).
+LEDGER := $(CURDIR)/.grant-ledger
+
 test: setup
 	$(VENV)/bin/ruff check .
-	$(PY) -m pytest -n 2 --dist loadgroup --ignore=tests/scenarios
+	rm -rf $(LEDGER)
+	LANES_GRANT_LEDGER=$(LEDGER) $(PY) -m pytest -n 2 --dist loadgroup --ignore=tests/scenarios --ignore=tests/grants
 	# The small scenarios host every function in the test process; a process of their own keeps
 	# them and the unit tests from sharing loggers and stdout captures.
-	$(PY) -m pytest -n 2 --dist loadgroup tests/scenarios
+	LANES_GRANT_LEDGER=$(LEDGER) $(PY) -m pytest -n 2 --dist loadgroup tests/scenarios
+	LANES_GRANT_LEDGER=$(LEDGER) $(PY) -m pytest tests/grants
 
 lint: setup
 	$(VENV)/bin/ruff check .

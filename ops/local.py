@@ -61,6 +61,7 @@ def throttle(text: str) -> tuple[float, int]:
 def main(args: argparse.Namespace) -> int:
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
     from ops.runtime.console import render, summary
+    from ops.runtime.iam import ledger
     from ops.runtime.live_view import LiveView
     from ops.runtime.runtime import LocalRuntime
 
@@ -121,10 +122,16 @@ def main(args: argparse.Namespace) -> int:
     # than the 5 s a stop is allowed. Logs are written line by line, synthesis output was removed
     # at deploy, so leaving now loses nothing.
     sys.stderr.flush()
+    ledger.flush()
     os._exit(0)
 
 
 if __name__ == "__main__":
+    from ops.runtime.iam import ledger as _ledger
+
+    # Started by the tests' launcher, not lanectl: the entry point reads what lanectl's would.
+    if os.environ.get(_ledger.DIRECTORY_VARIABLE):
+        _ledger.keep_in(os.environ[_ledger.DIRECTORY_VARIABLE])
     _parser = argparse.ArgumentParser(prog="python -m ops.local", description=__doc__)
     add_arguments(_parser)
     raise SystemExit(main(_parser.parse_args()))

@@ -16,7 +16,7 @@ PASSED_THROUGH = (
     "Serverless-LambdaTracing",
     "Lambda samples actively traced functions at a fixed 1 request a second plus 5% of the rest, which no "
     "sampling rule changes: at production volume that traces nearly every webhook, about $5 per million, as "
-    "much as the rest of its path. Environments with that volume pass tracing through (tracing_active in "
+    "much as the rest of its path. Environments with that volume do not trace (tracing_active in "
     "stacks/config/environments.py; lanectl plan prices traces where it is on).",
 )
 SYNC_INVOKED = (

@@ -11,13 +11,13 @@ from pipeline.domain.routing import WEBHOOK_LANES
 from stacks import runtime_env
 from stacks.config.environments import Environment
 from stacks.constructs.alarms import OnCall
+from stacks.constructs.consumer_grants import grant_consumer
 from stacks.constructs.edge import Edge
 from stacks.constructs.function import SharedCode
-from stacks.constructs.grants import CONDITIONAL_WRITE, READ, grant_rows
 from stacks.constructs.ingress import Ingress, MetaSecret
 from stacks.constructs.lane import LaneConsumer, LaneQueues
 from stacks.constructs.observability import Observability
-from stacks.constructs.privacy import ErasureDoor, SenderKey, grant_erasure
+from stacks.constructs.privacy import ErasureDoor, SenderKey
 from stacks.constructs.schedules import Sweeper, Ticks
 from stacks.constructs.tables import PipelineTables
 from stacks.runtime_env import lane_id, stack_name
@@ -68,17 +68,7 @@ class PipelineStack(Stack):
                 environment=runtime_env.consumer(env, lane, resources, dumps),
                 on_call=self.on_call,
             )
-            # Rows are read (payloads by reference) and finished in the same transaction as the
-            # task's effect; state holds done-markers, leases and counters; data is what tasks write.
-            function = consumer.consumer.function
-            for table in (self.tables.webhook_log, self.tables.jobs):
-                grant_rows(function, table, (*READ, "dynamodb:UpdateItem"))
-            grant_rows(function, self.tables.state, (*READ, *CONDITIONAL_WRITE))
-            grant_rows(function, self.tables.data, ("dynamodb:GetItem", *CONDITIONAL_WRITE))
-            # Tasks index what they store by the hash of the person it is about.
-            self.sender_key.grant_read(function)
-            if lane.name == erasure_rules.LANE:
-                grant_erasure(function, self.tables)
+            grant_consumer(consumer.consumer.function, lane, self.tables, self.sender_key)
             self.consumers[lane.name] = consumer
             if lane.tick:
                 ticks = Ticks(

@@ -100,7 +100,8 @@ class _Parser:
             return inner
         path = self._next("path")
         negate = self._next("op") == "!="
-        kind = self._peek()[0] if self._peek() else ""
+        upcoming = self._peek()
+        kind = upcoming[0] if upcoming else ""
         raw = self._next("string", "star", "number")
         if kind == "star":
             return lambda line: _lookup(line, path)[0] != negate

@@ -17,6 +17,7 @@ from constructs import Construct
 
 from pipeline.metric_filters import LineMetric
 from stacks.config.environments import Environment
+from stacks.constructs.grants import keep_unexercised
 
 LAMBDA_SOURCE = Path(__file__).resolve().parents[2] / "lambdas"
 RUNTIME = lambda_.Runtime.PYTHON_3_14
@@ -112,8 +113,16 @@ class PipelineFunction(Construct):
             log_group=self.log_group,
             role=self.role,
             logging_format=lambda_.LoggingFormat.JSON,
-            tracing=lambda_.Tracing.ACTIVE if env.tracing_active else lambda_.Tracing.PASS_THROUGH,
+            # Not PASS_THROUGH where tracing is off: CDK grants X-Ray for it too, and nothing upstream
+            # of these functions (an HTTP API, SQS from untraced senders) ever passes a sampled trace.
+            tracing=lambda_.Tracing.ACTIVE if env.tracing_active else None,
         )
+        if env.tracing_active:
+            keep_unexercised(
+                self.role,
+                ("xray:PutTraceSegments", "xray:PutTelemetryRecords"),
+                "Lambda sends the function's trace segments to X-Ray with its role; the local runtime records none",
+            )
 
     def count_lines(self, metrics: Sequence[LineMetric], namespace: str) -> list[logs.MetricFilter]:
         """Metric filters on this function's log group: each counts the lines its pattern matches

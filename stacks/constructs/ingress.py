@@ -24,7 +24,7 @@ from stacks.config.doors import WEBHOOK_PATH, WEBHOOK_ROUTE
 from stacks.config.environments import Environment, Throttle
 from stacks.constructs.alarms import OnCall
 from stacks.constructs.function import FunctionSpec, PipelineFunction, SharedCode, log_group
-from stacks.constructs.grants import READ, grant_rows
+from stacks.constructs.grants import DEPTH, SEND, grant_queue, grant_rows, grant_secret
 from stacks.constructs.tables import PipelineTables
 from stacks.runtime_env import metrics_namespace
 
@@ -132,12 +132,13 @@ class Ingress(Construct):
         )
         self.webhook.count_lines(metric_filters.DOOR, metrics_namespace(env))
         webhook_fn = self.webhook.function
-        # A conditional PutItem (alone, or in a transaction for bodies split into parts).
-        grant_rows(webhook_fn, tables.webhook_log, ("dynamodb:PutItem",))
-        secret.grant_read(webhook_fn)
-        sender_key.grant_read(webhook_fn)
+        # The row (one conditional put, or a transaction of puts with its body's parts), and
+        # `mark_unsent` when the send fails: the row then waits in the pending index for the sweeper.
+        grant_rows(webhook_fn, tables.webhook_log, ("dynamodb:PutItem", "dynamodb:UpdateItem"))
+        grant_secret(webhook_fn, secret)
+        grant_secret(webhook_fn, sender_key)
         for lane in sorted(webhook_lanes):
-            queues[lane].grant_send_messages(webhook_fn)
+            grant_queue(webhook_fn, queues[lane], SEND)
 
         self.jobs = PipelineFunction(
             self,
@@ -157,11 +158,11 @@ class Ingress(Construct):
         # The job row is put with the tenant's queued counter in one transaction; GET reads it back;
         # admission reads the lane's drain buckets.
         grant_rows(jobs_fn, tables.jobs, ("dynamodb:PutItem", "dynamodb:GetItem"))
-        grant_rows(jobs_fn, tables.state, ("dynamodb:UpdateItem", *READ))
-        sender_key.grant_read(jobs_fn)
+        grant_rows(jobs_fn, tables.state, ("dynamodb:UpdateItem", "dynamodb:BatchGetItem"))
+        grant_secret(jobs_fn, sender_key)
+        # A job may name any lane: admission reads its depth, the job is sent to it.
         for queue in queues.values():
-            queue.grant_send_messages(jobs_fn)
-            queue.grant(jobs_fn, "sqs:GetQueueAttributes")
+            grant_queue(jobs_fn, queue, (*SEND, *DEPTH))
 
         self.api = apigw.HttpApi(
             self,

@@ -13,6 +13,7 @@ from stacks.config.environments import Environment
 from stacks.config.lanes import DLQ_RETENTION_DAYS, QUEUE_RETENTION_DAYS, Lane
 from stacks.constructs.alarms import OnCall
 from stacks.constructs.function import FunctionSpec, PipelineFunction, SharedCode
+from stacks.constructs.grants import CONSUME, SEND, grant_queue
 from stacks.runtime_env import lane_id, metrics_namespace, stack_name
 
 DLQ_RETENTION = Duration.days(DLQ_RETENTION_DAYS)
@@ -119,9 +120,9 @@ class LaneConsumer(Construct):
         )
         self.consumer.count_lines(metric_filters.CONSUMER, metrics_namespace(env))
         function = self.consumer.function
-        queues.queue.grant_consume_messages(function)
-        queues.queue.grant_send_messages(function)  # deferrals and coalesced turns re-send to the lane
-        queues.dead_letters.grant_send_messages(function)  # permanent failures go straight to the DLQ
+        # Deferrals and continuations are re-sent to the lane; permanent failures go straight to its DLQ.
+        grant_queue(function, queues.queue, (*CONSUME, *SEND))
+        grant_queue(function, queues.dead_letters, SEND)
         self.mapping = lambda_.EventSourceMapping(
             self,
             "Mapping",

@@ -17,7 +17,7 @@ from pipeline.adapters.sender_key import KEY_FIELD
 from stacks.config.environments import Environment
 from stacks.constructs.alarms import OnCall
 from stacks.constructs.function import FunctionSpec, PipelineFunction, SharedCode
-from stacks.constructs.grants import grant_index_query, grant_rows
+from stacks.constructs.grants import SEND, grant_index_query, grant_queue, grant_rows, grant_secret
 from stacks.constructs.tables import PipelineTables
 from stacks.runtime_env import metrics_namespace
 
@@ -85,9 +85,9 @@ class ErasureDoor(Construct):
         # The erasure's job row with its count (one transaction), and the status page's read of it.
         grant_rows(function, tables.jobs, ("dynamodb:PutItem", "dynamodb:GetItem"))
         grant_rows(function, tables.state, ("dynamodb:UpdateItem",))
-        meta_secret.grant_read(function)
-        sender_key.grant_read(function)
-        queue.grant_send_messages(function)
+        grant_secret(function, meta_secret)
+        grant_secret(function, sender_key)
+        grant_queue(function, queue, SEND)
         namespace = metrics_namespace(env)
         self.failure_alarms = [
             on_call.alarm(
@@ -111,11 +111,17 @@ class ErasureDoor(Construct):
 
 
 def grant_erasure(function: lambda_.IFunction, tables: PipelineTables) -> None:
-    """What the erasure task (tasks/erase.py) does beyond any consumer: query the sender indexes,
-    put tombstones over rows, and delete items and body parts in batches."""
-    for table in (tables.webhook_log, tables.jobs, tables.data):
-        grant_index_query(function, table, schema.SENDER_INDEX)
-    grant_rows(function, tables.webhook_log, ("dynamodb:PutItem", "dynamodb:BatchWriteItem"))
-    grant_rows(function, tables.jobs, ("dynamodb:PutItem",))
-    grant_rows(function, tables.data, ("dynamodb:BatchWriteItem",))
+    """What the erasure task (tasks/erase.py, adapters/erasure.py) does beyond any consumer: scan
+    the webhook log (it has no sender index), query the jobs' and the data's sender indexes and the
+    person's own partition of the data table, read each row found and put its tombstone over it,
+    and delete items and body parts in batches."""
+    grant_rows(
+        function,
+        tables.webhook_log,
+        ("dynamodb:Scan", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:BatchWriteItem"),
+    )
+    grant_index_query(function, tables.jobs, schema.SENDER_INDEX)
+    grant_rows(function, tables.jobs, ("dynamodb:GetItem", "dynamodb:PutItem"))
+    grant_index_query(function, tables.data, schema.SENDER_INDEX)
+    grant_rows(function, tables.data, ("dynamodb:Query", "dynamodb:BatchWriteItem"))
     grant_rows(function, tables.state, ("dynamodb:BatchWriteItem",))

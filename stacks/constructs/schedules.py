@@ -17,7 +17,7 @@ from stacks.config.environments import Environment
 from stacks.config.lanes import Lane
 from stacks.constructs.alarms import OnCall
 from stacks.constructs.function import FunctionSpec, PipelineFunction, SharedCode
-from stacks.constructs.grants import READ, grant_index_query, grant_rows
+from stacks.constructs.grants import DEPTH, SEND, grant_index_query, grant_queue, grant_rows
 from stacks.constructs.tables import PipelineTables
 from stacks.runtime_env import PERIOD_METADATA, metrics_namespace
 
@@ -67,12 +67,13 @@ class Sweeper(Construct):
         # update (an abandoned job also gives back its tenant's queued slot in the state table,
         # where the sweeper also keeps its sightings of lane depths and reads the drain counts).
         for table in (tables.webhook_log, tables.jobs):
-            grant_rows(function, table, (*READ, "dynamodb:UpdateItem"))
+            grant_rows(function, table, ("dynamodb:BatchGetItem", "dynamodb:UpdateItem"))
             grant_index_query(function, table, schema.PENDING_INDEX)
         grant_rows(function, tables.state, ("dynamodb:BatchGetItem", "dynamodb:UpdateItem"))
+        # A lost row is replayed to its lane, whose depth says whether it is merely late; a job
+        # row may be of any lane.
         for queue in queues.values():
-            queue.grant_send_messages(function)
-            queue.grant(function, "sqs:GetQueueAttributes")
+            grant_queue(function, queue, (*SEND, *DEPTH))
         self.rule = _rule(
             self, "Schedule", env.sweeper.period_seconds, f"lanes-{env.name}: sweep for lost and abandoned work"
         )

@@ -7,6 +7,7 @@ import json
 import pytest
 
 from pipeline.domain import erasure as erasure_rules
+from pipeline.domain.routing import WEBHOOK_LANES
 
 pytestmark = pytest.mark.xdist_group("synth")
 
@@ -46,19 +47,28 @@ def _table_actions(synthesized, handler: str, lanes: set[str] | None = None) -> 
 
 
 def test_each_function_may_do_only_what_its_code_does_to_each_table(synthesized):
-    assert _table_actions(synthesized, "pipeline.handlers.ingress.handler") == {"WebhookLogTable": {"dynamodb:PutItem"}}
+    assert _table_actions(synthesized, "pipeline.handlers.ingress.handler") == {
+        # The row, and `mark_unsent` when its send fails (the sweeper then finds it).
+        "WebhookLogTable": {"dynamodb:PutItem", "dynamodb:UpdateItem"}
+    }
     jobs = _table_actions(synthesized, "pipeline.handlers.jobs.handler")
-    assert jobs["JobsTable"] == {"dynamodb:PutItem", "dynamodb:GetItem"}
-    assert "WebhookLogTable" not in jobs
+    assert jobs == {
+        "JobsTable": {"dynamodb:PutItem", "dynamodb:GetItem"},
+        "StateTable": {"dynamodb:BatchGetItem", "dynamodb:UpdateItem"},
+    }
     others = {lane.name for lane in synthesized.env.lanes} - {erasure_rules.LANE}
-    consumer = _table_actions(synthesized, "pipeline.handlers.consumer.handler", others)
-    assert "dynamodb:PutItem" not in consumer["WebhookLogTable"] | consumer["JobsTable"]
-    assert not any("dynamodb:BatchWriteItem" in actions for actions in consumer.values())
-    # Only the erasure lane's consumer puts tombstones over rows and deletes items and body parts
+    for lane in others:
+        consumer = _table_actions(synthesized, "pipeline.handlers.consumer.handler", {lane})
+        assert "dynamodb:PutItem" not in consumer.get("WebhookLogTable", set()) | consumer["JobsTable"]
+        assert not any("dynamodb:BatchWriteItem" in actions for actions in consumer.values())
+        # Only the lanes the door routes to read the webhook log
+        assert ("WebhookLogTable" in consumer) == (lane in WEBHOOK_LANES)
+    # Only the erasure lane's consumer scans the raw deliveries (they have no sender index), reads
+    # the person's partition of the data table, puts tombstones over rows and deletes in batches
     eraser = _table_actions(synthesized, "pipeline.handlers.consumer.handler", {erasure_rules.LANE})
-    assert {"dynamodb:PutItem", "dynamodb:BatchWriteItem"} <= eraser["WebhookLogTable"]
+    assert {"dynamodb:Scan", "dynamodb:PutItem", "dynamodb:BatchWriteItem"} <= eraser["WebhookLogTable"]
     assert "dynamodb:PutItem" in eraser["JobsTable"]
-    assert "dynamodb:BatchWriteItem" in eraser["DataTable"]
+    assert {"dynamodb:Query", "dynamodb:BatchWriteItem"} <= eraser["DataTable"]
     assert "dynamodb:BatchWriteItem" in eraser["StateTable"]
     erasure_door = _table_actions(synthesized, "pipeline.handlers.erasure.handler")
     assert erasure_door == {
@@ -69,5 +79,17 @@ def test_each_function_may_do_only_what_its_code_does_to_each_table(synthesized)
     # Lane history (drain counts, depth sightings) read, and written with job counts.
     assert sweeper["StateTable"] == {"dynamodb:BatchGetItem", "dynamodb:UpdateItem"}
     assert "DataTable" not in sweeper
-    for grants in (jobs, consumer, eraser, erasure_door, sweeper):
-        assert not any("dynamodb:DeleteItem" in actions or "dynamodb:Scan" in actions for actions in grants.values())
+    for grants in (jobs, eraser, erasure_door, sweeper):
+        assert not any("dynamodb:DeleteItem" in actions for actions in grants.values())
+    assert not any(
+        "dynamodb:Scan" in actions for actions in (*jobs.values(), *erasure_door.values(), *sweeper.values())
+    )
+
+
+def test_no_function_may_look_up_a_queue_or_describe_a_secret(synthesized):
+    # Queue URLs and secret ARNs come from the function's environment: nothing asks AWS for them.
+    for policy in synthesized.resources("AWS::IAM::Policy").values():
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
+            actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
+            assert "sqs:GetQueueUrl" not in actions
+            assert "secretsmanager:DescribeSecret" not in actions

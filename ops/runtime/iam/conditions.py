@@ -13,7 +13,12 @@ from __future__ import annotations
 import operator
 from collections.abc import Callable, Mapping, Sequence
 
-from ops.runtime.iam.documents import UnsupportedPolicy, arn_matches, wildcard_matches
+from ops.runtime.iam.patterns import arn_matches, wildcard_matches
+
+
+class UnsupportedPolicy(ValueError):
+    """A policy uses an element the local runtime cannot evaluate as AWS does."""
+
 
 Context = Mapping[str, Sequence[str]]
 """Condition keys (lower case) and their values: most keys have one."""

@@ -1,24 +1,20 @@
 """IAM policy statements, parsed once, and how a request's action, resource and principal match
 them.
 
-Actions match case-insensitively with `*` and `?` (IAM's rule); resources and ARNs match case-
-sensitively, component by component for the first five of an ARN's six colon-separated parts, so
-a wildcard in the region never spans into the account. A statement the runtime cannot evaluate
-faithfully (NotPrincipal) is refused when it is read, not guessed at.
+How patterns match is patterns.py. A statement the runtime cannot evaluate faithfully
+(NotPrincipal, an unknown condition operator, an unresolved intrinsic) is refused when it is read,
+not guessed at.
 """
 
 from __future__ import annotations
 
-import functools
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-
-class UnsupportedPolicy(ValueError):
-    """A policy uses an element the local runtime cannot evaluate as AWS does."""
-
+from ops.runtime.iam import conditions as condition_operators
+from ops.runtime.iam.conditions import UnsupportedPolicy
+from ops.runtime.iam.patterns import action_matches, resource_matches
 
 ALLOW, DENY = "Allow", "Deny"
 
@@ -75,6 +71,7 @@ class Statement:
             operator: {key: _strings(values) for key, values in block.items()}
             for operator, block in (raw.get("Condition") or {}).items()
         }
+        condition_operators.check(conditions)
         return cls(
             effect=effect,
             actions=_strings(raw.get("Action", ())),
@@ -109,7 +106,7 @@ def _strings(value: Any) -> tuple[str, ...]:
         return (_text(value),)
     if isinstance(value, Sequence):
         return tuple(_text(v) for v in value)
-    raise UnsupportedPolicy(f"expected a string or a list of strings, got {value!r}")
+    raise UnsupportedPolicy(f"expected a string or a list of strings, got {value!r} (an unresolved intrinsic?)")
 
 
 def _text(value: Any) -> str:
@@ -118,37 +115,3 @@ def _text(value: Any) -> str:
     if not isinstance(value, str | int | float):
         raise UnsupportedPolicy(f"expected a string, got {value!r} (an unresolved intrinsic?)")
     return str(value)
-
-
-@functools.lru_cache(maxsize=4096)
-def _glob(pattern: str, case_sensitive: bool) -> re.Pattern[str]:
-    """IAM's wildcards only: `*` any run of characters, `?` any one; everything else literal."""
-    body = "".join(".*" if c == "*" else "." if c == "?" else re.escape(c) for c in pattern)
-    return re.compile(f"{body}\\Z", re.DOTALL if case_sensitive else re.DOTALL | re.IGNORECASE)
-
-
-def wildcard_matches(pattern: str, value: str, *, case_sensitive: bool = True) -> bool:
-    if pattern == "*":
-        return True
-    if "*" not in pattern and "?" not in pattern:
-        return pattern == value if case_sensitive else pattern.lower() == value.lower()
-    return _glob(pattern, case_sensitive).match(value) is not None
-
-
-def action_matches(pattern: str, action: str) -> bool:
-    return wildcard_matches(pattern, action, case_sensitive=False)
-
-
-def arn_matches(pattern: str, arn: str) -> bool:
-    """ArnLike: each of the first five components on its own, the resource part as a whole."""
-    if pattern == "*":
-        return True
-    pattern_parts = pattern.split(":", 5)
-    arn_parts = arn.split(":", 5)
-    if len(pattern_parts) != 6 or len(arn_parts) != 6:
-        return wildcard_matches(pattern, arn)
-    return all(wildcard_matches(p, a) for p, a in zip(pattern_parts, arn_parts, strict=True))
-
-
-def resource_matches(pattern: str, resource: str) -> bool:
-    return arn_matches(pattern, resource) if pattern.startswith("arn:") else wildcard_matches(pattern, resource)

@@ -19,7 +19,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ops.runtime.iam.conditions import Context, holds
-from ops.runtime.iam.documents import ALLOW, DENY, Statement, arn_matches
+from ops.runtime.iam.documents import ALLOW, DENY, Statement
+from ops.runtime.iam.patterns import arn_matches
 
 
 @dataclass(frozen=True)

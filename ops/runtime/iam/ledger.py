@@ -1,6 +1,7 @@
 """Which grants were used: every allowed ask, by the role's logical ID, the action and the
-resource's logical name (template.py), kept in memory and, where a directory is given, written
-there when the process ends, one file per process. A run of the test suite, the scenarios or the
+resource's logical name (template.py), counted in memory and, where a directory is given, written
+there when the process ends, one file per process. A count may miss an increment when two threads
+note the same use at once: it says how often, not exactly how often. A run of the test suite, the scenarios or the
 demo each leave their files; `read` merges them, and tests/grants/ compares the union with what
 each role is granted."""
 
@@ -10,6 +11,7 @@ import atexit
 import json
 import os
 import uuid
+from collections import Counter
 from pathlib import Path
 
 DIRECTORY_VARIABLE = "LANES_GRANT_LEDGER"
@@ -18,18 +20,18 @@ DIRECTORY_VARIABLE = "LANES_GRANT_LEDGER"
 Use = tuple[str, str, str]
 """(role logical ID, action, resource logical name)."""
 
-_used: set[Use] = set()
+_used: Counter[Use] = Counter()
 _directory: Path | None = None
 _file = f"{os.getpid()}-{uuid.uuid4().hex[:8]}.json"
 
 
 def note(role: str, action: str, resource: str) -> None:
     if role:
-        _used.add((role, action, resource))
+        _used[(role, action, resource)] += 1
 
 
-def used() -> frozenset[Use]:
-    return frozenset(_used)
+def used() -> Counter[Use]:
+    return Counter(_used)
 
 
 def keep_in(directory: Path | str) -> None:
@@ -47,11 +49,13 @@ def flush() -> None:
         return
     # The same file each time: a process that flushes twice (at the end of a test session, then
     # at exit) rewrites its own uses.
-    (_directory / _file).write_text(json.dumps(sorted(_used)))
+    (_directory / _file).write_text(json.dumps(sorted([*use, count] for use, count in _used.items())))
 
 
-def read(directory: Path | str) -> frozenset[Use]:
-    found: set[Use] = set()
+def read(directory: Path | str) -> Counter[Use]:
+    """Every process's uses under `directory`, added up."""
+    found: Counter[Use] = Counter()
     for path in sorted(Path(directory).glob("*.json")):
-        found.update((role, action, resource) for role, action, resource in json.loads(path.read_text()))
-    return frozenset(found)
+        for role, action, resource, count in json.loads(path.read_text()):
+            found[(role, action, resource)] += count
+    return found

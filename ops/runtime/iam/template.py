@@ -64,6 +64,9 @@ class Grants:
         table, marker, index = arn.partition("/index/")
         if marker and table in self.logical:
             return f"{self.logical[table]}/index/{index}"
+        group, marker, _ = arn.partition(":log-stream:")
+        if marker and f"{group}:*" in self.logical:
+            return self.logical[f"{group}:*"]
         return arn
 
 

@@ -5,9 +5,12 @@ from __future__ import annotations
 import base64
 import json
 
+import pytest
+
 from pipeline import schema
 from pipeline.domain import jobs
 from pipeline.domain.envelope import Envelope
+from stacks.config.environments import ENVIRONMENTS
 from tests.support.aws import http_api_event
 from tests.unit.jobs.conftest import NOW, PRODUCER, body_of, job, status, submit
 
@@ -237,3 +240,14 @@ def test_a_failed_status_read_is_500(api, aws_calls):
 
 def test_other_methods_are_405(api):
     assert api(http_api_event("DELETE", "/jobs/x"), None)["statusCode"] == 405
+
+
+@pytest.mark.parametrize("lane", [lane.name for lane in ENVIRONMENTS["local"].lanes])
+def test_a_job_may_name_any_lane_and_is_sent_to_that_lanes_queue(api, inspect, lane):
+    # When a producer submits a job for the lane (admission reads that lane's depth first)
+    response = api(submit(job(lane=lane, kind="test")), None)
+
+    # Then it is accepted and waits on that lane's queue, nowhere else
+    assert response["statusCode"] == 202
+    [message] = inspect.messages(lane)
+    assert Envelope.from_json(message["Body"]).id == body_of(response)["id"]

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
+
 from pipeline import metric_names, schema
+from pipeline.domain.routing import WEBHOOK_LANES
+from stacks.config.environments import ENVIRONMENTS
 
 from .conftest import metric
 
@@ -215,3 +219,20 @@ def test_row_finished_between_query_and_read_is_left_alone(rows, queues, sweeper
     assert report["webhook"]["replayed"] == 0
     assert queues.depth("messages") == 0
     assert schema.PENDING_SHARD not in rows.get("webhook", "wh-race")
+
+
+@pytest.mark.parametrize("lane", [lane.name for lane in ENVIRONMENTS["local"].lanes])
+def test_a_lost_row_of_any_lane_is_replayed_into_that_lane(rows, queues, sweep, lane):
+    # Given a lost job on the lane and, where the door routes to it, a lost delivery
+    rows.job(f"job-{lane}", lane=lane, age=GRACE + 1)
+    webhook = lane in WEBHOOK_LANES
+    if webhook:
+        rows.webhook(f"wh-{lane}", lane=lane, age=GRACE + 1)
+
+    # When the sweeper runs
+    report = sweep()
+
+    # Then each is back on its own lane
+    assert report["job"]["replayed"] == 1
+    assert report["webhook"]["replayed"] == (1 if webhook else 0)
+    assert sorted(e.id for e in queues.drain(lane)) == sorted([f"job-{lane}", *([f"wh-{lane}"] if webhook else [])])
