@@ -15,6 +15,20 @@ from constructs import Construct
 from stacks.config.environments import Environment
 
 
+def alarm_arns(stack: Stack) -> str:
+    """The ARNs of this stack's alarms. None is named in the template, so CloudFormation names
+    each `<stack name>-<logical id>-<suffix>` (and the local runtime `<stack name>-<logical id>`):
+    the stack's name and a dash begin every one, and the pattern needs no list kept beside the
+    alarms. It would also match a stack named `<stack name>-...` in the same account and region;
+    no stack of this project is named so."""
+    return stack.format_arn(
+        service="cloudwatch",
+        resource="alarm",
+        resource_name=f"{stack.stack_name}-*",
+        arn_format=ArnFormat.COLON_RESOURCE_NAME,
+    )
+
+
 class OnCall(Construct):
     """The SNS topic for alarms, encrypted with a key CloudWatch may use (alarms cannot publish to
     a topic encrypted with the AWS-managed SNS key)."""
@@ -24,28 +38,34 @@ class OnCall(Construct):
         self.env = env
         key = kms.Key(self, "TopicKey", enable_key_rotation=True, description=f"lanes-{env.name} on-call topic")
         stack = Stack.of(self)
+        # CloudWatch on behalf of this stack's alarms only: without these conditions, an alarm in
+        # any account could have CloudWatch use this key and publish here (the confused deputy).
+        own_alarms = {
+            "StringEquals": {"aws:SourceAccount": stack.account},
+            "ArnLike": {"aws:SourceArn": alarm_arns(stack)},
+        }
         key.add_to_resource_policy(
             iam.PolicyStatement(
                 principals=[iam.ServicePrincipal("cloudwatch.amazonaws.com")],
                 actions=["kms:Decrypt", "kms:GenerateDataKey*"],
                 resources=["*"],
-                # CloudWatch on behalf of this account's alarms only: without these, an alarm in
-                # any account could have CloudWatch use this key (the confused deputy).
-                conditions={
-                    "StringEquals": {"aws:SourceAccount": stack.account},
-                    "ArnLike": {
-                        "aws:SourceArn": stack.format_arn(
-                            service="cloudwatch",
-                            resource="alarm",
-                            resource_name="*",
-                            arn_format=ArnFormat.COLON_RESOURCE_NAME,
-                        )
-                    },
-                },
+                conditions=own_alarms,
             )
         )
         self.topic = sns.Topic(
             self, "Topic", master_key=key, enforce_ssl=True, display_name=f"lanes {env.name} on-call"
+        )
+        # CloudWatch publishes as a service principal, which only the topic's own policy can allow
+        # (enforce_ssl's statement only denies): without this, every alarm action fails with "not
+        # authorized to perform SNS:Publish" and no page is ever sent.
+        self.topic.add_to_resource_policy(
+            iam.PolicyStatement(
+                sid="AllowThisStacksAlarmsToPublish",
+                principals=[iam.ServicePrincipal("cloudwatch.amazonaws.com")],
+                actions=["sns:Publish"],
+                resources=[self.topic.topic_arn],
+                conditions=own_alarms,
+            )
         )
         for email in env.alarm_emails:
             self.topic.add_subscription(subscriptions.EmailSubscription(email))

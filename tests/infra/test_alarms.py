@@ -152,7 +152,26 @@ def test_abandoned_rows_and_shed_jobs_are_alarmed(synthesized):
     assert all(a["Threshold"] == synthesized.env.alarms.jobs_shed_threshold for a in shed)
 
 
-def test_alarm_topic_is_encrypted_with_a_key_cloudwatch_may_use(synthesized):
+def _own_alarm_arns(synthesized) -> dict:
+    """The ARN pattern of the alarms this stack makes, as the template writes it."""
+    stack = synthesized.stack.stack_name
+    return {
+        "Fn::Join": [
+            "",
+            [
+                "arn:",
+                {"Ref": "AWS::Partition"},
+                ":cloudwatch:",
+                {"Ref": "AWS::Region"},
+                ":",
+                {"Ref": "AWS::AccountId"},
+                f":alarm:{stack}-*",
+            ],
+        ]
+    }
+
+
+def test_alarm_topic_is_encrypted_with_a_key_cloudwatch_may_use_for_this_stacks_alarms_only(synthesized):
     (topic,) = synthesized.resources("AWS::SNS::Topic").values()
     key_id = topic["Properties"]["KmsMasterKeyId"]["Fn::GetAtt"][0]
     key = synthesized.resource(key_id)["Properties"]
@@ -160,11 +179,37 @@ def test_alarm_topic_is_encrypted_with_a_key_cloudwatch_may_use(synthesized):
     (cloudwatch,) = [
         s for s in key["KeyPolicy"]["Statement"] if s["Principal"] == {"Service": "cloudwatch.amazonaws.com"}
     ]
-    # Only on behalf of this account's own alarms (no confused deputy)
-    assert cloudwatch["Condition"]["StringEquals"] == {"aws:SourceAccount": {"Ref": "AWS::AccountId"}}
-    source_arn = json.dumps(cloudwatch["Condition"]["ArnLike"]["aws:SourceArn"])
-    assert ":cloudwatch:" in source_arn
-    assert ":alarm:*" in source_arn
+    assert cloudwatch["Effect"] == "Allow"
+    assert sorted(cloudwatch["Action"]) == ["kms:Decrypt", "kms:GenerateDataKey*"]
+    # Only on behalf of this stack's own alarms (no confused deputy, not even another stack's alarm)
+    assert cloudwatch["Condition"] == {
+        "StringEquals": {"aws:SourceAccount": {"Ref": "AWS::AccountId"}},
+        "ArnLike": {"aws:SourceArn": _own_alarm_arns(synthesized)},
+    }
+
+
+def test_cloudwatch_may_publish_to_the_on_call_topic_for_this_stacks_alarms_only(synthesized):
+    # Given the topic's policy (the stack's only one on the topic)
+    topic_id = _topic_id(synthesized)
+    (policy,) = synthesized.resources("AWS::SNS::TopicPolicy").values()
+    assert policy["Properties"]["Topics"] == [{"Ref": topic_id}]
+    statements = policy["Properties"]["PolicyDocument"]["Statement"]
+    # Then CloudWatch is allowed to publish, on this stack's alarms' behalf only
+    (allowed,) = [s for s in statements if s["Effect"] == "Allow"]
+    assert allowed["Principal"] == {"Service": "cloudwatch.amazonaws.com"}
+    assert allowed["Action"] == "sns:Publish"
+    assert allowed["Resource"] == {"Ref": topic_id}
+    assert allowed["Condition"] == {
+        "StringEquals": {"aws:SourceAccount": {"Ref": "AWS::AccountId"}},
+        "ArnLike": {"aws:SourceArn": _own_alarm_arns(synthesized)},
+    }
+    # And publishing without TLS is still refused to everyone
+    (denied,) = [s for s in statements if s["Effect"] == "Deny"]
+    assert (denied["Principal"], denied["Action"]) == ("*", "sns:Publish")
+    assert denied["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
+    # And the pattern covers every alarm: none is named, so CloudFormation names each
+    # <stack>-<logical id>-<suffix> (a name given here could fall outside it, and its pages be refused)
+    assert all("AlarmName" not in alarm for alarm in _alarms(synthesized))
 
 
 def test_dashboard_shows_every_lane(synthesized):
