@@ -8,7 +8,8 @@ Each check prints PASS, FAIL or SKIP with what it saw; any FAIL exits 1 (so `mak
 - Meta secret: set, with the keys the webhook door reads, and a previous secret (during a rotation)
   dated as the door requires (only once the stack exists);
 - jobs callers: at least one IAM principal granted tenants in the environment's config (with none,
-  the jobs API refuses every request).
+  the jobs API refuses every request);
+- on-call: at least one endpoint the alarms page (with none, every alarm reaches nobody).
 """
 
 from __future__ import annotations
@@ -162,6 +163,18 @@ def check_jobs_callers(ctx: Context) -> Result:
     return Result(PASS, "jobs callers", "; ".join(described))
 
 
+def check_on_call(ctx: Context) -> Result:
+    endpoints = ctx.env.on_call
+    if not endpoints:
+        return Result(
+            FAIL,
+            "on-call",
+            f"{ctx.env.name} pages nobody: add an email address, an HTTPS endpoint or a Slack or Teams channel to "
+            "its on_call in stacks/config/environments.py, or every alarm reaches no one",
+        )
+    return Result(PASS, "on-call", "; ".join(endpoint.describe() for endpoint in endpoints))
+
+
 def run_preflight(ctx: Context) -> int:
     ctx.console.line(f"preflight for {ctx.env.name} ({ctx.target.where})")
     results: list[Result] = []
@@ -173,6 +186,7 @@ def run_preflight(ctx: Context) -> int:
     credentials, account = check_credentials(ctx)
     record(credentials)
     record(check_jobs_callers(ctx))
+    record(check_on_call(ctx))
     if account is None:
         for name in ("cdk bootstrap", "concurrency", "meta secret"):
             record(Result(SKIP, name, "needs credentials"))

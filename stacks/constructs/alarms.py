@@ -9,10 +9,10 @@ from aws_cdk import aws_cloudwatch_actions as actions
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_sns as sns
-from aws_cdk import aws_sns_subscriptions as subscriptions
 from constructs import Construct
 
 from stacks.config.environments import Environment
+from stacks.constructs.on_call_endpoints import Subscribers
 
 
 def alarm_arns(stack: Stack) -> str:
@@ -31,7 +31,8 @@ def alarm_arns(stack: Stack) -> str:
 
 class OnCall(Construct):
     """The SNS topic for alarms, encrypted with a key CloudWatch may use (alarms cannot publish to
-    a topic encrypted with the AWS-managed SNS key)."""
+    a topic encrypted with the AWS-managed SNS key), and subscribed by every on-call endpoint the
+    environment names."""
 
     def __init__(self, scope: Construct, construct_id: str, *, env: Environment) -> None:
         super().__init__(scope, construct_id)
@@ -67,9 +68,21 @@ class OnCall(Construct):
                 conditions=own_alarms,
             )
         )
-        for email in env.alarm_emails:
-            self.topic.add_subscription(subscriptions.EmailSubscription(email))
+        self.subscribers = Subscribers(self, "Subscribers", topic=self.topic, endpoints=env.on_call)
         self._action = actions.SnsAction(self.topic)
+        if self.subscribers.undelivered is not None:
+            self.undelivered_alarm = self.alarm(
+                self,
+                "UndeliveredPages",
+                metric=self.subscribers.undelivered.metric_approximate_number_of_messages_visible(
+                    period=self.period(), statistic="Maximum"
+                ),
+                threshold=1,
+                comparison=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+                evaluation_periods=1,
+                description="SNS could not deliver a page to an on-call email address or HTTPS endpoint. "
+                "See docs/RUNBOOK.md#undelivered-pages.",
+            )
 
     def alarm(
         self,

@@ -9,7 +9,7 @@ import pytest
 from botocore.stub import Stubber
 
 from pipeline.domain.callers import ALL_TENANTS
-from stacks.config.environments import ENVIRONMENTS, CallerGrant
+from stacks.config.environments import ENVIRONMENTS, CallerGrant, EmailEndpoint, HttpsEndpoint, SlackChannel
 from tests.support.aws import REGION
 
 from .support import StubbedAws, deploy_stack
@@ -39,14 +39,20 @@ RESERVES = PROD.reserved_total + PROD.jobs_reservation + 1  # the lanes, the job
 PRODUCER_ROLE = "arn:aws:iam::123456789012:role/backend"
 
 
+ON_CALL = EmailEndpoint("on-call@example.com")
+
+
 @pytest.fixture(autouse=True)
 def granted(monkeypatch):
     """dev and prod as their operators would have them: the producer's role granted its tenants
-    (the repository's config grants none, so that nothing is open until someone says who)."""
+    and someone to page (the repository's config grants none and pages nobody, so that nothing is
+    open, or deployed silent, until someone says who)."""
     for name in ("dev", "prod"):
         env = ENVIRONMENTS[name]
         grants = (CallerGrant(PRODUCER_ROLE, (ALL_TENANTS,)),)
-        monkeypatch.setitem(ENVIRONMENTS, name, replace(env, jobs=replace(env.jobs, callers=grants)))
+        monkeypatch.setitem(
+            ENVIRONMENTS, name, replace(env, jobs=replace(env.jobs, callers=grants), on_call=(ON_CALL,))
+        )
 
 
 def test_everything_ready(prod_stack, lanectl):
@@ -59,13 +65,14 @@ def test_everything_ready(prod_stack, lanectl):
     assert lines[0] == "preflight for prod (us-east-1)"
     assert lines[1].startswith("PASS  credentials: account 123456789012 as arn:aws:sts::123456789012:user/moto")
     assert lines[2] == f"PASS  jobs callers: {PRODUCER_ROLE} (all tenants)"
-    assert lines[3] == "PASS  cdk bootstrap: version 21"
-    assert lines[4] == (
+    assert lines[3] == "PASS  on-call: email on-call@example.com"
+    assert lines[4] == "PASS  cdk bootstrap: version 21"
+    assert lines[5] == (
         f"PASS  concurrency: prod reserves {RESERVES} (already holding 0); the account has 1000 unreserved "
         "of 1000 and Lambda keeps 100"
     )
-    assert lines[5] == "PASS  meta secret: app_secret, verify_token set"
-    assert lines[6] == "ready to deploy"
+    assert lines[6] == "PASS  meta secret: app_secret, verify_token set"
+    assert lines[7] == "ready to deploy"
     assert "s3cr3t" not in result.out
 
 
@@ -162,6 +169,7 @@ def test_no_credentials_fails_and_skips_the_rest(monkeypatch, tmp_path, lanectl)
     assert result.out.splitlines()[1:] == [
         "FAIL  credentials: no AWS credentials found (set AWS_PROFILE or pass --profile)",
         f"PASS  jobs callers: {PRODUCER_ROLE} (all tenants)",
+        "PASS  on-call: email on-call@example.com",
         "SKIP  cdk bootstrap: needs credentials",
         "SKIP  concurrency: needs credentials",
         "SKIP  meta secret: needs credentials",
@@ -190,3 +198,37 @@ def test_an_environment_granting_no_caller_fails_before_the_jobs_api_refuses_eve
         "FAIL  jobs callers: no IAM principal is granted a tenant in dev (JobsConfig.callers in "
         "stacks/config/environments.py): the jobs API would refuse every request with 403" in result.out
     )
+
+
+def test_an_environment_paging_nobody_is_refused_naming_where_to_add_someone(aws, lanectl):
+    # Given staging as the repository ships it: no on-call endpoint at all
+    _bootstrap()
+    assert ENVIRONMENTS["staging"].on_call == ()
+
+    result = lanectl("preflight", "staging")
+
+    # Then the deploy is stopped before a stack whose alarms reach no one exists
+    assert result.code == 1
+    assert (
+        "FAIL  on-call: staging pages nobody: add an email address, an HTTPS endpoint or a Slack or Teams channel "
+        "to its on_call in stacks/config/environments.py, or every alarm reaches no one" in result.out.splitlines()
+    )
+    assert result.out.splitlines()[-1].endswith("check(s) failed: do not deploy yet")
+
+
+def test_every_on_call_endpoint_is_named_without_an_integration_key(aws, lanectl, monkeypatch):
+    _bootstrap()
+    endpoints = (
+        ON_CALL,
+        HttpsEndpoint("https://events.pagerduty.com/integration/0123456789abcdef/enqueue"),
+        SlackChannel(workspace_id="T012AB3CD", channel_id="C0123ABCD"),
+    )
+    monkeypatch.setitem(ENVIRONMENTS, "dev", replace(ENVIRONMENTS["dev"], on_call=endpoints))
+
+    result = lanectl("preflight", "dev")
+
+    assert (
+        "PASS  on-call: email on-call@example.com; https events.pagerduty.com; "
+        "slack channel C0123ABCD in workspace T012AB3CD" in result.out.splitlines()
+    )
+    assert "0123456789abcdef" not in result.out
