@@ -13,6 +13,7 @@ from constructs import Construct
 
 from stacks.config.environments import Environment
 from stacks.constructs.on_call_endpoints import Subscribers
+from stacks.constructs.removal import keeps_data
 
 
 def alarm_arns(stack: Stack) -> str:
@@ -37,7 +38,13 @@ class OnCall(Construct):
     def __init__(self, scope: Construct, construct_id: str, *, env: Environment) -> None:
         super().__init__(scope, construct_id)
         self.env = env
-        key = kms.Key(self, "TopicKey", enable_key_rotation=True, description=f"lanes-{env.name} on-call topic")
+        key = kms.Key(
+            self,
+            "TopicKey",
+            enable_key_rotation=True,
+            description=f"lanes-{env.name} on-call topic",
+            removal_policy=keeps_data(env),
+        )
         stack = Stack.of(self)
         # CloudWatch on behalf of this stack's alarms only: without these conditions, an alarm in
         # any account could have CloudWatch use this key and publish here (the confused deputy).

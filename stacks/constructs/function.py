@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import Duration
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
@@ -17,6 +17,7 @@ from constructs import Construct
 
 from pipeline.metric_filters import LineMetric
 from stacks.config.environments import Environment
+from stacks.constructs.removal import keeps_data
 
 LAMBDA_SOURCE = Path(__file__).resolve().parents[2] / "lambdas"
 RUNTIME = lambda_.Runtime.PYTHON_3_14
@@ -46,7 +47,7 @@ def log_group(scope: Construct, construct_id: str, env: Environment) -> logs.Log
         scope,
         construct_id,
         retention=retention(env.log_retention_days),
-        removal_policy=RemovalPolicy.RETAIN if env.retain_stateful else RemovalPolicy.DESTROY,
+        removal_policy=keeps_data(env),
     )
 
 
