@@ -70,7 +70,8 @@ def acknowledge(stack: PipelineStack) -> None:
         stack.sweeper.sweeper.function,
         "Serverless-LambdaDLQ",
         "The sweep runs on a schedule with no retries; a failed sweep is made up by the next one, and the "
-        "unprocessed-age alarm treats missing data as breaching, so a sweeper that keeps failing pages.",
+        "sweeper-silent alarms page when three periods in a row hold no report, so a sweeper that keeps failing "
+        "pages.",
     )
     for consumer in stack.consumers.values():
         _ack(

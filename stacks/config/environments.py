@@ -79,7 +79,8 @@ class AlarmConfig:
     period_seconds: int = 60
     evaluation_periods: int = 2
     webhook_age_seconds: int = 300
-    """Oldest unprocessed webhook-log row; missing data counts as breaching."""
+    """Oldest unprocessed webhook-log row (and job row), as the sweeper reports it; a sweeper that
+    stops reporting pages on its own alarm (stacks/constructs/schedules.py)."""
     errors_threshold: int = 5
     jobs_shed_threshold: int = 100
     """Shedding is the design working; page only when a lane sheds this many jobs in a period."""

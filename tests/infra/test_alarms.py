@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import re
 from pathlib import Path
 
@@ -11,6 +12,7 @@ import pytest
 from ops.environment_cost import environment_cost
 from pipeline import metric_names
 from stacks.constructs.lane import dlq_logical_id, queue_logical_id
+from stacks.runtime_env import PERIOD_METADATA
 
 pytestmark = pytest.mark.xdist_group("synth")
 
@@ -126,18 +128,81 @@ def test_dead_letters_are_watched_by_depth_not_by_sends(synthesized):
     assert not [a for a in _alarms(synthesized) if a.get("MetricName") == "NumberOfMessagesSent"]
 
 
-def test_a_silent_sweeper_is_an_alarm(synthesized):
-    namespace = f"Lanes/{synthesized.env.name}"
-    (webhook_age,) = [
+def _sweep_seconds(synthesized) -> int:
+    """How often the sweeper runs: on AWS, the rule's rate (EventBridge's smallest is a minute);
+    locally, the period the runtime plays from the rule's metadata."""
+    (rule,) = [
+        r
+        for r in synthesized.resources("AWS::Events::Rule").values()
+        if "sweep for lost" in r["Properties"]["Description"]
+    ]
+    played = int(rule["Metadata"][PERIOD_METADATA])
+    assert played == synthesized.env.sweeper.period_seconds
+    if synthesized.env.name == "local":
+        return played
+    rate = re.fullmatch(r"rate\((\d+) minutes?\)", rule["Properties"]["ScheduleExpression"])
+    assert rate, rule["Properties"]["ScheduleExpression"]
+    return int(rate.group(1)) * 60
+
+
+def _sweeper_alarms(synthesized, source: str) -> tuple[dict, dict]:
+    """The age alarm and the silence alarm on what the sweeper reports for `source`."""
+    on_age = [
         a
         for a in _alarms(synthesized)
         if a.get("MetricName") == metric_names.OLDEST_UNPROCESSED_AGE
-        and {"Name": metric_names.SOURCE, "Value": "webhook"} in a["Dimensions"]
+        and {"Name": metric_names.SOURCE, "Value": source} in a["Dimensions"]
     ]
-    assert webhook_age["Namespace"] == namespace
-    assert webhook_age["TreatMissingData"] == "breaching"
-    assert webhook_age["Threshold"] == synthesized.env.alarms.webhook_age_seconds
-    assert {"Name": "service", "Value": "sweeper"} in webhook_age["Dimensions"]
+    (age,) = [a for a in on_age if a["Statistic"] == "Maximum"]
+    (silent,) = [a for a in on_age if a["Statistic"] == "SampleCount"]
+    for alarm in (age, silent):
+        assert alarm["Namespace"] == f"Lanes/{synthesized.env.name}"
+        assert {"Name": "service", "Value": "sweeper"} in alarm["Dimensions"]
+    return age, silent
+
+
+def _cloudwatch_period(seconds: int) -> bool:
+    return seconds in (10, 30) or seconds % 60 == 0
+
+
+@pytest.mark.parametrize("source", ["webhook", "job"])
+def test_the_sweepers_age_alarms_never_fire_on_a_healthy_sweeper(synthesized, source):
+    # Given a sweeper reporting each source's age on every run, 0 when nothing is pending
+    sweep = _sweep_seconds(synthesized)
+    age, _ = _sweeper_alarms(synthesized, source)
+    # Then every period of a healthy sweeper holds a report: no period is shorter than a sweep
+    assert age["Period"] >= sweep
+    assert _cloudwatch_period(age["Period"])
+    # And a period without one (a late sweep, the minutes after a deploy) neither pages nor clears
+    assert age["TreatMissingData"] == "ignore"
+    # While an age past the threshold still pages, as soon as the sweeps report it
+    assert (age["Threshold"], age["ComparisonOperator"]) == (
+        synthesized.env.alarms.webhook_age_seconds,
+        "GreaterThanThreshold",
+    )
+    assert age["EvaluationPeriods"] == synthesized.env.alarms.evaluation_periods
+    assert f"RUNBOOK.md#unprocessed-{source}s" in age["AlarmDescription"]
+
+
+@pytest.mark.parametrize("source", ["webhook", "job"])
+def test_a_sweeper_that_stopped_pages_but_a_deploy_or_one_missed_sweep_does_not(synthesized, source):
+    sweep = _sweep_seconds(synthesized)
+    _, silent = _sweeper_alarms(synthesized, source)
+    period = silent["Period"]
+    needed = silent.get("DatapointsToAlarm", silent["EvaluationPeriods"])
+    # Given an alarm on how many reports each period holds, where a period without one breaches
+    assert (silent["Threshold"], silent["ComparisonOperator"]) == (1, "LessThanThreshold")
+    assert silent["TreatMissingData"] == "breaching"
+    assert period >= sweep
+    assert _cloudwatch_period(period)
+    # Then only periods without a report in a row page (a period with one never breaches)
+    assert needed == silent["EvaluationPeriods"]
+    # A missed sweep, half a sweep late on top (or the first sweep after a deploy), leaves a gap of
+    # 2.5 sweeps between reports: at most ceil(gap / period) - 1 whole periods without one
+    assert math.ceil(2.5 * sweep / period) - 1 < needed
+    # And a sweeper that stopped pages within ten minutes of its last report
+    assert needed * period <= 600
+    assert "RUNBOOK.md#sweeper-silent" in silent["AlarmDescription"]
 
 
 def test_abandoned_rows_and_shed_jobs_are_alarmed(synthesized):
