@@ -7,12 +7,14 @@ from dataclasses import replace
 import boto3
 import pytest
 from botocore.stub import Stubber
+from moto.server import ThreadedMotoServer
 
 from pipeline.domain.callers import ALL_TENANTS
 from stacks.config.environments import ENVIRONMENTS, CallerGrant, EmailEndpoint, HttpsEndpoint, SlackChannel
+from stacks.config.lambda_runtime import powertools_parameter
 from tests.support.aws import REGION
 
-from .support import StubbedAws, deploy_stack
+from .support import StubbedAws, deploy_stack, publish_public_parameter
 
 
 def _bootstrap(version="21"):
@@ -32,6 +34,18 @@ def _lambda(quota, unreserved, held=0, functions=6):
         stubber.add_response("get_function_concurrency", {"ReservedConcurrentExecutions": held if n == 0 else 0})
     stubber.activate()
     return lambda target: StubbedAws(target, {"lambda": client})
+
+
+LAYER_ARN = "arn:aws:lambda:us-east-1:017000801446:layer:AWSLambdaPowertoolsPythonV3-python314-arm64:27"
+
+
+@pytest.fixture
+def aws(aws):
+    """The test region as AWS keeps it: Powertools' layer published for the pinned version."""
+    publish_public_parameter(
+        f"/aws/service/powertools/python/arm64/python3.14/{ENVIRONMENTS['prod'].powertools_version}", LAYER_ARN
+    )
+    return aws
 
 
 PROD = ENVIRONMENTS["prod"]
@@ -67,12 +81,16 @@ def test_everything_ready(prod_stack, lanectl):
     assert lines[2] == f"PASS  jobs callers: {PRODUCER_ROLE} (all tenants)"
     assert lines[3] == "PASS  on-call: email on-call@example.com"
     assert lines[4] == "PASS  cdk bootstrap: version 21"
-    assert lines[5] == (
+    assert (
+        lines[5]
+        == f"PASS  powertools layer: {PROD.powertools_version} for python3.14 on arm64 in us-east-1: {LAYER_ARN}"
+    )
+    assert lines[6] == (
         f"PASS  concurrency: prod reserves {RESERVES} (already holding 0); the account has 1000 unreserved "
         "of 1000 and Lambda keeps 100"
     )
-    assert lines[6] == "PASS  meta secret: app_secret, verify_token set"
-    assert lines[7] == "ready to deploy"
+    assert lines[7] == "PASS  meta secret: app_secret, verify_token set"
+    assert lines[8] == "ready to deploy"
     assert "s3cr3t" not in result.out
 
 
@@ -171,6 +189,7 @@ def test_no_credentials_fails_and_skips_the_rest(monkeypatch, tmp_path, lanectl)
         f"PASS  jobs callers: {PRODUCER_ROLE} (all tenants)",
         "PASS  on-call: email on-call@example.com",
         "SKIP  cdk bootstrap: needs credentials",
+        "SKIP  powertools layer: needs credentials",
         "SKIP  concurrency: needs credentials",
         "SKIP  meta secret: needs credentials",
         "1 check(s) failed: do not deploy yet",
@@ -232,3 +251,58 @@ def test_every_on_call_endpoint_is_named_without_an_integration_key(aws, lanectl
         "slack channel C0123ABCD in workspace T012AB3CD" in result.out.splitlines()
     )
     assert "0123456789abcdef" not in result.out
+
+
+def test_a_powertools_version_not_published_for_the_runtime_fails_with_what_to_do(aws, lanectl, monkeypatch):
+    # Given dev pinned to a Powertools version AWS has no layer of for python3.14 on arm64
+    _bootstrap()
+    monkeypatch.setitem(ENVIRONMENTS, "dev", replace(ENVIRONMENTS["dev"], powertools_version="3.0.99"))
+
+    result = lanectl("preflight", "dev")
+
+    # Then the deploy is stopped before CloudFormation fails resolving the layer, saying what to do
+    assert result.code == 1
+    assert (
+        "FAIL  powertools layer: Powertools 3.0.99 is not published for python3.14 on arm64 in us-east-1 "
+        "(/aws/service/powertools/python/arm64/python3.14/3.0.99 does not exist), so the deploy would fail "
+        "resolving it. Pick a published version: aws ssm get-parameters-by-path --path "
+        "/aws/service/powertools/python/arm64/python3.14 --region us-east-1 --query 'Parameters[].Name' "
+        "--output text, and set powertools_version in stacks/config/environments.py" in result.out.splitlines()
+    )
+
+
+def test_the_layer_is_looked_up_in_the_target_region(aws, lanectl):
+    # Given the pinned version published in us-east-1 only
+    _bootstrap()
+
+    result = lanectl("preflight", "dev", "--region", "eu-west-1")
+
+    assert result.code == 1
+    assert "FAIL  powertools layer: Powertools " in result.out
+    assert " on arm64 in eu-west-1 (" in result.out
+
+
+def test_the_layer_parameter_preflight_reads_is_the_one_the_stack_resolves():
+    from stacks.constructs.function import RUNTIME
+
+    assert powertools_parameter(PROD.powertools_version) == (
+        f"/aws/service/powertools/python/arm64/{RUNTIME.name}/{PROD.powertools_version}"
+    )
+
+
+def test_against_an_emulator_the_layer_is_not_looked_up(lanectl, monkeypatch):
+    # Given an emulator, which holds none of AWS's public parameters (as `lanectl local` serves one)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    try:
+        host, port = server.get_host_and_port()
+        endpoint = f"http://{host}:{port}"
+        result = lanectl("preflight", "--env", "local", "--endpoint-url", endpoint)
+    finally:
+        server.stop()
+
+    assert f"SKIP  powertools layer: {endpoint} is an emulator, which holds none of AWS's public parameters" in (
+        result.out.splitlines()
+    )
