@@ -11,6 +11,7 @@ from ops.prices import LIST_PRICES, Prices
 from ops.pricing import Cost, FixedCost, entry, fixed_cost, lane_cost, row_kib
 from stacks.config.environments import Environment
 from stacks.config.lanes import Lane
+from stacks.config.on_call import sns_delivers
 
 EDGE_RULES = 2
 """The edge's web ACL: the webhook path only, and the rate per source address."""
@@ -102,7 +103,9 @@ def environment_cost(env: Environment, average_fraction: float, prices: Prices =
             )
             for lane in env.lanes
         },
-        fixed=fixed_cost(len(env.lanes), env.sweeper.period_seconds, prices),
+        fixed=fixed_cost(
+            len(env.lanes), env.sweeper.period_seconds, prices, undelivered_pages_alarm=sns_delivers(env.on_call)
+        ),
         edge=edge_cost(env.lanes, average_fraction, prices),
         edge_enabled=env.edge.enabled,
         erasure=erasure_cost(env, average_fraction, prices),

@@ -3,12 +3,15 @@
 Each check prints PASS, FAIL or SKIP with what it saw; any FAIL exits 1 (so `make deploy` stops).
 - credentials: who the caller is (and the configured account, when the environment pins one);
 - CDK bootstrap: the version parameter the synthesized template checks;
+- Powertools layer: the public parameter naming the layer for the pinned version and the functions'
+  runtime exists in the target region (the deploy resolves it, and fails without it);
 - concurrency: the reservations the environment makes against the account's quota, keeping the
   100 Lambda holds unreserved (a new account's quota of 10 fails any reservation);
 - Meta secret: set, with the keys the webhook door reads, and a previous secret (during a rotation)
   dated as the door requires (only once the stack exists);
 - jobs callers: at least one IAM principal granted tenants in the environment's config (with none,
-  the jobs API refuses every request).
+  the jobs API refuses every request);
+- on-call: at least one endpoint the alarms page (with none, every alarm reaches nobody).
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from ops.plan_checks import SWEEPER_RESERVATION, UNRESERVED_MINIMUM
 from ops.resolve import Deployment, find, output_prefix, stack_name
 from pipeline.domain.callers import ALL_TENANTS
 from pipeline.domain.meta_secret import MetaSecrets, SecretsMisconfigured
+from stacks.config.lambda_runtime import ARCHITECTURE, PYTHON_RUNTIME, powertools_parameter, powertools_versions_path
 
 BOOTSTRAP_PARAMETER = "/cdk-bootstrap/hnb659fds/version"
 MINIMUM_BOOTSTRAP_VERSION = 6
@@ -72,6 +76,33 @@ def check_bootstrap(ctx: Context, account: str) -> Result:
         old = f"bootstrap version {value} is older than {MINIMUM_BOOTSTRAP_VERSION}"
         return Result(FAIL, "cdk bootstrap", f"{old}; {hint}")
     return Result(PASS, "cdk bootstrap", f"version {value}")
+
+
+def check_powertools(ctx: Context) -> Result:
+    name = "powertools layer"
+    version = ctx.env.powertools_version
+    if ctx.target.endpoint_url:
+        return Result(
+            SKIP, name, f"{ctx.target.endpoint_url} is an emulator, which holds none of AWS's public parameters"
+        )
+    parameter = powertools_parameter(version)
+    region = ctx.target.region
+    try:
+        arn = ctx.aws.client("ssm").get_parameter(Name=parameter)["Parameter"]["Value"]
+    except ClientError as exc:
+        if exc.response.get("Error", {}).get("Code") != "ParameterNotFound":
+            return Result(FAIL, name, f"cannot read {parameter}: {describe_error(exc)}")
+        return Result(
+            FAIL,
+            name,
+            f"Powertools {version} is not published for {PYTHON_RUNTIME} on {ARCHITECTURE} in {region} ({parameter} "
+            f"does not exist), so the deploy would fail resolving it. Pick a published version: aws ssm "
+            f"get-parameters-by-path --path {powertools_versions_path()} --region {region} --query "
+            "'Parameters[].Name' --output text, and set powertools_version in stacks/config/environments.py",
+        )
+    except BotoCoreError as exc:
+        return Result(FAIL, name, f"cannot read {parameter}: {describe_error(exc)}")
+    return Result(PASS, name, f"{version} for {PYTHON_RUNTIME} on {ARCHITECTURE} in {region}: {arn}")
 
 
 def _current_reservations(ctx: Context, deployment: Deployment | None) -> int:
@@ -162,6 +193,18 @@ def check_jobs_callers(ctx: Context) -> Result:
     return Result(PASS, "jobs callers", "; ".join(described))
 
 
+def check_on_call(ctx: Context) -> Result:
+    endpoints = ctx.env.on_call
+    if not endpoints:
+        return Result(
+            FAIL,
+            "on-call",
+            f"{ctx.env.name} pages nobody: add an email address, an HTTPS endpoint or a Slack or Teams channel to "
+            "its on_call in stacks/config/environments.py, or every alarm reaches no one",
+        )
+    return Result(PASS, "on-call", "; ".join(endpoint.describe() for endpoint in endpoints))
+
+
 def run_preflight(ctx: Context) -> int:
     ctx.console.line(f"preflight for {ctx.env.name} ({ctx.target.where})")
     results: list[Result] = []
@@ -173,8 +216,9 @@ def run_preflight(ctx: Context) -> int:
     credentials, account = check_credentials(ctx)
     record(credentials)
     record(check_jobs_callers(ctx))
+    record(check_on_call(ctx))
     if account is None:
-        for name in ("cdk bootstrap", "concurrency", "meta secret"):
+        for name in ("cdk bootstrap", "powertools layer", "concurrency", "meta secret"):
             record(Result(SKIP, name, "needs credentials"))
     else:
         deployment, problem = _stack(ctx)
@@ -182,6 +226,7 @@ def run_preflight(ctx: Context) -> int:
             record(Result(FAIL, "stack", problem))
         checks: list[Callable[[], Result]] = [
             lambda: check_bootstrap(ctx, account),
+            lambda: check_powertools(ctx),
             lambda: check_concurrency(ctx, deployment),
             lambda: check_meta_secret(ctx, deployment),
         ]

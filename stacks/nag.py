@@ -6,6 +6,7 @@ from __future__ import annotations
 from aws_cdk import Acknowledgment, Validations
 from constructs import IConstruct
 
+from stacks.constructs.alarms import OnCall
 from stacks.pipeline_stack import PipelineStack
 
 XRAY = (
@@ -18,6 +19,22 @@ PASSED_THROUGH = (
     "sampling rule changes: at production volume that traces nearly every webhook, about $5 per million, as "
     "much as the rest of its path. Environments with that volume do not trace (tracing_active in "
     "stacks/config/environments.py; lanectl plan prices traces where it is on).",
+)
+CHAT_NOTIFICATION_READS = (
+    (
+        "AwsSolutions-IAM5[Resource::*]",
+        "A chat channel's role and guardrail read what an alarm notification shows: CloudWatch's metric data, "
+        "graph images and metric lists, whose calls have no resource-level permissions.",
+    ),
+    *(
+        (
+            f"AwsSolutions-IAM5[Action::{action}]",
+            "Read-only CloudWatch calls, as AWS's Chatbot 'Notification permissions' template grants them: Chatbot "
+            "documents what its notifications read only as that template, and a narrower list risks a page shown "
+            "without its alarm's graph. The guardrail is no wider, so no one in the channel can change anything.",
+        )
+        for action in ("cloudwatch:Describe*", "cloudwatch:Get*", "cloudwatch:List*")
+    ),
 )
 SYNC_INVOKED = (
     "Serverless-LambdaDLQ",
@@ -53,7 +70,8 @@ def acknowledge(stack: PipelineStack) -> None:
         stack.sweeper.sweeper.function,
         "Serverless-LambdaDLQ",
         "The sweep runs on a schedule with no retries; a failed sweep is made up by the next one, and the "
-        "unprocessed-age alarm treats missing data as breaching, so a sweeper that keeps failing pages.",
+        "sweeper-silent alarms page when three periods in a row hold no report, so a sweeper that keeps failing "
+        "pages.",
     )
     for consumer in stack.consumers.values():
         _ack(
@@ -92,6 +110,7 @@ def acknowledge(stack: PipelineStack) -> None:
             "Scheduled rule: a missed delivery is superseded by the next period (sweeps and ticks are "
             "periodic and ticks expire at their cadence), so a target DLQ would only collect stale events.",
         )
+    _acknowledge_on_call(stack.on_call)
     _ack(
         stack.secret,
         "AwsSolutions-SMG4",
@@ -111,6 +130,23 @@ def acknowledge(stack: PipelineStack) -> None:
     )
     if stack.edge is not None:
         _acknowledge_edge(stack.edge.distribution)
+
+
+def _acknowledge_on_call(on_call: OnCall) -> None:
+    for channel in on_call.subscribers.chat_channels:
+        for rule, reason in CHAT_NOTIFICATION_READS:
+            _ack(channel.role, rule, reason)
+            _ack(channel.guardrail, rule, reason)
+    undelivered = on_call.subscribers.undelivered
+    if undelivered is not None:
+        for rule in ("AwsSolutions-SQS3", "Serverless-SQSRedrivePolicy"):
+            _ack(
+                undelivered,
+                rule,
+                "This queue is the dead-letter queue of the on-call topic's email and https subscriptions (SNS "
+                "redrive, which cdk-nag does not see): it keeps undelivered pages 14 days and alarms at depth >= 1; "
+                "a dead-letter queue of its own would hold nothing.",
+            )
 
 
 def _acknowledge_edge(distribution: IConstruct) -> None:

@@ -2,9 +2,10 @@
 
 moto's CloudFormation creates what it supports (queues with redrive, tables, functions, mappings,
 roles, rules, topics, keys, log groups). What it would silently skip is handled here from the same
-template: secrets and resource policies are created directly, and API routes, alarms, dashboards,
-insight rules and log metric filters are left to the runtime, which plays them. Nothing is described twice: a lane
-added to the catalogue appears here with no other change.
+template: secrets, resource policies and the topic's subscriptions are created directly, and API
+routes, alarms, dashboards, insight rules and log metric filters are left to the runtime, which
+plays them. Nothing is described twice: a lane added to the catalogue appears here with no other
+change.
 """
 
 from __future__ import annotations
@@ -41,7 +42,9 @@ PLAYED_BY_RUNTIME = frozenset(
         "AWS::Logs::MetricFilter",
     }
 )
-CREATED_DIRECTLY = frozenset({"AWS::SecretsManager::Secret", "AWS::SQS::QueuePolicy", "AWS::SNS::TopicPolicy"})
+CREATED_DIRECTLY = frozenset(
+    {"AWS::SecretsManager::Secret", "AWS::SQS::QueuePolicy", "AWS::SNS::TopicPolicy", "AWS::SNS::Subscription"}
+)
 LOCAL_API_ID = "local"
 LOCAL_APP_SECRET_BYTES = 32
 
@@ -199,6 +202,7 @@ def deploy(app: SynthesizedApp, *, api_url: str) -> Deployment:
     deployment.resolver = _resolver(deployment, literal, parameters, clients)
     deployment.outputs["ApiUrl"] = api_url
     _apply_resource_policies(deployment, clients)
+    _subscribe(deployment, clients)
     _detach_moto_mappings()
     return deployment
 
@@ -267,6 +271,21 @@ def _apply_resource_policies(deployment: Deployment, clients: dict[str, Any]) ->
             clients["sqs"].set_queue_attributes(
                 QueueUrl=url, Attributes={"Policy": json.dumps(properties["PolicyDocument"])}
             )
+
+
+def _subscribe(deployment: Deployment, clients: dict[str, Any]) -> None:
+    """The on-call topic's subscribers, which moto's CloudFormation does not make. The emulator
+    confirms each at once and delivers nothing to an email address: the subscription is there so
+    the local stack holds what the template says."""
+    for resource in deployment.resources("AWS::SNS::Subscription").values():
+        properties = deployment.resolve(resource["Properties"])
+        attributes = {"RedrivePolicy": json.dumps(properties["RedrivePolicy"])} if "RedrivePolicy" in properties else {}
+        clients["sns"].subscribe(
+            TopicArn=properties["TopicArn"],
+            Protocol=properties["Protocol"],
+            Endpoint=properties["Endpoint"],
+            Attributes=attributes,
+        )
 
 
 def _detach_moto_mappings() -> None:

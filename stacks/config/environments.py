@@ -25,12 +25,22 @@ from stacks.config.lanes import (
     catalogue,
 )
 from stacks.config.local_lanes import LOCAL_OVERRIDES
+from stacks.config.on_call import (
+    EmailEndpoint,
+    HttpsEndpoint,
+    OnCallEndpoint,
+    SlackChannel,
+    TeamsChannel,
+    check_endpoints,
+)
 from stacks.config.privacy import ErasureConfig, Retention
 
 LOCAL_ACCOUNT = "123456789012"
 """The account the local runtime deploys into (moto's default)."""
 LOCAL_PRODUCER = "producer"
 """The role the local runtime's jobs API client acts as unless told otherwise."""
+LOCAL_ON_CALL = "on-call@localhost"
+"""The local environment's one on-call address: the local runtime's inbox, not a real mailbox."""
 
 
 @dataclass(frozen=True)
@@ -69,7 +79,8 @@ class AlarmConfig:
     period_seconds: int = 60
     evaluation_periods: int = 2
     webhook_age_seconds: int = 300
-    """Oldest unprocessed webhook-log row; missing data counts as breaching."""
+    """Oldest unprocessed webhook-log row (and job row), as the sweeper reports it; a sweeper that
+    stops reporting pages on its own alarm (stacks/constructs/schedules.py)."""
     errors_threshold: int = 5
     jobs_shed_threshold: int = 100
     """Shedding is the design working; page only when a lane sheds this many jobs in a period."""
@@ -103,7 +114,10 @@ class Environment:
     """How long each kind of data is kept (stacks/config/privacy.py)."""
     erasure: ErasureConfig = field(default_factory=ErasureConfig)
     idempotency_ttl_seconds: int = 7 * 24 * 3600
-    alarm_emails: tuple[str, ...] = ()
+    on_call: tuple[OnCallEndpoint, ...] = ()
+    """Who every alarm pages (stacks/config/on_call.py): email addresses, HTTPS endpoints, Slack or
+    Teams channels. `lanectl preflight` refuses an environment with none: its alarms would reach
+    nobody."""
     powertools_version: str = "3.37.0"
     tracing_active: bool = False
     """X-Ray active tracing on every function. Lambda samples the first request each second and 5%
@@ -122,6 +136,7 @@ class Environment:
             )
         if erasure_rules.LANE not in names:
             raise ValueError(f"{self.name}: erasures run on lane {erasure_rules.LANE!r}, which it lacks")
+        check_endpoints(self.name, self.on_call, self.region)
         known = {d.name for d in self.dependencies}
         for lane in self.lanes:
             if lane.policy.dependency and lane.policy.dependency not in known:
@@ -155,6 +170,9 @@ class Environment:
 
 def _build() -> dict[str, Environment]:
     lanes = catalogue()
+    # dev, staging and prod page nobody until their on-call endpoints are written here
+    # (on_call=(EmailEndpoint("..."), HttpsEndpoint("https://..."), ...)); `lanectl preflight`
+    # refuses each until then, so none is deployed with alarms that reach no one.
     return {
         "dev": Environment(
             name="dev",
@@ -243,6 +261,7 @@ def _build() -> dict[str, Environment]:
             retention=Retention(
                 raw_deliveries_days=4, jobs_days=4, effects_days=4, erasure_requests_days=4, backup_days=1
             ),
+            on_call=(EmailEndpoint(LOCAL_ON_CALL),),
         ),
     }
 
@@ -270,6 +289,7 @@ __all__ = [
     "EDGE_REGION",
     "ENVIRONMENTS",
     "LOCAL_ACCOUNT",
+    "LOCAL_ON_CALL",
     "LOCAL_PRODUCER",
     "MIB",
     "AlarmConfig",
@@ -277,12 +297,17 @@ __all__ = [
     "CallerGrant",
     "Dependency",
     "EdgeConfig",
+    "EmailEndpoint",
     "Environment",
     "ErasureConfig",
+    "HttpsEndpoint",
     "JobsConfig",
     "LaneOverride",
+    "OnCallEndpoint",
     "Retention",
+    "SlackChannel",
     "SweeperConfig",
+    "TeamsChannel",
     "Throttle",
     "UnknownEnvironment",
     "WebhookConfig",

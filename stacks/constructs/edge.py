@@ -14,7 +14,7 @@ signature covers the Host header, which CloudFront changes, so producers keep ca
 
 from __future__ import annotations
 
-from aws_cdk import ArnFormat, Aws, CfnOutput, CfnRule, CfnRuleAssertion, Fn, RemovalPolicy, Stack
+from aws_cdk import ArnFormat, Aws, CfnOutput, CfnRule, CfnRuleAssertion, Fn, Stack
 from aws_cdk import aws_apigatewayv2 as apigw
 from aws_cdk import aws_cloudfront as cloudfront
 from aws_cdk import aws_cloudfront_origins as origins
@@ -25,6 +25,7 @@ from constructs import Construct
 from stacks.config.doors import WEBHOOK_PATH
 from stacks.config.environments import EDGE_REGION, Environment
 from stacks.constructs.function import retention
+from stacks.constructs.removal import keeps_data
 
 
 def _visibility(name: str) -> waf.CfnWebACL.VisibilityConfigProperty:
@@ -125,7 +126,7 @@ class Edge(Construct):
             "BlockedRequests",
             log_group_name=name,
             retention=retention(env.log_retention_days),
-            removal_policy=RemovalPolicy.RETAIN if env.retain_stateful else RemovalPolicy.DESTROY,
+            removal_policy=keeps_data(env),
         )
         arn = Stack.of(self).format_arn(
             service="logs", resource="log-group", resource_name=name, arn_format=ArnFormat.COLON_RESOURCE_NAME

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import Duration
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
@@ -17,11 +17,14 @@ from constructs import Construct
 
 from pipeline.metric_filters import LineMetric
 from stacks.config.environments import Environment
+from stacks.config.lambda_runtime import ARCHITECTURE as ARCHITECTURE_NAME
+from stacks.config.lambda_runtime import PYTHON_RUNTIME, powertools_parameter
 from stacks.constructs.grants import keep_unexercised
+from stacks.constructs.removal import keeps_data
 
 LAMBDA_SOURCE = Path(__file__).resolve().parents[2] / "lambdas"
-RUNTIME = lambda_.Runtime.PYTHON_3_14
-ARCHITECTURE = lambda_.Architecture.ARM_64
+RUNTIME = next(runtime for runtime in lambda_.Runtime.ALL if runtime.name == PYTHON_RUNTIME)
+ARCHITECTURE = {a.name: a for a in (lambda_.Architecture.ARM_64, lambda_.Architecture.X86_64)}[ARCHITECTURE_NAME]
 _ASSET_EXCLUDES = ["**/__pycache__", "**/*.pyc", "**/.mypy_cache", "**/.pytest_cache"]
 
 _RETENTION = {
@@ -47,7 +50,7 @@ def log_group(scope: Construct, construct_id: str, env: Environment) -> logs.Log
         scope,
         construct_id,
         retention=retention(env.log_retention_days),
-        removal_policy=RemovalPolicy.RETAIN if env.retain_stateful else RemovalPolicy.DESTROY,
+        removal_policy=keeps_data(env),
     )
 
 
@@ -72,8 +75,7 @@ class SharedCode(Construct):
     def __init__(self, scope: Construct, construct_id: str, *, env: Environment) -> None:
         super().__init__(scope, construct_id)
         self.code = lambda_.Code.from_asset(str(LAMBDA_SOURCE), exclude=_ASSET_EXCLUDES)
-        parameter = f"/aws/service/powertools/python/arm64/{RUNTIME.name}/{env.powertools_version}"
-        layer_arn = ssm.StringParameter.value_for_string_parameter(self, parameter)
+        layer_arn = ssm.StringParameter.value_for_string_parameter(self, powertools_parameter(env.powertools_version))
         self.powertools = lambda_.LayerVersion.from_layer_version_arn(self, "Powertools", layer_arn)
         self.env = env
 

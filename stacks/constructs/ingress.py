@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 import jsii
-from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import Duration
 from aws_cdk import aws_apigateway as apigw_v1
 from aws_cdk import aws_apigatewayv2 as apigw
 from aws_cdk import aws_apigatewayv2_authorizers as authorizers
@@ -25,6 +25,7 @@ from stacks.config.environments import Environment, Throttle
 from stacks.constructs.alarms import OnCall
 from stacks.constructs.function import FunctionSpec, PipelineFunction, SharedCode, log_group
 from stacks.constructs.grants import DEPTH, SEND, grant_queue, grant_rows, grant_secret
+from stacks.constructs.removal import keeps_data
 from stacks.constructs.tables import PipelineTables
 from stacks.runtime_env import metrics_namespace
 
@@ -91,7 +92,7 @@ class MetaSecret(Construct):
                 exclude_punctuation=True,
                 password_length=40,
             ),
-            removal_policy=RemovalPolicy.RETAIN if env.retain_stateful else RemovalPolicy.DESTROY,
+            removal_policy=keeps_data(env),
         )
         child = self.secret.node.default_child
         assert isinstance(child, secretsmanager.CfnSecret)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from aws_cdk import Duration, RemovalPolicy, Stack
+from aws_cdk import Duration, Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_sqs as sqs
@@ -14,6 +14,7 @@ from stacks.config.lanes import DLQ_RETENTION_DAYS, QUEUE_RETENTION_DAYS, Lane
 from stacks.constructs.alarms import OnCall
 from stacks.constructs.function import FunctionSpec, PipelineFunction, SharedCode
 from stacks.constructs.grants import CONSUME, SEND, grant_queue
+from stacks.constructs.removal import keeps_data
 from stacks.runtime_env import lane_id, metrics_namespace, stack_name
 
 DLQ_RETENTION = Duration.days(DLQ_RETENTION_DAYS)
@@ -42,7 +43,7 @@ class LaneQueues(Construct):
 
     def __init__(self, scope: Construct, construct_id: str, *, env: Environment, lane: Lane) -> None:
         super().__init__(scope, construct_id)
-        removal = RemovalPolicy.RETAIN if env.retain_stateful else RemovalPolicy.DESTROY
+        removal = keeps_data(env)
         queue_name = lane_queue_name(env, lane.name)
         own_queue = sqs.Queue.from_queue_arn(
             self, "OwnQueue", Stack.of(self).format_arn(service="sqs", resource=queue_name)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 
-from aws_cdk import RemovalPolicy
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_secretsmanager as secretsmanager
@@ -18,6 +17,7 @@ from stacks.config.environments import Environment
 from stacks.constructs.alarms import OnCall
 from stacks.constructs.function import FunctionSpec, PipelineFunction, SharedCode
 from stacks.constructs.grants import SEND, grant_index_query, grant_queue, grant_rows, grant_secret
+from stacks.constructs.removal import keeps_data
 from stacks.constructs.tables import PipelineTables
 from stacks.runtime_env import metrics_namespace
 
@@ -42,7 +42,7 @@ class SenderKey(Construct):
                 exclude_punctuation=True,
                 password_length=64,
             ),
-            removal_policy=RemovalPolicy.RETAIN if env.retain_stateful else RemovalPolicy.DESTROY,
+            removal_policy=keeps_data(env),
         )
         child = self.secret.node.default_child
         assert isinstance(child, secretsmanager.CfnSecret)

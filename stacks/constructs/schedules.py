@@ -21,6 +21,24 @@ from stacks.constructs.grants import DEPTH, SEND, grant_index_query, grant_queue
 from stacks.constructs.tables import PipelineTables
 from stacks.runtime_env import PERIOD_METADATA, metrics_namespace
 
+SILENT_PERIODS = 3
+"""Report-less alarm periods in a row before a silent sweeper pages. Each period is at least a
+sweep, so a healthy sweeper leaves none empty; a first deploy (the first sweep comes a sweep period
+after the schedule is made) or one missed or late sweep leaves at most two."""
+
+
+def sweep_alarm_period(env: Environment) -> int:
+    """The period of the alarms on what the sweeper reports: never shorter than a sweep (shorter,
+    a healthy sweeper leaves periods without a report), nor than the environment's alarm period,
+    and one CloudWatch accepts (10 or 30 s, or a multiple of a minute). Where alarm periods are a
+    minute or more (on AWS), that is also the schedule's rate, which EventBridge rounds up to whole
+    minutes; the local runtime sweeps at the configured period."""
+    wanted = max(env.sweeper.period_seconds, env.alarms.period_seconds)
+    for short in (10, 30):
+        if wanted <= short:
+            return short
+    return math.ceil(wanted / 60) * 60
+
 
 def _rate(period_seconds: int) -> events.Schedule:
     return events.Schedule.rate(Duration.minutes(max(1, math.ceil(period_seconds / 60))))
@@ -83,7 +101,7 @@ class Sweeper(Construct):
 
     def _alarms(self, env: Environment, on_call: OnCall) -> None:
         namespace = metrics_namespace(env)
-        period = on_call.period()
+        period = Duration.seconds(sweep_alarm_period(env))
 
         def metric(name: str, source: str, statistic: str) -> cloudwatch.Metric:
             return cloudwatch.Metric(
@@ -94,26 +112,44 @@ class Sweeper(Construct):
                 statistic=statistic,
             )
 
+        # A period without a report is neither an age nor its absence: the age alarms keep their
+        # state through it, and a sweeper that stopped is the silence alarms' to page.
         self.webhook_age_alarm = on_call.alarm(
             self,
             "UnprocessedWebhookAge",
             metric=metric(metric_names.OLDEST_UNPROCESSED_AGE, "webhook", "Maximum"),
             threshold=env.alarms.webhook_age_seconds,
-            # The sweeper publishes this every run, 0 when nothing is pending: silence means the
-            # watchdog itself has stopped, which is as bad as the age it watches.
-            missing=cloudwatch.TreatMissingData.BREACHING,
-            description=f"A Meta delivery has waited over {env.alarms.webhook_age_seconds} s unprocessed, or the "
-            "sweeper stopped reporting. See docs/RUNBOOK.md#unprocessed-webhooks.",
+            missing=cloudwatch.TreatMissingData.IGNORE,
+            description=f"A Meta delivery has waited over {env.alarms.webhook_age_seconds} s unprocessed. "
+            "See docs/RUNBOOK.md#unprocessed-webhooks.",
         )
         self.job_age_alarm = on_call.alarm(
             self,
             "UnprocessedJobAge",
             metric=metric(metric_names.OLDEST_UNPROCESSED_AGE, "job", "Maximum"),
             threshold=env.alarms.webhook_age_seconds,
-            missing=cloudwatch.TreatMissingData.BREACHING,
-            description="A job has waited unprocessed past the threshold, or the sweeper stopped reporting. "
+            missing=cloudwatch.TreatMissingData.IGNORE,
+            description=f"A job has waited over {env.alarms.webhook_age_seconds} s unprocessed. "
             "See docs/RUNBOOK.md#unprocessed-jobs.",
         )
+        # The sweeper publishes each source's age on every run, 0 when nothing is pending, so its
+        # reports are a heartbeat: a watchdog gone silent is as bad as the age it watches. Every
+        # report-less period counts, but only SILENT_PERIODS of them in a row page.
+        self.silent_alarms = [
+            on_call.alarm(
+                self,
+                f"SilentOn{source.capitalize()}s",
+                metric=metric(metric_names.OLDEST_UNPROCESSED_AGE, source, "SampleCount"),
+                threshold=1,
+                comparison=cloudwatch.ComparisonOperator.LESS_THAN_THRESHOLD,
+                evaluation_periods=SILENT_PERIODS,
+                missing=cloudwatch.TreatMissingData.BREACHING,
+                description=f"The sweeper has reported no {source} ages for {SILENT_PERIODS} periods of "
+                f"{sweep_alarm_period(env)} s: it is not running, or fails before it reports, and lost "
+                f"{source}s are not being replayed. See docs/RUNBOOK.md#sweeper-silent.",
+            )
+            for source in ("webhook", "job")
+        ]
         self.abandoned_alarms = [
             on_call.alarm(
                 self,

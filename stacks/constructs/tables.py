@@ -18,13 +18,13 @@ Logical IDs are pinned: renaming a construct must never replace a table.
 
 from __future__ import annotations
 
-from aws_cdk import RemovalPolicy
 from aws_cdk import aws_dynamodb as dynamodb
 from constructs import Construct
 
 from pipeline import schema
 from stacks.config.environments import Environment
 from stacks.config.storage import data_table_class
+from stacks.constructs.removal import keeps_data
 
 WEBHOOK_LOG_ID = "WebhookLogTable"
 JOBS_ID = "JobsTable"
@@ -94,7 +94,7 @@ class PipelineTables(Construct):
             time_to_live_attribute=schema.TTL,
             encryption=dynamodb.TableEncryption.AWS_MANAGED,
             deletion_protection=env.retain_stateful,
-            removal_policy=RemovalPolicy.RETAIN if env.retain_stateful else RemovalPolicy.DESTROY,
+            removal_policy=keeps_data(env),
             **keys,  # type: ignore[arg-type]
         )
         default_child = table.node.default_child

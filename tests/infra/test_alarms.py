@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import json
+import math
 import re
 from pathlib import Path
 
 import pytest
 
-from ops import pricing
+from ops.environment_cost import environment_cost
 from pipeline import metric_names
 from stacks.constructs.lane import dlq_logical_id, queue_logical_id
+from stacks.runtime_env import PERIOD_METADATA
 
 pytestmark = pytest.mark.xdist_group("synth")
 
@@ -117,8 +119,8 @@ def test_each_lane_alarms_on_a_consumer_invocation_out_of_time(synthesized):
 
 
 def test_the_planner_prices_every_alarm_the_stack_makes(synthesized):
-    env = synthesized.env
-    assert pricing.fixed_cost(len(env.lanes), env.sweeper.period_seconds).alarm_count == len(_alarms(synthesized))
+    # What `lanectl plan` prices, at any traffic: the alarms are a fixed cost
+    assert environment_cost(synthesized.env, 0.25).fixed.alarm_count == len(_alarms(synthesized))
 
 
 def test_dead_letters_are_watched_by_depth_not_by_sends(synthesized):
@@ -126,18 +128,81 @@ def test_dead_letters_are_watched_by_depth_not_by_sends(synthesized):
     assert not [a for a in _alarms(synthesized) if a.get("MetricName") == "NumberOfMessagesSent"]
 
 
-def test_a_silent_sweeper_is_an_alarm(synthesized):
-    namespace = f"Lanes/{synthesized.env.name}"
-    (webhook_age,) = [
+def _sweep_seconds(synthesized) -> int:
+    """How often the sweeper runs: on AWS, the rule's rate (EventBridge's smallest is a minute);
+    locally, the period the runtime plays from the rule's metadata."""
+    (rule,) = [
+        r
+        for r in synthesized.resources("AWS::Events::Rule").values()
+        if "sweep for lost" in r["Properties"]["Description"]
+    ]
+    played = int(rule["Metadata"][PERIOD_METADATA])
+    assert played == synthesized.env.sweeper.period_seconds
+    if synthesized.env.name == "local":
+        return played
+    rate = re.fullmatch(r"rate\((\d+) minutes?\)", rule["Properties"]["ScheduleExpression"])
+    assert rate, rule["Properties"]["ScheduleExpression"]
+    return int(rate.group(1)) * 60
+
+
+def _sweeper_alarms(synthesized, source: str) -> tuple[dict, dict]:
+    """The age alarm and the silence alarm on what the sweeper reports for `source`."""
+    on_age = [
         a
         for a in _alarms(synthesized)
         if a.get("MetricName") == metric_names.OLDEST_UNPROCESSED_AGE
-        and {"Name": metric_names.SOURCE, "Value": "webhook"} in a["Dimensions"]
+        and {"Name": metric_names.SOURCE, "Value": source} in a["Dimensions"]
     ]
-    assert webhook_age["Namespace"] == namespace
-    assert webhook_age["TreatMissingData"] == "breaching"
-    assert webhook_age["Threshold"] == synthesized.env.alarms.webhook_age_seconds
-    assert {"Name": "service", "Value": "sweeper"} in webhook_age["Dimensions"]
+    (age,) = [a for a in on_age if a["Statistic"] == "Maximum"]
+    (silent,) = [a for a in on_age if a["Statistic"] == "SampleCount"]
+    for alarm in (age, silent):
+        assert alarm["Namespace"] == f"Lanes/{synthesized.env.name}"
+        assert {"Name": "service", "Value": "sweeper"} in alarm["Dimensions"]
+    return age, silent
+
+
+def _cloudwatch_period(seconds: int) -> bool:
+    return seconds in (10, 30) or seconds % 60 == 0
+
+
+@pytest.mark.parametrize("source", ["webhook", "job"])
+def test_the_sweepers_age_alarms_never_fire_on_a_healthy_sweeper(synthesized, source):
+    # Given a sweeper reporting each source's age on every run, 0 when nothing is pending
+    sweep = _sweep_seconds(synthesized)
+    age, _ = _sweeper_alarms(synthesized, source)
+    # Then every period of a healthy sweeper holds a report: no period is shorter than a sweep
+    assert age["Period"] >= sweep
+    assert _cloudwatch_period(age["Period"])
+    # And a period without one (a late sweep, the minutes after a deploy) neither pages nor clears
+    assert age["TreatMissingData"] == "ignore"
+    # While an age past the threshold still pages, as soon as the sweeps report it
+    assert (age["Threshold"], age["ComparisonOperator"]) == (
+        synthesized.env.alarms.webhook_age_seconds,
+        "GreaterThanThreshold",
+    )
+    assert age["EvaluationPeriods"] == synthesized.env.alarms.evaluation_periods
+    assert f"RUNBOOK.md#unprocessed-{source}s" in age["AlarmDescription"]
+
+
+@pytest.mark.parametrize("source", ["webhook", "job"])
+def test_a_sweeper_that_stopped_pages_but_a_deploy_or_one_missed_sweep_does_not(synthesized, source):
+    sweep = _sweep_seconds(synthesized)
+    _, silent = _sweeper_alarms(synthesized, source)
+    period = silent["Period"]
+    needed = silent.get("DatapointsToAlarm", silent["EvaluationPeriods"])
+    # Given an alarm on how many reports each period holds, where a period without one breaches
+    assert (silent["Threshold"], silent["ComparisonOperator"]) == (1, "LessThanThreshold")
+    assert silent["TreatMissingData"] == "breaching"
+    assert period >= sweep
+    assert _cloudwatch_period(period)
+    # Then only periods without a report in a row page (a period with one never breaches)
+    assert needed == silent["EvaluationPeriods"]
+    # A missed sweep, half a sweep late on top (or the first sweep after a deploy), leaves a gap of
+    # 2.5 sweeps between reports: at most ceil(gap / period) - 1 whole periods without one
+    assert math.ceil(2.5 * sweep / period) - 1 < needed
+    # And a sweeper that stopped pages within ten minutes of its last report
+    assert needed * period <= 600
+    assert "RUNBOOK.md#sweeper-silent" in silent["AlarmDescription"]
 
 
 def test_abandoned_rows_and_shed_jobs_are_alarmed(synthesized):
@@ -152,7 +217,26 @@ def test_abandoned_rows_and_shed_jobs_are_alarmed(synthesized):
     assert all(a["Threshold"] == synthesized.env.alarms.jobs_shed_threshold for a in shed)
 
 
-def test_alarm_topic_is_encrypted_with_a_key_cloudwatch_may_use(synthesized):
+def _own_alarm_arns(synthesized) -> dict:
+    """The ARN pattern of the alarms this stack makes, as the template writes it."""
+    stack = synthesized.stack.stack_name
+    return {
+        "Fn::Join": [
+            "",
+            [
+                "arn:",
+                {"Ref": "AWS::Partition"},
+                ":cloudwatch:",
+                {"Ref": "AWS::Region"},
+                ":",
+                {"Ref": "AWS::AccountId"},
+                f":alarm:{stack}-*",
+            ],
+        ]
+    }
+
+
+def test_alarm_topic_is_encrypted_with_a_key_cloudwatch_may_use_for_this_stacks_alarms_only(synthesized):
     (topic,) = synthesized.resources("AWS::SNS::Topic").values()
     key_id = topic["Properties"]["KmsMasterKeyId"]["Fn::GetAtt"][0]
     key = synthesized.resource(key_id)["Properties"]
@@ -160,11 +244,37 @@ def test_alarm_topic_is_encrypted_with_a_key_cloudwatch_may_use(synthesized):
     (cloudwatch,) = [
         s for s in key["KeyPolicy"]["Statement"] if s["Principal"] == {"Service": "cloudwatch.amazonaws.com"}
     ]
-    # Only on behalf of this account's own alarms (no confused deputy)
-    assert cloudwatch["Condition"]["StringEquals"] == {"aws:SourceAccount": {"Ref": "AWS::AccountId"}}
-    source_arn = json.dumps(cloudwatch["Condition"]["ArnLike"]["aws:SourceArn"])
-    assert ":cloudwatch:" in source_arn
-    assert ":alarm:*" in source_arn
+    assert cloudwatch["Effect"] == "Allow"
+    assert sorted(cloudwatch["Action"]) == ["kms:Decrypt", "kms:GenerateDataKey*"]
+    # Only on behalf of this stack's own alarms (no confused deputy, not even another stack's alarm)
+    assert cloudwatch["Condition"] == {
+        "StringEquals": {"aws:SourceAccount": {"Ref": "AWS::AccountId"}},
+        "ArnLike": {"aws:SourceArn": _own_alarm_arns(synthesized)},
+    }
+
+
+def test_cloudwatch_may_publish_to_the_on_call_topic_for_this_stacks_alarms_only(synthesized):
+    # Given the topic's policy (the stack's only one on the topic)
+    topic_id = _topic_id(synthesized)
+    (policy,) = synthesized.resources("AWS::SNS::TopicPolicy").values()
+    assert policy["Properties"]["Topics"] == [{"Ref": topic_id}]
+    statements = policy["Properties"]["PolicyDocument"]["Statement"]
+    # Then CloudWatch is allowed to publish, on this stack's alarms' behalf only
+    (allowed,) = [s for s in statements if s["Effect"] == "Allow"]
+    assert allowed["Principal"] == {"Service": "cloudwatch.amazonaws.com"}
+    assert allowed["Action"] == "sns:Publish"
+    assert allowed["Resource"] == {"Ref": topic_id}
+    assert allowed["Condition"] == {
+        "StringEquals": {"aws:SourceAccount": {"Ref": "AWS::AccountId"}},
+        "ArnLike": {"aws:SourceArn": _own_alarm_arns(synthesized)},
+    }
+    # And publishing without TLS is still refused to everyone
+    (denied,) = [s for s in statements if s["Effect"] == "Deny"]
+    assert (denied["Principal"], denied["Action"]) == ("*", "sns:Publish")
+    assert denied["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
+    # And the pattern covers every alarm: none is named, so CloudFormation names each
+    # <stack>-<logical id>-<suffix> (a name given here could fall outside it, and its pages be refused)
+    assert all("AlarmName" not in alarm for alarm in _alarms(synthesized))
 
 
 def test_dashboard_shows_every_lane(synthesized):

@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 
 import pytest
 
-from stacks.config.environments import ENVIRONMENTS, UnknownEnvironment, get_environment
+from stacks.config.environments import (
+    ENVIRONMENTS,
+    EmailEndpoint,
+    HttpsEndpoint,
+    SlackChannel,
+    TeamsChannel,
+    UnknownEnvironment,
+    get_environment,
+)
 from stacks.config.lane_overrides import POLICY_FIELDS
 from stacks.config.lanes import RetryPolicy, TenantQuota, catalogue
 
@@ -142,3 +151,94 @@ def test_a_retention_that_would_lose_work_or_cannot_be_set_is_refused(change, me
 
     with pytest.raises(ValueError, match=message):
         Retention(**change)
+
+
+UUID = "0b5c3c3e-8d4e-4f0a-9a55-2a7d3c1f9e11"
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda: EmailEndpoint(""), "on-call email address is empty"),
+        (lambda: EmailEndpoint("on-call"), "'on-call' is not an address: write it as name@domain"),
+        (lambda: EmailEndpoint("on-call@"), "'on-call@' is not an address"),
+        (lambda: EmailEndpoint("@example.com"), "'@example.com' is not an address"),
+        (lambda: EmailEndpoint("on call@example.com"), "'on call@example.com' is not an address"),
+        (lambda: EmailEndpoint("a@b@example.com"), "'a@b@example.com' is not an address"),
+        (lambda: EmailEndpoint("a@example..com"), "'a@example..com' is not an address"),
+        (lambda: EmailEndpoint("On Call <oncall@example.com>"), "with no display name or angle brackets"),
+        (lambda: EmailEndpoint(" oncall@example.com"), "' oncall@example.com' has spaces around it"),
+        (lambda: HttpsEndpoint(""), "on-call HTTPS endpoint is empty"),
+        (
+            lambda: HttpsEndpoint("http://events.pagerduty.com/integration/k/enqueue"),
+            "'http://events.pagerduty.com/integration/k/enqueue' must start with https://",
+        ),
+        (lambda: HttpsEndpoint("events.pagerduty.com/x"), "must start with https://"),
+        (lambda: HttpsEndpoint("https:///integration"), "'https:///integration' names no host"),
+        (lambda: HttpsEndpoint("https://example.com/a b"), "contains whitespace"),
+        (lambda: SlackChannel(workspace_id="", channel_id="C0123ABCD"), "on-call Slack workspace id is empty"),
+        (lambda: SlackChannel(workspace_id="T012AB3CD", channel_id=""), "on-call Slack channel id is empty"),
+        (
+            lambda: SlackChannel(workspace_id="t012ab3cd", channel_id="C0123ABCD"),
+            "Slack workspace id 't012ab3cd' must be capital letters and digits",
+        ),
+        (
+            lambda: SlackChannel(workspace_id="T012AB3CD", channel_id="#alerts"),
+            "Slack channel id '#alerts' must be letters and digits (like C0123ABCD, the end of the channel's link), "
+            "not the channel's name",
+        ),
+        (lambda: TeamsChannel(team_id="", channel_id="19:a@thread.tacv2", tenant_id=UUID), "Teams team id is empty"),
+        (
+            lambda: TeamsChannel(team_id="my-team", channel_id="19:a@thread.tacv2", tenant_id=UUID),
+            "Teams team id 'my-team' must be a UUID",
+        ),
+        (
+            lambda: TeamsChannel(team_id=UUID, channel_id="19:a@thread.tacv2", tenant_id="contoso"),
+            "Teams tenant id 'contoso' must be a UUID",
+        ),
+        (lambda: TeamsChannel(team_id=UUID, channel_id="", tenant_id=UUID), "Teams channel id is empty"),
+        (
+            lambda: TeamsChannel(team_id=UUID, channel_id="General", tenant_id=UUID),
+            "Teams channel id 'General' is not a channel id: copy it from the channel's link",
+        ),
+    ],
+)
+def test_a_malformed_on_call_endpoint_is_refused_saying_what_is_wrong(make, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        make()
+
+
+def test_well_formed_endpoints_of_every_kind_are_taken():
+    # Given the forms operators copy: an address on any host, an integration URL, the channels' ids
+    assert EmailEndpoint("on-call@localhost").address == "on-call@localhost"
+    assert HttpsEndpoint("https://api.opsgenie.com/v1/json/cloudwatch?apiKey=k").describe() == "https api.opsgenie.com"
+    assert SlackChannel(workspace_id="T012AB3CD", channel_id="C0123ABCD").channel_id == "C0123ABCD"
+    # A Teams channel id as in the link, or decoded: Chatbot is given the encoded form either way
+    encoded = TeamsChannel(team_id=UUID, channel_id="19%3aa1b2%40thread.tacv2", tenant_id=UUID)
+    decoded = TeamsChannel(team_id=UUID, channel_id="19:a1b2@thread.tacv2", tenant_id=UUID)
+    assert decoded.chatbot_channel_id == "19%3Aa1b2%40thread.tacv2"
+    assert encoded.key == decoded.key
+
+
+def test_an_endpoint_listed_twice_is_refused():
+    prod = ENVIRONMENTS["prod"]
+    with pytest.raises(ValueError, match=re.escape("prod: on-call email OnCall@example.com is listed twice")):
+        replace(prod, on_call=(EmailEndpoint("oncall@example.com"), EmailEndpoint("OnCall@example.com")))
+
+
+def test_on_call_takes_endpoints_only():
+    prod = ENVIRONMENTS["prod"]
+    with pytest.raises(ValueError, match=re.escape("prod: on_call takes EmailEndpoint, HttpsEndpoint")):
+        replace(prod, on_call=("oncall@example.com",))  # type: ignore[arg-type]
+
+
+def test_a_chat_channel_where_chatbot_is_not_offered_is_refused():
+    prod = ENVIRONMENTS["prod"]
+    with pytest.raises(ValueError, match=re.escape("needs AWS Chatbot, which cn-north-1 does not offer")):
+        replace(prod, region="cn-north-1", on_call=(SlackChannel(workspace_id="T012AB3CD", channel_id="C0123ABCD"),))
+
+
+def test_local_pages_one_local_inbox_and_the_real_environments_nobody_yet():
+    assert get_environment("local").on_call == (EmailEndpoint("on-call@localhost"),)
+    for name in ("dev", "staging", "prod"):
+        assert get_environment(name).on_call == ()

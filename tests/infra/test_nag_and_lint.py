@@ -32,6 +32,7 @@ def test_nag_packs_pass_and_every_acknowledgement_names_its_reason(synthesized):
         "AwsSolutions-IAM5[Resource::*]",
         "AwsSolutions-APIG4",
         "AwsSolutions-SMG4",
+        "AwsSolutions-SQS3",
         "Serverless-LambdaDLQ",
         "Serverless-LambdaEventSourceMappingDestination",
         "Serverless-SQSRedrivePolicy",

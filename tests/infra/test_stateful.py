@@ -4,12 +4,16 @@ logical IDs that never move (a moved ID replaces a table or a queue and its mess
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 from aws_cdk.assertions import Match, Template
 
 from pipeline import schema
+from stacks.app_builder import build_app
+from stacks.config.environments import ENVIRONMENTS, EdgeConfig
 from stacks.constructs.lane import dlq_logical_id, queue_logical_id
+from stacks.runtime_env import stack_name
 
 pytestmark = pytest.mark.xdist_group("synth")
 
@@ -38,6 +42,51 @@ def test_stateful_logical_ids_are_pinned(synthesized):
     assert dlq_logical_id("ai") == "AiDeadLetterQueue"
 
 
+KEEPS_DATA = ("AWS::DynamoDB::Table", "AWS::SecretsManager::Secret", "AWS::KMS::Key", "AWS::Logs::LogGroup")
+"""With the lane queues and dead-letter queues, what an environment that keeps its data keeps."""
+
+
+def _policies(synthesized) -> dict[str, tuple[str, str]]:
+    """Deletion and update-replace policies of every resource that keeps data."""
+    resources = synthesized.template["Resources"]
+    kept = set(_pinned_ids(synthesized.env)) | {i for i, r in resources.items() if r["Type"] in KEEPS_DATA}
+    return {
+        i: (resources[i].get("DeletionPolicy", "Delete"), resources[i].get("UpdateReplacePolicy", "Delete"))
+        for i in kept
+    }
+
+
+def test_prod_keeps_its_data_after_the_stack_but_not_after_a_failed_first_create(synth_env):
+    # Given prod: its tables, lane queues and dead-letter queues, secrets, topic key and log groups
+    prod = synth_env("prod")
+    kept = _policies(prod)
+    assert {prod.resource(i)["Type"] for i in kept} == {"AWS::SQS::Queue", *KEEPS_DATA}
+    # Then each is kept when the stack is deleted or it is replaced, and deleted when the create that
+    # made it rolls back, so a retry does not collide with a named queue (lanes-prod-<lane>) left behind
+    assert set(kept.values()) == {("RetainExceptOnCreate", "Retain")}
+    # And nothing in the template is retained unconditionally
+    assert not [i for i, r in prod.template["Resources"].items() if r.get("DeletionPolicy") == "Retain"]
+
+
+def test_with_the_edge_on_its_named_log_group_is_not_kept_after_a_failed_first_create(tmp_path):
+    env = replace(ENVIRONMENTS["prod"], edge=EdgeConfig(enabled=True))
+    app, _ = build_app(env, outdir=str(tmp_path))
+    template = app.synth().get_stack_by_name(stack_name(env)).template
+    (blocked,) = [
+        r
+        for r in template["Resources"].values()
+        if r["Type"] == "AWS::Logs::LogGroup" and r["Properties"].get("LogGroupName", "").startswith("aws-waf-logs-")
+    ]
+    assert (blocked["DeletionPolicy"], blocked["UpdateReplacePolicy"]) == ("RetainExceptOnCreate", "Retain")
+
+
+def test_dev_deletes_everything_with_the_stack(synth_env):
+    dev = synth_env("dev")
+    deleted = _policies(dev)
+    assert {dev.resource(i)["Type"] for i in deleted} == {"AWS::SQS::Queue", *KEEPS_DATA}
+    assert set(deleted.values()) == {("Delete", "Delete")}
+
+
 def test_tables_are_on_demand_with_point_in_time_recovery(synthesized):
     tables = synthesized.resources("AWS::DynamoDB::Table")
     assert set(tables) == {"WebhookLogTable", "JobsTable", "StateTable", "DataTable"}
@@ -51,7 +100,7 @@ def test_tables_are_on_demand_with_point_in_time_recovery(synthesized):
         }
         assert props["SSESpecification"]["SSEEnabled"] is True
         retained = synthesized.env.retain_stateful
-        assert table["DeletionPolicy"] == ("Retain" if retained else "Delete")
+        assert table["DeletionPolicy"] == ("RetainExceptOnCreate" if retained else "Delete")
         assert props.get("DeletionProtectionEnabled", False) is retained
 
 
@@ -97,7 +146,7 @@ def test_the_sender_key_is_generated_and_kept_with_the_data(synthesized):
     generated = secret["Properties"]["GenerateSecretString"]
     assert generated["GenerateStringKey"] == "sender_hash_key"
     assert generated["PasswordLength"] >= 32
-    assert secret["DeletionPolicy"] == ("Retain" if synthesized.env.retain_stateful else "Delete")
+    assert secret["DeletionPolicy"] == ("RetainExceptOnCreate" if synthesized.env.retain_stateful else "Delete")
     # No rotation: a new key would make every existing index entry unfindable
     assert not synthesized.resources("AWS::SecretsManager::RotationSchedule")
 

@@ -48,7 +48,7 @@ def _should_stop(context: Any) -> Callable[[], bool]:
 def _publish(metrics: Any, report: SweepReport) -> None:
     # One flush per source: a metric's dimensions are per flush, and Source is the dimension.
     # Zeros are published too, so "nothing pending" reads as 0 and only a silent sweeper reads
-    # as missing data (which the age alarm treats as breaching).
+    # as missing data (which the sweeper-silent alarms page on).
     for source in SWEPT_SOURCES:
         source_report = report.sources.get(source)
         if source_report is None:

@@ -171,6 +171,31 @@ def deploy_stack(
     )
 
 
+def publish_public_parameter(name: str, value: str) -> None:
+    """A parameter AWS publishes under /aws/service/ (Powertools' layer ARNs), in moto's SSM for
+    the test region. moto refuses such names through PutParameter (they are AWS's), so the
+    parameter is put in its backend, where GetParameter finds it as it would on AWS."""
+    from moto.core import DEFAULT_ACCOUNT_ID
+    from moto.core.utils import utcnow
+    from moto.ssm.models import Parameter, ssm_backends
+
+    backend = ssm_backends[DEFAULT_ACCOUNT_ID][REGION]
+    backend._parameters[name].append(
+        Parameter(
+            account_id=DEFAULT_ACCOUNT_ID,
+            name=name,
+            value=value,
+            parameter_type="String",
+            description=None,
+            allowed_pattern=None,
+            keyid=None,
+            last_modified_date=utcnow(),
+            version=1,
+            data_type="text",
+        )
+    )
+
+
 @dataclass
 class FakeClock:
     """Time that moves only when the code under test sleeps."""

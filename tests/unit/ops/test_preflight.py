@@ -7,12 +7,14 @@ from dataclasses import replace
 import boto3
 import pytest
 from botocore.stub import Stubber
+from moto.server import ThreadedMotoServer
 
 from pipeline.domain.callers import ALL_TENANTS
-from stacks.config.environments import ENVIRONMENTS, CallerGrant
+from stacks.config.environments import ENVIRONMENTS, CallerGrant, EmailEndpoint, HttpsEndpoint, SlackChannel
+from stacks.config.lambda_runtime import powertools_parameter
 from tests.support.aws import REGION
 
-from .support import StubbedAws, deploy_stack
+from .support import StubbedAws, deploy_stack, publish_public_parameter
 
 
 def _bootstrap(version="21"):
@@ -34,19 +36,37 @@ def _lambda(quota, unreserved, held=0, functions=6):
     return lambda target: StubbedAws(target, {"lambda": client})
 
 
+LAYER_ARN = "arn:aws:lambda:us-east-1:017000801446:layer:AWSLambdaPowertoolsPythonV3-python314-arm64:27"
+
+
+@pytest.fixture
+def aws(aws):
+    """The test region as AWS keeps it: Powertools' layer published for the pinned version."""
+    publish_public_parameter(
+        f"/aws/service/powertools/python/arm64/python3.14/{ENVIRONMENTS['prod'].powertools_version}", LAYER_ARN
+    )
+    return aws
+
+
 PROD = ENVIRONMENTS["prod"]
 RESERVES = PROD.reserved_total + PROD.jobs_reservation + 1  # the lanes, the jobs API and the sweeper's one
 PRODUCER_ROLE = "arn:aws:iam::123456789012:role/backend"
 
 
+ON_CALL = EmailEndpoint("on-call@example.com")
+
+
 @pytest.fixture(autouse=True)
 def granted(monkeypatch):
     """dev and prod as their operators would have them: the producer's role granted its tenants
-    (the repository's config grants none, so that nothing is open until someone says who)."""
+    and someone to page (the repository's config grants none and pages nobody, so that nothing is
+    open, or deployed silent, until someone says who)."""
     for name in ("dev", "prod"):
         env = ENVIRONMENTS[name]
         grants = (CallerGrant(PRODUCER_ROLE, (ALL_TENANTS,)),)
-        monkeypatch.setitem(ENVIRONMENTS, name, replace(env, jobs=replace(env.jobs, callers=grants)))
+        monkeypatch.setitem(
+            ENVIRONMENTS, name, replace(env, jobs=replace(env.jobs, callers=grants), on_call=(ON_CALL,))
+        )
 
 
 def test_everything_ready(prod_stack, lanectl):
@@ -59,13 +79,18 @@ def test_everything_ready(prod_stack, lanectl):
     assert lines[0] == "preflight for prod (us-east-1)"
     assert lines[1].startswith("PASS  credentials: account 123456789012 as arn:aws:sts::123456789012:user/moto")
     assert lines[2] == f"PASS  jobs callers: {PRODUCER_ROLE} (all tenants)"
-    assert lines[3] == "PASS  cdk bootstrap: version 21"
-    assert lines[4] == (
+    assert lines[3] == "PASS  on-call: email on-call@example.com"
+    assert lines[4] == "PASS  cdk bootstrap: version 21"
+    assert (
+        lines[5]
+        == f"PASS  powertools layer: {PROD.powertools_version} for python3.14 on arm64 in us-east-1: {LAYER_ARN}"
+    )
+    assert lines[6] == (
         f"PASS  concurrency: prod reserves {RESERVES} (already holding 0); the account has 1000 unreserved "
         "of 1000 and Lambda keeps 100"
     )
-    assert lines[5] == "PASS  meta secret: app_secret, verify_token set"
-    assert lines[6] == "ready to deploy"
+    assert lines[7] == "PASS  meta secret: app_secret, verify_token set"
+    assert lines[8] == "ready to deploy"
     assert "s3cr3t" not in result.out
 
 
@@ -162,7 +187,9 @@ def test_no_credentials_fails_and_skips_the_rest(monkeypatch, tmp_path, lanectl)
     assert result.out.splitlines()[1:] == [
         "FAIL  credentials: no AWS credentials found (set AWS_PROFILE or pass --profile)",
         f"PASS  jobs callers: {PRODUCER_ROLE} (all tenants)",
+        "PASS  on-call: email on-call@example.com",
         "SKIP  cdk bootstrap: needs credentials",
+        "SKIP  powertools layer: needs credentials",
         "SKIP  concurrency: needs credentials",
         "SKIP  meta secret: needs credentials",
         "1 check(s) failed: do not deploy yet",
@@ -189,4 +216,93 @@ def test_an_environment_granting_no_caller_fails_before_the_jobs_api_refuses_eve
     assert (
         "FAIL  jobs callers: no IAM principal is granted a tenant in dev (JobsConfig.callers in "
         "stacks/config/environments.py): the jobs API would refuse every request with 403" in result.out
+    )
+
+
+def test_an_environment_paging_nobody_is_refused_naming_where_to_add_someone(aws, lanectl):
+    # Given staging as the repository ships it: no on-call endpoint at all
+    _bootstrap()
+    assert ENVIRONMENTS["staging"].on_call == ()
+
+    result = lanectl("preflight", "staging")
+
+    # Then the deploy is stopped before a stack whose alarms reach no one exists
+    assert result.code == 1
+    assert (
+        "FAIL  on-call: staging pages nobody: add an email address, an HTTPS endpoint or a Slack or Teams channel "
+        "to its on_call in stacks/config/environments.py, or every alarm reaches no one" in result.out.splitlines()
+    )
+    assert result.out.splitlines()[-1].endswith("check(s) failed: do not deploy yet")
+
+
+def test_every_on_call_endpoint_is_named_without_an_integration_key(aws, lanectl, monkeypatch):
+    _bootstrap()
+    endpoints = (
+        ON_CALL,
+        HttpsEndpoint("https://events.pagerduty.com/integration/0123456789abcdef/enqueue"),
+        SlackChannel(workspace_id="T012AB3CD", channel_id="C0123ABCD"),
+    )
+    monkeypatch.setitem(ENVIRONMENTS, "dev", replace(ENVIRONMENTS["dev"], on_call=endpoints))
+
+    result = lanectl("preflight", "dev")
+
+    assert (
+        "PASS  on-call: email on-call@example.com; https events.pagerduty.com; "
+        "slack channel C0123ABCD in workspace T012AB3CD" in result.out.splitlines()
+    )
+    assert "0123456789abcdef" not in result.out
+
+
+def test_a_powertools_version_not_published_for_the_runtime_fails_with_what_to_do(aws, lanectl, monkeypatch):
+    # Given dev pinned to a Powertools version AWS has no layer of for python3.14 on arm64
+    _bootstrap()
+    monkeypatch.setitem(ENVIRONMENTS, "dev", replace(ENVIRONMENTS["dev"], powertools_version="3.0.99"))
+
+    result = lanectl("preflight", "dev")
+
+    # Then the deploy is stopped before CloudFormation fails resolving the layer, saying what to do
+    assert result.code == 1
+    assert (
+        "FAIL  powertools layer: Powertools 3.0.99 is not published for python3.14 on arm64 in us-east-1 "
+        "(/aws/service/powertools/python/arm64/python3.14/3.0.99 does not exist), so the deploy would fail "
+        "resolving it. Pick a published version: aws ssm get-parameters-by-path --path "
+        "/aws/service/powertools/python/arm64/python3.14 --region us-east-1 --query 'Parameters[].Name' "
+        "--output text, and set powertools_version in stacks/config/environments.py" in result.out.splitlines()
+    )
+
+
+def test_the_layer_is_looked_up_in_the_target_region(aws, lanectl):
+    # Given the pinned version published in us-east-1 only
+    _bootstrap()
+
+    result = lanectl("preflight", "dev", "--region", "eu-west-1")
+
+    assert result.code == 1
+    assert "FAIL  powertools layer: Powertools " in result.out
+    assert " on arm64 in eu-west-1 (" in result.out
+
+
+def test_the_layer_parameter_preflight_reads_is_the_one_the_stack_resolves():
+    from stacks.constructs.function import RUNTIME
+
+    assert powertools_parameter(PROD.powertools_version) == (
+        f"/aws/service/powertools/python/arm64/{RUNTIME.name}/{PROD.powertools_version}"
+    )
+
+
+def test_against_an_emulator_the_layer_is_not_looked_up(lanectl, monkeypatch):
+    # Given an emulator, which holds none of AWS's public parameters (as `lanectl local` serves one)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    try:
+        host, port = server.get_host_and_port()
+        endpoint = f"http://{host}:{port}"
+        result = lanectl("preflight", "--env", "local", "--endpoint-url", endpoint)
+    finally:
+        server.stop()
+
+    assert f"SKIP  powertools layer: {endpoint} is an emulator, which holds none of AWS's public parameters" in (
+        result.out.splitlines()
     )
