@@ -20,7 +20,8 @@ under the lock every other call waits on). Here it keeps a copy of the transacti
 instead and puts those back; the lock makes the whole transaction atomic either way.
 
 Index queries: see moto_indexes.py. SQS: see moto_sqs.py. The cost of a call itself: see
-moto_dispatch.py and moto_direct.py.
+moto_dispatch.py and moto_direct.py. AWS's limits: see moto_limits.py; a stack a service refuses:
+moto_stacks.py.
 """
 
 from __future__ import annotations
@@ -30,7 +31,16 @@ import functools
 import threading
 from typing import Any
 
-from ops.runtime import moto_direct, moto_dispatch, moto_indexes, moto_results, moto_sqs, moto_tracking
+from ops.runtime import (
+    moto_direct,
+    moto_dispatch,
+    moto_indexes,
+    moto_limits,
+    moto_results,
+    moto_sqs,
+    moto_stacks,
+    moto_tracking,
+)
 
 _LOCK = threading.RLock()
 _PATCHED = False
@@ -47,6 +57,8 @@ def install() -> None:
     moto_direct.install()
     moto_results.install()
     moto_tracking.install()
+    moto_limits.install()
+    moto_stacks.install()
 
 
 def dynamodb_lock() -> Any:
