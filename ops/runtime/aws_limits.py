@@ -9,15 +9,23 @@ limit is met locally first. The figures and measures here are AWS's own, as docu
   measures them as one JSON object, `{"NAME":"value",...}` with no spaces, which its refusal
   quotes back ("String measured: ..."): quotes, colons, commas and the escapes of a JSON value's
   own quotes count, not only the names and values.
+- SQS: a message, its body and every message attribute's name, data type and value (UTF-8
+  bytes), at most the queue's MaximumMessageSize (default and largest 1 MiB, 1,048,576 bytes,
+  since 2025); a SendMessageBatch's messages together at most 1 MiB, whatever the queue's
+  MaximumMessageSize; at most 10 entries a batch (moto already refuses more).
 """
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Mapping
 from typing import Any
 
 LAMBDA_ENVIRONMENT_BYTES = 4096
+SQS_MESSAGE_BYTES = 1_048_576
+"""The largest MaximumMessageSize, its default, and what a whole batch may carry."""
+SQS_BATCH_ENTRIES = 10
 
 
 def lambda_environment(variables: Mapping[str, Any]) -> str:
@@ -29,3 +37,22 @@ def lambda_environment(variables: Mapping[str, Any]) -> str:
 
 def lambda_environment_bytes(variables: Mapping[str, Any]) -> int:
     return len(lambda_environment(variables).encode("utf-8"))
+
+
+def sqs_message_bytes(body: str, attributes: Mapping[str, Mapping[str, Any]] | None = None) -> int:
+    """A message's size as SQS counts it against MaximumMessageSize: body and attributes."""
+    size = len(body.encode("utf-8"))
+    for name, attribute in (attributes or {}).items():
+        size += len(name.encode("utf-8")) + len(str(attribute.get("DataType", "")).encode("utf-8"))
+        if "StringValue" in attribute:
+            size += len(str(attribute["StringValue"]).encode("utf-8"))
+        if "BinaryValue" in attribute:
+            size += _binary_bytes(attribute["BinaryValue"])
+    return size
+
+
+def _binary_bytes(value: Any) -> int:
+    # A binary counts raw, as AWS counts it: decoded if it comes still in its wire form, base64.
+    if isinstance(value, bytes | bytearray):
+        return len(value)
+    return len(base64.b64decode(value))
