@@ -13,6 +13,11 @@ limit is met locally first. The figures and measures here are AWS's own, as docu
   bytes), at most the queue's MaximumMessageSize (default and largest 1 MiB, 1,048,576 bytes,
   since 2025); a SendMessageBatch's messages together at most 1 MiB, whatever the queue's
   MaximumMessageSize; at most 10 entries a batch (moto already refuses more).
+- DynamoDB: an item at most 400 KB (409,600 bytes), measured as DynamoDB documents it: names and
+  values in UTF-8 bytes, binaries raw, a number one byte per two significant digits plus one, a
+  list or map 3 bytes plus one a member; a transaction (TransactWriteItems, TransactGetItems) at
+  most 100 items and 4 MB (4,194,304 bytes) in all; a BatchWriteItem at most 25 requests
+  (BatchGetItem's 100 keys moto already refuses).
 """
 
 from __future__ import annotations
@@ -20,12 +25,20 @@ from __future__ import annotations
 import base64
 import json
 from collections.abc import Mapping
+from decimal import Decimal, InvalidOperation
 from typing import Any
 
 LAMBDA_ENVIRONMENT_BYTES = 4096
 SQS_MESSAGE_BYTES = 1_048_576
 """The largest MaximumMessageSize, its default, and what a whole batch may carry."""
 SQS_BATCH_ENTRIES = 10
+DYNAMODB_ITEM_BYTES = 400 * 1024
+DYNAMODB_TRANSACTION_ITEMS = 100
+DYNAMODB_TRANSACTION_BYTES = 4 * 1024 * 1024
+DYNAMODB_BATCH_WRITE_REQUESTS = 25
+
+_LIST_OR_MAP_BYTES = 3
+_MEMBER_BYTES = 1
 
 
 def lambda_environment(variables: Mapping[str, Any]) -> str:
@@ -49,6 +62,44 @@ def sqs_message_bytes(body: str, attributes: Mapping[str, Mapping[str, Any]] | N
         if "BinaryValue" in attribute:
             size += _binary_bytes(attribute["BinaryValue"])
     return size
+
+
+def dynamodb_item_bytes(item: Mapping[str, Mapping[str, Any]]) -> int:
+    """An item's size (attribute name to typed value, as the low-level API writes it)."""
+    return sum(len(name.encode("utf-8")) + dynamodb_value_bytes(value) for name, value in item.items())
+
+
+def dynamodb_value_bytes(value: Mapping[str, Any]) -> int:
+    ((kind, content),) = value.items()
+    if kind == "S":
+        return len(content.encode("utf-8"))
+    if kind == "N":
+        return _number_bytes(content)
+    if kind == "B":
+        return _binary_bytes(content)
+    if kind in ("BOOL", "NULL"):
+        return 1
+    if kind == "SS":
+        return sum(len(member.encode("utf-8")) for member in content)
+    if kind == "NS":
+        return sum(_number_bytes(member) for member in content)
+    if kind == "BS":
+        return sum(_binary_bytes(member) for member in content)
+    if kind == "L":
+        return _LIST_OR_MAP_BYTES + sum(_MEMBER_BYTES + dynamodb_value_bytes(member) for member in content)
+    if kind == "M":
+        return _LIST_OR_MAP_BYTES + sum(
+            _MEMBER_BYTES + len(name.encode("utf-8")) + dynamodb_value_bytes(member) for name, member in content.items()
+        )
+    raise ValueError(f"not a DynamoDB attribute value: {kind}")
+
+
+def _number_bytes(number: str) -> int:
+    try:
+        digits = Decimal(number).normalize().as_tuple().digits
+    except InvalidOperation:  # moto refuses a malformed number itself; its text stands in meanwhile
+        return len(number)
+    return (len(digits) + 1) // 2 + 1
 
 
 def _binary_bytes(value: Any) -> int:

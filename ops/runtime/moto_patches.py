@@ -50,6 +50,9 @@ _READS = ("get_item", "batch_get_item", "query", "scan", "describe_table")
 
 def install() -> None:
     """Every patch, once per process (the runtime and the test session both call it)."""
+    # First, so the DynamoDB lock and the index upkeep wrap its checks (an update it refuses puts
+    # the item back under the same lock).
+    moto_limits.install()
     moto_indexes.install()
     make_dynamodb_atomic()
     moto_sqs.install()
@@ -57,7 +60,6 @@ def install() -> None:
     moto_direct.install()
     moto_results.install()
     moto_tracking.install()
-    moto_limits.install()
     moto_stacks.install()
 
 
