@@ -18,6 +18,10 @@ limit is met locally first. The figures and measures here are AWS's own, as docu
   list or map 3 bytes plus one a member; a transaction (TransactWriteItems, TransactGetItems) at
   most 100 items and 4 MB (4,194,304 bytes) in all; a BatchWriteItem at most 25 requests
   (BatchGetItem's 100 keys moto already refuses).
+
+Two measures are this module's reading where AWS's documents stop: a transaction's size is the
+items it puts plus the keys (and an update's values) of the rest, and a non-ASCII character in a
+function's environment counts as its UTF-8 bytes, unescaped (no environment here has one).
 """
 
 from __future__ import annotations

@@ -16,6 +16,10 @@ What moto 5.2.5 did before, probed through boto3:
   AWS's old limit (26 to 100 must work); a transaction over 4 MB was written or read;
   BatchWriteItem took 26 requests, and an oversized item in a batch left the requests before it
   written. Transactions of over 100 writes and batch gets of over 100 keys moto already refused.
+
+The refusals are worded as the services answer them. DynamoDB's refusal of a transaction over
+4 MB is the one a TransactWriteItems gets; a TransactGetItems over 4 MB gets the same words, as
+what DynamoDB says for a read is not documented.
 """
 
 from __future__ import annotations
