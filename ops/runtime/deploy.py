@@ -186,7 +186,9 @@ def deploy(app: SynthesizedApp, *, api_url: str) -> Deployment:
     )
     stack = clients["cloudformation"].describe_stacks(StackName=app.stack_name)["Stacks"][0]
     if stack["StackStatus"] != "CREATE_COMPLETE":
-        raise RuntimeError(f"moto could not create {app.stack_name}: {stack.get('StackStatusReason')}")
+        raise RuntimeError(
+            f"moto could not create {app.stack_name}: {_failures(clients['cloudformation'], app.stack_name)}"
+        )
     physical = {
         r["LogicalResourceId"]: r.get("PhysicalResourceId", "")
         for r in clients["cloudformation"].describe_stack_resources(StackName=app.stack_name)["StackResources"]
@@ -205,6 +207,18 @@ def deploy(app: SynthesizedApp, *, api_url: str) -> Deployment:
     _subscribe(deployment, clients)
     _detach_moto_mappings()
     return deployment
+
+
+def _failures(cloudformation: Any, stack_name: str) -> str:
+    """What the stack's events say failed: the resource and the service's message, as CloudFormation
+    reports them."""
+    events = cloudformation.describe_stack_events(StackName=stack_name)["StackEvents"]
+    failed = [
+        f"{event['LogicalResourceId']}: {event.get('ResourceStatusReason')}"
+        for event in events
+        if event["ResourceStatus"] == "CREATE_FAILED"
+    ]
+    return "; ".join(failed) or "no resource reported a failure"
 
 
 def _resolver(

@@ -20,7 +20,8 @@ under the lock every other call waits on). Here it keeps a copy of the transacti
 instead and puts those back; the lock makes the whole transaction atomic either way.
 
 Index queries: see moto_indexes.py. SQS: see moto_sqs.py. The cost of a call itself: see
-moto_dispatch.py and moto_direct.py.
+moto_dispatch.py and moto_direct.py. AWS's limits: see moto_limits.py; a stack a service refuses:
+moto_stacks.py.
 """
 
 from __future__ import annotations
@@ -35,8 +36,10 @@ from ops.runtime import (
     moto_direct,
     moto_dispatch,
     moto_indexes,
+    moto_limits,
     moto_results,
     moto_sqs,
+    moto_stacks,
     moto_tracking,
 )
 from ops.runtime.iam import enforcer
@@ -49,6 +52,9 @@ _READS = ("get_item", "batch_get_item", "query", "scan", "describe_table")
 
 def install() -> None:
     """Every patch, once per process (the runtime and the test session both call it)."""
+    # First, so the DynamoDB lock and the index upkeep wrap its checks (an update it refuses puts
+    # the item back under the same lock).
+    moto_limits.install()
     moto_indexes.install()
     make_dynamodb_atomic()
     moto_sqs.install()
@@ -56,6 +62,7 @@ def install() -> None:
     moto_direct.install()
     moto_results.install()
     moto_tracking.install()
+    moto_stacks.install()
     moto_alarm_history.install()
     # After moto_direct: the role check runs just before the emulator answers a call.
     enforcer.install()
