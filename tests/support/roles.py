@@ -42,7 +42,9 @@ _SYNTHETIC_ARNS = {
     "AWS::SNS::Topic": "arn:aws:sns:{region}:{account}:{name}",
     "AWS::KMS::Key": "arn:aws:kms:{region}:{account}:key/{name}",
     "AWS::Events::Rule": "arn:aws:events:{region}:{account}:rule/{name}",
+    "AWS::SQS::Queue": "arn:aws:sqs:{region}:{account}:{name}",
 }
+_SYNTHETIC_REFS = {"AWS::SQS::Queue": "https://sqs.{region}.amazonaws.com/{account}/{name}"}
 
 
 def _source_digest() -> str:
@@ -93,7 +95,8 @@ def _resolver(template: dict[str, Any], deployed: Deployed) -> Resolver:
             return deployed.resources.sender_key_arn
         if logical_id not in resources:
             raise KeyError(f"{logical_id} is not in the local template")
-        return f"test-{logical_id}"
+        pattern = _SYNTHETIC_REFS.get(resources[logical_id]["Type"], "{name}")
+        return pattern.format(account=LOCAL_ACCOUNT, region=REGION, name=f"test-{logical_id}")
 
     def get_att(logical_id: str, attribute: str) -> str:
         if logical_id in TABLES and attribute == "Arn":
@@ -104,7 +107,7 @@ def _resolver(template: dict[str, Any], deployed: Deployed) -> Resolver:
         pattern = _SYNTHETIC_ARNS.get(resources[logical_id]["Type"])
         if attribute != "Arn" or pattern is None:
             raise KeyError(f"{logical_id}.{attribute} has no stand-in in a unit test")
-        return pattern.format(account=LOCAL_ACCOUNT, region=REGION, name=ref(logical_id))
+        return pattern.format(account=LOCAL_ACCOUNT, region=REGION, name=f"test-{logical_id}")
 
     pseudo = {
         "AWS::Region": REGION,
