@@ -74,7 +74,8 @@ def poison(d: Demo) -> None:
         "A message the vendor always rejects",
         f"""The vendor starts rejecting any prompt containing {POISON_MARKER!r} (a fault on their side).
         A customer message with it keeps failing, retried with backoff; at the lane's max receives it is
-        dead-lettered with its reason and the DLQ alarm fires. Once the vendor fixes the fault, on-call
+        dead-lettered with its reason and the DLQ alarm fires; the page reaches the on-call inbox only
+        because the topic's policy lets CloudWatch publish. Once the vendor fixes the fault, on-call
         looks at it, redrives it at a set rate, and the alarm clears.""",
     )
     # On-call changes the AI consumer's configuration, as `aws lambda update-function-configuration`
@@ -97,6 +98,14 @@ def poison(d: Demo) -> None:
     )
     alarm = poll(lambda: d.s.alarm_state(DLQ_ALARM) == "ALARM", 20, interval=1)
     d.expect("poison", "the DLQ alarm goes to ALARM", alarm, d.s.alarm_state(DLQ_ALARM))
+    paged = poll(lambda: any(p.state == "ALARM" for p in d.s.pages(DLQ_ALARM)), 10, interval=0.5)
+    pages = d.s.pages(DLQ_ALARM)
+    d.expect(
+        "poison",
+        "on-call is paged: CloudWatch publishes through the topic's policy to the on-call inbox",
+        paged,
+        f"{pages[-1].subject!r} to {pages[-1].endpoint}" if pages else "no page in the inbox",
+    )
     d.lanectl("dlq", "peek", AI_LANE, "-n", "1")
     d.s.configure_lane(AI_LANE, options={"vendor_rejects": None})
     redrive = d.lanectl("dlq", "redrive", AI_LANE, "--rate", "5")

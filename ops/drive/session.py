@@ -141,6 +141,10 @@ class Session(Changes):
         described = self.aws("cloudwatch").describe_alarms(AlarmNames=[name])["MetricAlarms"]
         return str(described[0]["StateValue"]) if described else "missing"
 
+    def pages(self, logical_prefix: str) -> list[Any]:
+        """What the alarm's actions delivered to the local on-call inbox, oldest first."""
+        return self.runtime.inbox.for_alarm(self.alarm(logical_prefix).name)
+
     def alarm_fired_at(self, logical_prefix: str, after: float) -> float | None:
         """When the alarm last went to ALARM at or after `after` (epoch seconds)."""
         for at, _previous, state, _reason in self.alarm(logical_prefix).history:

@@ -143,11 +143,14 @@ class AlarmEvaluator:
         on_change: Callable[[AlarmDefinition, str], None],
         refusal: Callable[[str, str], str | None] = lambda alarm_arn, topic: None,
         on_action: Callable[[AlarmDefinition, ActionRun], None] = lambda alarm, run: None,
+        deliver: Callable[[str, str, str], object] = lambda topic, subject, message: None,
     ) -> None:
         """`refusal(alarm ARN, topic ARN)` says why CloudWatch may not publish there, or None;
-        `on_action` hears of every action run, refused or not."""
+        `on_action` hears of every action run, refused or not; `deliver(topic, subject, message)`
+        is SNS handing a publish to the topic's subscribers (the local on-call inbox)."""
         self._refusal = refusal
         self._on_action = on_action
+        self._deliver = deliver
         self.alarms = alarms
         self._store = store
         self._cloudwatch = cloudwatch
@@ -203,7 +206,9 @@ class AlarmEvaluator:
         for topic in actions:
             error = self._refusal(alarm_arn(alarm.name), topic)
             if error is None:
-                self._sns.publish(TopicArn=topic, Subject=f"{alarm.state}: {alarm.name}"[:99], Message=message)
+                subject = f"{alarm.state}: {alarm.name}"[:99]
+                self._sns.publish(TopicArn=topic, Subject=subject, Message=message)
+                self._deliver(topic, subject, message)
             run = ActionRun(at=time.time(), target=topic, state=alarm.state, error=error)
             alarm.actions.append(run)
             alarm_history.record_action(

@@ -138,6 +138,16 @@ def _matches(line: dict[str, Any], rule_filter: dict[str, Any]) -> bool:
     return False
 
 
+def inbox_line(runtime: LocalRuntime) -> str:
+    pages = runtime.inbox.pages
+    if not pages:
+        return "on-call inbox: no pages"
+    last = pages[-1]
+    return (
+        f"on-call inbox: {len(pages)} page(s), last {time.strftime('%H:%M:%S', time.localtime(last.at))} {last.subject}"
+    )
+
+
 def summary(runtime: LocalRuntime) -> str:
     import json
 
@@ -152,6 +162,7 @@ def summary(runtime: LocalRuntime) -> str:
     lines.append("alarm changes:" if changes else "alarm changes: none")
     for at, name, old, new in sorted(changes):
         lines.append(f"  {time.strftime('%H:%M:%S', time.localtime(at))} {name}: {old} -> {new}")
+    lines.append(inbox_line(runtime))
     assert runtime.deployment is not None
     for resource in runtime.deployment.resources("AWS::CloudWatch::InsightRule").values():
         properties = resource["Properties"]

@@ -7,7 +7,7 @@ import time
 from typing import Any, TextIO
 
 from ops.runtime.alarms import ALARM
-from ops.runtime.console import OUTCOME_COLUMNS, LaneRow, lane_row, noisy_text
+from ops.runtime.console import OUTCOME_COLUMNS, LaneRow, inbox_line, lane_row, noisy_text
 from ops.runtime.runtime import LocalRuntime
 
 EVENTS_SHOWN = 6
@@ -41,6 +41,7 @@ def view(runtime: LocalRuntime) -> Any:
         lanes,
         Text(f"noisy tenants: {'; '.join(noisy) if noisy else 'none'}"),
         Text(f"alarms firing: {', '.join(firing) if firing else 'none'}", style="bold red" if firing else ""),
+        Text(inbox_line(runtime)),
         *(Text(f"  {event}", style="dim") for event in runtime.events[-EVENTS_SHOWN:]),
     )
 

@@ -24,7 +24,7 @@ from typing import Any
 import boto3
 
 from ops.runtime import background, moto_patches, sdk_models, wiring
-from ops.runtime.alarms import INSUFFICIENT, OK, AlarmDefinition, AlarmEvaluator
+from ops.runtime.alarms import INSUFFICIENT, OK, ActionRun, AlarmDefinition, AlarmEvaluator
 from ops.runtime.api import ApiServer, throttle
 from ops.runtime.capture import OutputCapture
 from ops.runtime.deploy import ACCOUNT, LOCAL_API_ID, REGION, Deployment, deploy
@@ -35,6 +35,7 @@ from ops.runtime.iam.template import Grants, read_grants
 from ops.runtime.log_filters import LineCounts
 from ops.runtime.mappings import MappingPlayer
 from ops.runtime.metrics import MetricsStore
+from ops.runtime.on_call import INBOX_FILE, OnCallInbox, Page
 from ops.runtime.process_state import ProcessState
 from ops.runtime.queue_metrics import QueueSample
 from ops.runtime.schedules import Scheduler
@@ -99,6 +100,10 @@ class LocalRuntime:
         self.grants: Grants | None = None
         """What the deployed template allows, enforced on every function's calls (ops/runtime/iam/)."""
         self.started_at = 0.0
+        self.inbox = OnCallInbox(
+            None if log_dir is None else log_dir / INBOX_FILE, on_page=self._page, on_undeliverable=self.event
+        )
+        """What the on-call topic's subscribers at this machine received (ops/runtime/on_call.py)."""
         self.queue_samples: dict[str, QueueSample] = {}
         """Each queue's latest sample (a second old at most), for the live view."""
 
@@ -209,6 +214,13 @@ class LocalRuntime:
         if (previous, alarm.state) != (INSUFFICIENT, OK):
             self.event(f"alarm {alarm.logical_id}: {previous} -> {alarm.state} ({alarm.reason})")
 
+    def _alarm_action(self, alarm: AlarmDefinition, run: ActionRun) -> None:
+        if run.error is not None:
+            self.error(f"alarm {alarm.logical_id}: {run.summary}")
+
+    def _page(self, page: Page) -> None:
+        self.event(f"page to {page.endpoint}: {page.subject}")
+
     def _record_metrics(self, _function: str, line: str) -> None:
         self.metrics.record_emf(line)
 
@@ -287,6 +299,9 @@ class LocalRuntime:
             cloudwatch=self._clients["cloudwatch"],
             sns=self._clients["sns"],
             on_change=self._alarm_changed,
+            refusal=played.alarm_action_refusal,
+            on_action=self._alarm_action,
+            deliver=self.inbox.deliver,
         )
         self.alarms.create_in_moto()
         for lane in self.lanes.values():

@@ -17,6 +17,7 @@ call is then noticed at once, not waved through.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -103,12 +104,15 @@ def _dynamodb(operation: str, params: Mapping[str, Any], region: str, account: s
     return [Ask(f"dynamodb:{operation}", resource)]
 
 
+@functools.lru_cache(maxsize=1024)
 def queue_arn(url: str, region: str, account: str) -> str:
-    parts = [p for p in urlsplit(url).path.split("/") if p]
+    """A queue's ARN from its URL (a process sends to a handful of queues: remembered)."""
+    split = urlsplit(url)
+    parts = [p for p in split.path.split("/") if p]
     if len(parts) < 2:
         raise NoRule(f"a queue URL of {url!r}")
     owner, name = parts[-2], parts[-1]
-    host_region = (urlsplit(url).hostname or "").split(".")
+    host_region = (split.hostname or "").split(".")
     queue_region = host_region[1] if len(host_region) > 2 and host_region[0] == "sqs" else region
     return f"arn:aws:sqs:{queue_region}:{owner}:{name}"
 

@@ -116,15 +116,15 @@ class Enforcer:
     # ------------------------------------------------------------------ decisions
 
     def decide(self, principal: Principal, ask: Ask, grants: Grants) -> Decision:
-        context = context_for(principal, ask.context)
-        cache_key = (principal.arn, ask.action, ask.resource, tuple(sorted(ask.context.items())), id(grants))
+        extra = tuple(sorted(ask.context.items())) if ask.context else ()
+        cache_key = (principal.arn, ask.action, ask.resource, extra, id(grants))
         decision = self._cache.get(cache_key)
         if decision is None:
             decision = evaluate(
                 principal,
                 ask.action,
                 ask.resource,
-                context,
+                context_for(principal, ask.context),
                 resource_policy=grants.resource_policies.get(ask.resource),
                 key_policy=ask.key or ask.resource in grants.keys,
             )
