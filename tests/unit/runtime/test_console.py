@@ -12,11 +12,12 @@ from typing import Any
 
 from rich.console import Console
 
-from ops.runtime.console import render
+from ops.runtime.console import inbox_line, render
 from ops.runtime.fairness import NoisyGroup
 from ops.runtime.live_view import view
 from ops.runtime.mappings import MappingState, MappingStats
 from ops.runtime.metrics import MetricsStore
+from ops.runtime.on_call import OnCallInbox, Page
 from ops.runtime.queue_metrics import QueueSample
 from stacks.config.environments import ENVIRONMENTS
 
@@ -54,6 +55,7 @@ class _Runtime:
     aws_endpoint: str | None = None
     events: list[str] = field(default_factory=list)
     alarms: _Alarms = field(default_factory=_Alarms)
+    inbox: OnCallInbox = field(default_factory=OnCallInbox)
 
 
 def _engagement_flooded() -> _Runtime:
@@ -111,3 +113,23 @@ def test_on_a_terminal_the_live_view_draws_the_same_rows():
         "ok",
     )
     assert "noisy tenants: engagement page-flood (84 queued, 18 in flight)" in out.getvalue()
+
+
+def test_the_views_say_what_reached_the_on_call_inbox():
+    # Given a runtime whose inbox has been paged once, and one that has not
+    quiet = _engagement_flooded()
+    paged = _engagement_flooded()
+    paged.inbox.pages.append(
+        Page(
+            at=time.mktime((2026, 12, 2, 9, 30, 5, 0, 0, -1)),
+            endpoint="on-call@localhost",
+            subject="ALARM: lanes-local-AiLaneDeadLetters",
+            alarm="lanes-local-AiLaneDeadLetters",
+            state="ALARM",
+            reason="1 of 1 period(s) breaching",
+        )
+    )
+
+    # Then the line both views print says so
+    assert inbox_line(quiet) == "on-call inbox: no pages"
+    assert inbox_line(paged) == "on-call inbox: 1 page(s), last 09:30:05 ALARM: lanes-local-AiLaneDeadLetters"
