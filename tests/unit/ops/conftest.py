@@ -48,3 +48,19 @@ def dev_stack(aws):
 @pytest.fixture
 def prod_stack(aws):
     return deploy_stack(ENVIRONMENTS["prod"])
+
+
+@pytest.fixture
+def emulator_endpoint(monkeypatch):
+    """An emulator over HTTP on localhost, as `lanectl local` serves one: its endpoint URL."""
+    from moto.server import ThreadedMotoServer
+
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    try:
+        host, port = server.get_host_and_port()
+        yield f"http://{host}:{port}"
+    finally:
+        server.stop()

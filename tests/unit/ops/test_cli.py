@@ -6,8 +6,6 @@ import socket
 import sys
 import types
 
-from moto.server import ThreadedMotoServer
-
 from ops.aws import LOCAL_ENDPOINT, target
 from ops.cli import Runtime, run
 from ops.output import Console
@@ -124,23 +122,15 @@ def test_no_region_exits_2(lanectl, monkeypatch):
     assert "no AWS region for prod" in result.err
 
 
-def test_against_an_emulator_over_http(lanectl, monkeypatch):
+def test_against_an_emulator_over_http(lanectl, emulator_endpoint):
     # Given an emulator on localhost holding lanes-local (as `lanectl local` serves it)
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    try:
-        host, port = server.get_host_and_port()
-        endpoint = f"http://{host}:{port}"
-        stack = deploy_stack(ENVIRONMENTS["local"], endpoint_url=endpoint)
-        park(stack.clients["sqs"], stack.lane("ai").dlq_url, body=envelope("job-1", "acme", lane="ai"), reason="x")
+    endpoint = emulator_endpoint
+    stack = deploy_stack(ENVIRONMENTS["local"], endpoint_url=endpoint)
+    park(stack.clients["sqs"], stack.lane("ai").dlq_url, body=envelope("job-1", "acme", lane="ai"), reason="x")
 
-        # When the CLI is pointed at it
-        listed = lanectl("dlq", "list", "--env", "local", "--endpoint-url", endpoint)
-        moved = lanectl("dlq", "redrive", "ai", "--env", "local", "--endpoint-url", endpoint)
-    finally:
-        server.stop()
+    # When the CLI is pointed at it
+    listed = lanectl("dlq", "list", "--env", "local", "--endpoint-url", endpoint)
+    moved = lanectl("dlq", "redrive", "ai", "--env", "local", "--endpoint-url", endpoint)
 
     # Then it finds the stack there, and redrives by a paced move (the emulator has no move tasks)
     assert listed.code == 0, listed.err

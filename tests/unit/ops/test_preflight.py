@@ -7,7 +7,6 @@ from dataclasses import replace
 import boto3
 import pytest
 from botocore.stub import Stubber
-from moto.server import ThreadedMotoServer
 
 from pipeline.domain.callers import ALL_TENANTS
 from stacks.config.environments import ENVIRONMENTS, CallerGrant, EmailEndpoint, HttpsEndpoint, SlackChannel
@@ -290,18 +289,10 @@ def test_the_layer_parameter_preflight_reads_is_the_one_the_stack_resolves():
     )
 
 
-def test_against_an_emulator_the_layer_is_not_looked_up(lanectl, monkeypatch):
+def test_against_an_emulator_the_layer_is_not_looked_up(lanectl, emulator_endpoint):
     # Given an emulator, which holds none of AWS's public parameters (as `lanectl local` serves one)
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    try:
-        host, port = server.get_host_and_port()
-        endpoint = f"http://{host}:{port}"
-        result = lanectl("preflight", "--env", "local", "--endpoint-url", endpoint)
-    finally:
-        server.stop()
+    endpoint = emulator_endpoint
+    result = lanectl("preflight", "--env", "local", "--endpoint-url", endpoint)
 
     assert f"SKIP  powertools layer: {endpoint} is an emulator, which holds none of AWS's public parameters" in (
         result.out.splitlines()
