@@ -78,4 +78,11 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
+    import os
+
+    from ops.runtime.iam import ledger
+
+    # `make test`'s and `make demo`'s ledger of which grant each function used, kept here too.
+    if os.environ.get(ledger.DIRECTORY_VARIABLE):
+        ledger.keep_in(os.environ[ledger.DIRECTORY_VARIABLE])
     sys.exit(main())
