@@ -12,21 +12,24 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from pipeline.domain.admission import LaneSnapshot
-from pipeline.domain.budgets import Budget, Grant
-from pipeline.domain.effects import Table, Write
-from pipeline.domain.envelope import Envelope, Outgoing
-from pipeline.domain.erasure import Requested
-from pipeline.domain.jobs import CreateResult, Job, JobRequest
-from pipeline.domain.meta_secret import MetaSecrets
-from pipeline.domain.outcomes import RecordOutcome
-from pipeline.domain.records import Received
-from pipeline.domain.webhook import LogEntry, Recorded
-from pipeline.domain.work import FollowUp
+# Only annotations name these: importing them here would load every part's rules into every
+# function (the door's cold start paid for the jobs API's and the erasure's modules).
+if TYPE_CHECKING:
+    from pipeline.domain.admission import LaneSnapshot
+    from pipeline.domain.budgets import Budget, Grant
+    from pipeline.domain.effects import Table, Write
+    from pipeline.domain.envelope import Envelope, Outgoing
+    from pipeline.domain.erasure import Requested
+    from pipeline.domain.jobs import CreateResult, Job, JobRequest
+    from pipeline.domain.meta_secret import MetaSecrets
+    from pipeline.domain.outcomes import RecordOutcome
+    from pipeline.domain.records import Received
+    from pipeline.domain.webhook import LogEntry, Recorded
+    from pipeline.domain.work import FollowUp
 
-Location = tuple[Table, Mapping[str, Any]]
+Location = tuple["Table", Mapping[str, Any]]
 
 
 def location_id(table: Table, key: Mapping[str, Any]) -> str:
