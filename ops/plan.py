@@ -111,6 +111,7 @@ def _cost_lines(env: Environment, average_fraction: float) -> list[str | Table]:
         lines += _wrapped(
             f"edge (CloudFront + AWS WAF): off; on, it would add about {money(edge.total)} ({edge_detail})"
         )
+    lines += _wrapped(f"mutual TLS on the webhook: {_mutual_tls_state(env)}, {money(0)}; {MUTUAL_TLS_COST}")
     lines.append(f"total: about {money(costs.total)} a month")
     erasure = costs.erasure
     lines += _wrapped(
@@ -130,6 +131,18 @@ def _cost_lines(env: Environment, average_fraction: float) -> list[str | Table]:
         "message. Not included: custom metrics, data transfer (but the edge's), KMS, Secrets Manager."
     )
     return lines
+
+
+MUTUAL_TLS_COST = (
+    "API Gateway charges by the request alone, the same through a custom domain with mutual TLS; an ACM public "
+    "certificate is free, and the truststore is one S3 object of a few KiB"
+)
+
+
+def _mutual_tls_state(env: Environment) -> str:
+    if env.mutual_tls is None:
+        return "off"
+    return f"on at {env.mutual_tls.domain_name}"
 
 
 def run_plan(

@@ -82,6 +82,11 @@ def document(env: Environment, plans: list[LanePlan], *, utilisation: float, ave
                 "fixed": _money(edge.fixed),
                 "total": _money(edge.total),
             },
+            "mutual_tls": {
+                "enabled": env.mutual_tls is not None,
+                "domain_name": None if env.mutual_tls is None else env.mutual_tls.domain_name,
+                "total": _money(0.0),
+            },
             "total_per_month": _money(total),
             "erasure": {
                 "raw_log_gib": round(costs.erasure.raw_log_gib, 3),

@@ -11,7 +11,10 @@ Each check prints PASS, FAIL or SKIP with what it saw; any FAIL exits 1 (so `mak
   dated as the door requires (only once the stack exists);
 - jobs callers: at least one IAM principal granted tenants in the environment's config (with none,
   the jobs API refuses every request);
-- on-call: at least one endpoint the alarms page (with none, every alarm reaches nobody).
+- on-call: at least one endpoint the alarms page (with none, every alarm reaches nobody);
+- mutual TLS (when the environment turns it on): the ACM certificate is issued and covers the
+  domain, and the truststore object exists and holds PEM certificates (API Gateway refuses the
+  domain otherwise, and a truststore without Meta's CA would lock Meta out).
 """
 
 from __future__ import annotations
@@ -205,6 +208,64 @@ def check_on_call(ctx: Context) -> Result:
     return Result(PASS, "on-call", "; ".join(endpoint.describe() for endpoint in endpoints))
 
 
+_PEM_CERTIFICATE = b"-----BEGIN CERTIFICATE-----"
+_TRUSTSTORE_READ_LIMIT = 1024 * 1024
+"""API Gateway's truststore holds up to 1,000 certificates in at most 1 MB."""
+
+
+def _covers(pattern: str, host: str) -> bool:
+    """An ACM name covers a host: equal, or a wildcard for exactly one label."""
+    pattern, host = pattern.lower(), host.lower()
+    if pattern.startswith("*."):
+        return host.count(".") >= 2 and host.split(".", 1)[1] == pattern[2:]
+    return pattern == host
+
+
+def check_mutual_tls(ctx: Context) -> Result:
+    name = "mutual tls"
+    config = ctx.env.mutual_tls
+    if config is None:
+        return Result(SKIP, name, f"off in {ctx.env.name}")
+    try:
+        certificate = ctx.aws.client("acm").describe_certificate(CertificateArn=config.certificate_arn)["Certificate"]
+    except (BotoCoreError, ClientError) as exc:
+        return Result(FAIL, name, f"cannot read certificate {config.certificate_arn}: {describe_error(exc)}")
+    status = certificate.get("Status")
+    if status != "ISSUED":
+        return Result(
+            FAIL, name, f"certificate {config.certificate_arn} is {status}, not ISSUED: finish its validation"
+        )
+    names = [certificate.get("DomainName", ""), *certificate.get("SubjectAlternativeNames", [])]
+    if not any(_covers(n, config.domain_name) for n in names if n):
+        return Result(
+            FAIL,
+            name,
+            f"certificate {config.certificate_arn} does not cover {config.domain_name} (it names "
+            f"{', '.join(sorted({n for n in names if n}))})",
+        )
+    where = {"Bucket": config.truststore_bucket, "Key": config.truststore_key}
+    if config.truststore_version is not None:
+        where["VersionId"] = config.truststore_version
+    try:
+        body = ctx.aws.client("s3").get_object(**where)["Body"].read(_TRUSTSTORE_READ_LIMIT + 1)
+    except (BotoCoreError, ClientError) as exc:
+        return Result(FAIL, name, f"cannot read the truststore {config.truststore_uri}: {describe_error(exc)}")
+    count = body.count(_PEM_CERTIFICATE)
+    if count == 0:
+        return Result(
+            FAIL,
+            name,
+            f"the truststore {config.truststore_uri} holds no PEM certificate: upload the CA chain "
+            "Meta's mTLS documentation names (docs/RUNBOOK.md, mutual TLS on the webhook)",
+        )
+    return Result(
+        PASS,
+        name,
+        f"{config.domain_name}: certificate issued; truststore {config.truststore_uri} holds {count} "
+        f"certificate(s); the door admits only CN={config.client_subject}",
+    )
+
+
 def run_preflight(ctx: Context) -> int:
     ctx.console.line(f"preflight for {ctx.env.name} ({ctx.target.where})")
     results: list[Result] = []
@@ -218,7 +279,7 @@ def run_preflight(ctx: Context) -> int:
     record(check_jobs_callers(ctx))
     record(check_on_call(ctx))
     if account is None:
-        for name in ("cdk bootstrap", "powertools layer", "concurrency", "meta secret"):
+        for name in ("cdk bootstrap", "powertools layer", "concurrency", "meta secret", "mutual tls"):
             record(Result(SKIP, name, "needs credentials"))
     else:
         deployment, problem = _stack(ctx)
@@ -229,6 +290,7 @@ def run_preflight(ctx: Context) -> int:
             lambda: check_powertools(ctx),
             lambda: check_concurrency(ctx, deployment),
             lambda: check_meta_secret(ctx, deployment),
+            lambda: check_mutual_tls(ctx),
         ]
         for check in checks:
             record(check())

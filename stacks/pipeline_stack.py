@@ -20,6 +20,7 @@ from stacks.constructs.observability import Observability
 from stacks.constructs.privacy import ErasureDoor, SenderKey
 from stacks.constructs.schedules import Sweeper, Ticks
 from stacks.constructs.tables import PipelineTables
+from stacks.constructs.webhook_domain import WebhookDomain
 from stacks.runtime_env import lane_id, stack_name
 
 
@@ -115,6 +116,18 @@ class PipelineStack(Stack):
             integration_id="ErasureIntegration",
         )
         self.edge = Edge(self, "Edge", env=env, api=self.ingress.api) if env.edge.enabled else None
+        self.webhook_domain = (
+            WebhookDomain(
+                self,
+                "WebhookDomain",
+                config=env.mutual_tls,
+                api=self.ingress.api,
+                stage=self.ingress.stage,
+                region_pinned=env.region is not None,
+            )
+            if env.mutual_tls is not None
+            else None
+        )
         self.sweeper = Sweeper(
             self,
             "Sweeper",

@@ -98,6 +98,7 @@ def ingress(env: Environment, resources: Resources, dumps: Dumps) -> dict[str, s
                 max_json_depth=env.webhook.max_json_depth,
                 secret_cache_seconds=env.webhook.secret_cache_seconds,
                 secret_refresh_seconds=env.webhook.secret_refresh_seconds,
+                client_subject=None if env.mutual_tls is None else env.mutual_tls.client_subject,
             )
         ),
     }

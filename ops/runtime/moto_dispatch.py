@@ -9,9 +9,11 @@ Measured with cProfile over 500 conditional PutItems in one process (about 2.5 m
 - botocore signs every request with SigV4 (12 %); the in-process emulator verifies no signature,
   so a request it will answer (moto's mock is on and the request is for AWS's own endpoint) goes
   unsigned. A request to an endpoint URL (moto's server, which routes by the signature's service
-  name) and presigned URLs are still signed;
+  name), presigned URLs and S3 (which reads an unsigned request as anonymous, and refuses it a
+  private object) are still signed;
 - moto matches each request's URL against every service's patterns (16 % of a PutItem); the
-  handler for a URL is remembered.
+  handler for a URL is remembered (but S3's, whose handler depends on more than the URL: a bucket
+  in the host or in the path).
 """
 
 from __future__ import annotations
@@ -64,7 +66,13 @@ def _unsigned_in_process_requests() -> None:
     def sign(self: Any, operation_name: str, request: Any, *args: Any, **kwargs: Any) -> None:
         signing_type = kwargs.get("signing_type", args[1] if len(args) > 1 else "standard")
         host = urlsplit(getattr(request, "url", "") or "").hostname or ""
-        if signing_type == "standard" and botocore_stubber.enabled and host.endswith(".amazonaws.com"):
+        signed_by_its_reader = self._signing_name == "s3"
+        if (
+            signing_type == "standard"
+            and botocore_stubber.enabled
+            and host.endswith(".amazonaws.com")
+            and not signed_by_its_reader
+        ):
             return
         original(self, operation_name, request, *args, **kwargs)
 
@@ -113,7 +121,9 @@ def _route(clean_url: str) -> Any:
     for service, pattern in botocore_stubber.backend_index.backend_url_patterns:
         if not pattern.match(clean_url):
             continue
-        if botocore_stubber.passthrough_service(service) or not botocore_stubber.service_whitelisted(service):
+        if service == "s3" or botocore_stubber.passthrough_service(service):
+            return None
+        if not botocore_stubber.service_whitelisted(service):
             return None
         backend_dict = backends.get_backend(service)  # type: ignore[call-overload]
         if isinstance(backend_dict, BackendDict):

@@ -25,6 +25,7 @@ from stacks.config.lanes import (
     catalogue,
 )
 from stacks.config.local_lanes import LOCAL_OVERRIDES
+from stacks.config.mutual_tls import MutualTlsConfig
 from stacks.config.on_call import (
     EmailEndpoint,
     HttpsEndpoint,
@@ -110,6 +111,8 @@ class Environment:
     sweeper: SweeperConfig = field(default_factory=SweeperConfig)
     alarms: AlarmConfig = field(default_factory=AlarmConfig)
     edge: EdgeConfig = field(default_factory=EdgeConfig)
+    mutual_tls: MutualTlsConfig | None = None
+    """Meta's client certificate required on the webhook (stacks/config/mutual_tls.py); None: off."""
     retention: Retention = field(default_factory=Retention)
     """How long each kind of data is kept (stacks/config/privacy.py)."""
     erasure: ErasureConfig = field(default_factory=ErasureConfig)
@@ -134,6 +137,17 @@ class Environment:
                 f"{self.name}: the edge needs the stack in {EDGE_REGION} (AWS WAF for CloudFront exists only "
                 f"there), and this environment is pinned to {self.region}"
             )
+        if self.mutual_tls is not None:
+            if self.edge.enabled:
+                raise ValueError(
+                    f"{self.name}: mutual TLS and the edge exclude each other: CloudFront ends Meta's TLS "
+                    "connection and passes no client certificate on to the API"
+                )
+            if self.region is not None and self.mutual_tls.certificate_region != self.region:
+                raise ValueError(
+                    f"{self.name}: the mutual TLS certificate is in {self.mutual_tls.certificate_region}, but a "
+                    f"regional custom domain needs it in the stack's region, {self.region}"
+                )
         if erasure_rules.LANE not in names:
             raise ValueError(f"{self.name}: erasures run on lane {erasure_rules.LANE!r}, which it lacks")
         check_endpoints(self.name, self.on_call, self.region)

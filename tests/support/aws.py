@@ -177,9 +177,11 @@ def http_api_event(
     is_base64: bool = False,
     path_parameters: dict[str, str] | None = None,
     caller: str | None = None,
+    client_subject: str | None = None,
 ) -> dict:
     """An API Gateway HTTP API event (payload format 2.0), as a function behind a route gets it;
-    `caller` is the IAM caller's ARN that an IAM-authorised route adds."""
+    `caller` is the IAM caller's ARN that an IAM-authorised route adds, `client_subject` the
+    subject of the client certificate a mutual TLS domain verified."""
     event: dict = {
         "version": "2.0",
         "routeKey": f"{method} {path}",
@@ -197,6 +199,17 @@ def http_api_event(
         event["pathParameters"] = path_parameters
     if caller is not None:
         event["requestContext"]["authorizer"] = {"iam": {"userArn": caller, "accountId": caller.split(":")[4]}}
+    if client_subject is not None:
+        event["requestContext"]["domainName"] = "hooks.example.com"
+        event["requestContext"]["authentication"] = {
+            "clientCert": {
+                "clientCertPem": "-----BEGIN CERTIFICATE-----\n...\n-----END CERTIFICATE-----",
+                "subjectDN": client_subject,
+                "issuerDN": "CN=DigiCert Global G2 TLS RSA SHA256 2020 CA1,O=DigiCert Inc,C=US",
+                "serialNumber": "0a:1b:2c",
+                "validity": {"notBefore": "Jan  1 00:00:00 2026 GMT", "notAfter": "Jan  1 00:00:00 2027 GMT"},
+            }
+        }
     return event
 
 

@@ -47,6 +47,9 @@ class HttpRequest:
     """The IAM caller's ARN, on IAM-authorised routes (API Gateway checked the signature)."""
     domain_name: str | None = None
     """The host the caller addressed (requestContext.domainName)."""
+    client_subject: str | None = None
+    """The subject of the client certificate API Gateway verified (mutual TLS on a custom domain:
+    requestContext.authentication.clientCert.subjectDN); None on any other way in."""
 
     @classmethod
     def from_event(cls, event: Mapping[str, Any]) -> HttpRequest:
@@ -56,6 +59,8 @@ class HttpRequest:
         body = event.get("body")
         iam = (context.get("authorizer") or {}).get("iam") or {}
         caller = iam.get("userArn")
+        certificate = (context.get("authentication") or {}).get("clientCert") or {}
+        subject = certificate.get("subjectDN")
         return cls(
             method=str(http.get("method") or "").upper(),
             path=str(event.get("rawPath") or http.get("path") or ""),
@@ -68,6 +73,7 @@ class HttpRequest:
             request_id=context.get("requestId"),
             caller=str(caller) if caller else None,
             domain_name=str(context["domainName"]) if context.get("domainName") else None,
+            client_subject=str(subject) if subject else None,
         )
 
     def base_url(self) -> str | None:

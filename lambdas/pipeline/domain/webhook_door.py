@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from pipeline import metric_names, schema
-from pipeline.domain import http, retention, routing, senders, signature, webhook, webhook_body
+from pipeline.domain import client_certificate, http, retention, routing, senders, signature, webhook, webhook_body
 from pipeline.domain.envelope import Envelope, Outgoing
 from pipeline.domain.http import HttpRequest, Reply
 from pipeline.domain.meta_secret import MetaSecrets, SecretsMisconfigured, SecretsUnavailable
@@ -46,6 +46,9 @@ class WebhookDoorRules:
     """Every webhook lane's queue (routing.WEBHOOK_LANES)."""
     raw_deliveries_seconds: int
     """How long a delivery's row is kept (domain/retention.py)."""
+    client_subject: str | None = None
+    """With mutual TLS on, the common name of Meta's client certificate: a request without it
+    (one sent to the execute-api address, which stays open for the other routes) is refused."""
 
 
 class WebhookDoor:
@@ -60,6 +63,11 @@ class WebhookDoor:
         self._clock = clock
 
     def answer(self, request: HttpRequest) -> Reply:
+        expected = self._rules.client_subject
+        if expected is not None and not client_certificate.is_from(request.client_subject, expected):
+            if request.client_subject is None:
+                return self._reject(403, "client_certificate_missing", "a client certificate is required")
+            return self._reject(403, "client_certificate_refused", "the client certificate is not accepted")
         if request.method == "POST":
             return self._deliver(request)
         if request.method == "GET":

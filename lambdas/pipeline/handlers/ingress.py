@@ -1,6 +1,9 @@
 """The Meta webhook door (`GET/POST /webhooks/meta`): verify, cap, log, route, enqueue, answer.
 The rules are domain/webhook_door.py; this module builds their ports and wires them to Lambda.
 
+With mutual TLS on (WEBHOOK_SETTINGS.client_subject), a request without Meta's client certificate
+is answered 403 before anything else: API Gateway verified the chain, the door checks whose it is.
+
 A new delivery costs exactly two AWS calls (the conditional log write, the send); the secret is
 cached per instance (adapters/secrets.py). The signature header's form is checked before anything
 else, so a request without a well-formed one costs neither a secret read nor a pass over its body.
@@ -75,6 +78,7 @@ def build_handler(
         max_json_depth=config.webhook.max_json_depth,
         queue_urls=config.queue_urls,
         raw_deliveries_seconds=config.retention.raw_deliveries_seconds,
+        client_subject=config.webhook.client_subject,
     )
     return http_handler(
         lambda request, telemetry: WebhookDoor(rules, ports, telemetry, clock).answer(request),

@@ -28,8 +28,12 @@ class WebhookSettings:
     secret_cache_seconds: float
     secret_refresh_seconds: float
     """At most one early read of the secret per this many seconds, on a signature mismatch."""
+    client_subject: str | None = None
+    """The common name a client certificate must carry (mutual TLS on); None: none is asked for."""
 
     def __post_init__(self) -> None:
+        if self.client_subject is not None and not self.client_subject.strip():
+            raise ValueError("webhook settings' client_subject is empty: leave it out when mutual TLS is off")
         if self.max_body_bytes < 1 or self.max_json_depth < 1:
             raise ValueError("webhook settings need max_body_bytes >= 1 and max_json_depth >= 1")
         low, high = SECRET_CACHE_SECONDS

@@ -13,6 +13,7 @@ from ops.plan import plan_lane, run_plan
 from stacks.config.environments import ENVIRONMENTS, EdgeConfig
 from stacks.config.lane_overrides import LaneOverride, lanes_for
 from stacks.config.lanes import Traffic
+from stacks.config.mutual_tls import MutualTlsConfig
 
 
 def _row(out: str, lane: str, section: str = "capacity") -> list[str]:
@@ -136,6 +137,30 @@ def test_the_edge_is_priced_whether_on_or_off_and_counted_only_when_on(capsys):
     assert "edge (CloudFront + AWS WAF): off; on, it would add about $" in off
     assert "edge (CloudFront + AWS WAF, on): $" in on
     assert total(on) - total(off) == pytest.approx(edge.total, abs=0.02)
+
+
+def test_mutual_tls_is_priced_on_or_off_and_changes_the_total_by_nothing(capsys):
+    env = ENVIRONMENTS["prod"]
+    mtls = MutualTlsConfig(
+        domain_name="hooks.example.com",
+        certificate_arn="arn:aws:acm:us-east-1:123456789012:certificate/0a1b2c3d-4e5f-6a7b-8c9d-0e1f2a3b4c5d",
+        truststore_uri="s3://example-truststores/meta.pem",
+    )
+
+    def plan(environment) -> tuple[str, dict]:
+        run_plan(environment, Console(), utilisation=0.7, average_fraction=0.25, strict=False)
+        text = capsys.readouterr().out
+        run_plan(environment, Console(), utilisation=0.7, average_fraction=0.25, strict=False, output="json")
+        return text, json.loads(capsys.readouterr().out)
+
+    off_text, off = plan(env)
+    on_text, on = plan(replace(env, mutual_tls=mtls))
+
+    assert "mutual TLS on the webhook: off, $0.00; API Gateway charges by the request alone" in off_text
+    assert "mutual TLS on the webhook: on at hooks.example.com, $0.00; API Gateway charges" in on_text
+    assert off["cost"]["mutual_tls"] == {"enabled": False, "domain_name": None, "total": 0.0}
+    assert on["cost"]["mutual_tls"] == {"enabled": True, "domain_name": "hooks.example.com", "total": 0.0}
+    assert on["cost"]["total_per_month"] == off["cost"]["total_per_month"]
 
 
 def test_plan_as_json_for_scripts(lanectl):

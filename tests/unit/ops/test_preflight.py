@@ -89,7 +89,8 @@ def test_everything_ready(prod_stack, lanectl):
         "of 1000 and Lambda keeps 100"
     )
     assert lines[7] == "PASS  meta secret: app_secret, verify_token set"
-    assert lines[8] == "ready to deploy"
+    assert lines[8] == "SKIP  mutual tls: off in prod"
+    assert lines[9] == "ready to deploy"
     assert "s3cr3t" not in result.out
 
 
@@ -191,6 +192,7 @@ def test_no_credentials_fails_and_skips_the_rest(monkeypatch, tmp_path, lanectl)
         "SKIP  powertools layer: needs credentials",
         "SKIP  concurrency: needs credentials",
         "SKIP  meta secret: needs credentials",
+        "SKIP  mutual tls: needs credentials",
         "1 check(s) failed: do not deploy yet",
     ]
 
