@@ -17,6 +17,7 @@ from botocore.exceptions import ClientError
 from ops.errors import AWS, USAGE, OpsError
 from stacks.config.environments import Environment
 from stacks.config.lanes import Lane
+from stacks.runtime_env import lane_id
 
 LANE_OUTPUTS = ("QueueUrl", "QueueArn", "DlqUrl", "DlqArn", "MappingId", "FunctionName")
 GLOBAL_OUTPUTS = (
@@ -37,8 +38,9 @@ def stack_name(env: Environment) -> str:
 
 
 def output_prefix(lane_name: str) -> str:
-    """`messages` → `Messages`; the stack spells its output keys the same way (a test pins it)."""
-    return "".join(part.capitalize() for part in lane_name.replace("-", "_").split("_"))
+    """`messages` → `Messages`, `bulk_imports` → `BulkImports`: the stack's own spelling of a lane's
+    output keys, so a lane named with `_` or `-` is found too."""
+    return lane_id(lane_name)
 
 
 def known_lane(env: Environment, name: str) -> Lane:

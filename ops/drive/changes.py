@@ -12,6 +12,7 @@ from typing import Any
 from ops.drive.reach import Reach
 from ops.drive.waiting import wait_for
 from ops.lane_changes import changed_lane
+from stacks.runtime_env import lane_id
 
 CONFIG_ADOPTION_SECONDS = 10.0
 MAPPING_REFRESH_SECONDS = 1.3
@@ -86,7 +87,7 @@ class Changes(Reach):
         enabled: bool | None = None,
         window_seconds: int | None = None,
     ) -> None:
-        kwargs: dict[str, Any] = {"UUID": self.outputs[f"{lane.capitalize()}MappingId"]}
+        kwargs: dict[str, Any] = {"UUID": self.outputs[f"{lane_id(lane)}MappingId"]}
         if max_concurrency is not None:
             kwargs["ScalingConfig"] = {"MaximumConcurrency": max_concurrency}
         if window_seconds is not None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from stacks.runtime_env import lane_id
+
 REGION = "us-east-1"
 
 
@@ -31,7 +33,7 @@ class Reach:
             suffix = f".{role}.handler"
             (name,) = [h.config.name for h in self.runtime.functions.values() if h.config.handler.endswith(suffix)]
             return str(name)
-        return self.outputs[f"{role.capitalize()}FunctionName"]
+        return self.outputs[f"{lane_id(role)}FunctionName"]
 
     def host(self, role: str) -> Any:
         name = self.function_name(role)
@@ -39,7 +41,7 @@ class Reach:
         return host
 
     def queue_url(self, lane: str, *, dlq: bool = False) -> str:
-        return self.outputs[f"{lane.capitalize()}{'DlqUrl' if dlq else 'QueueUrl'}"]
+        return self.outputs[f"{lane_id(lane)}{'DlqUrl' if dlq else 'QueueUrl'}"]
 
     def lane_view(self, lane: str) -> Any:
         return self.runtime.lanes[lane]

@@ -15,7 +15,7 @@ from ops.runtime.runtime import LocalRuntime
 from ops.runtime.wiring import LaneView
 from pipeline import metric_names
 from pipeline.metric_names import Outcome
-from stacks.runtime_env import metrics_namespace
+from stacks.runtime_env import lane_id, metrics_namespace
 
 OUTCOME_COLUMNS = (
     ("done", (Outcome.DONE,)),
@@ -79,7 +79,7 @@ def lane_row(runtime: LocalRuntime, lane: LaneView) -> LaneRow:
         budget=state.max_concurrency if state.enabled else 0,
         outcomes=outcomes,
         alarms_firing=[
-            a.logical_id.removeprefix(f"{lane.name.capitalize()}Lane")[:-8] for a in lane.alarms if a.state == ALARM
+            a.logical_id.removeprefix(f"{lane_id(lane.name)}Lane")[:-8] for a in lane.alarms if a.state == ALARM
         ],
     )
 

@@ -8,9 +8,9 @@ from stacks.config.lane_overrides import LaneOverride
 from stacks.config.lanes import AI, BULK, ENGAGEMENT, MESSAGES, SCHEDULED, RetryPolicy, Tick, Traffic
 
 # The local environment runs on one machine against an in-process emulator, so its times are
-# seconds, not minutes, and its queues are kept shallow (the emulator scans every message per
-# receive). Same lanes, same rules, shorter clocks. Reservations are off locally, so the
-# catalogue's reserved concurrency stands unused.
+# seconds, not minutes, and its queues are kept shallow, so a demo's backlog drains in seconds.
+# Same lanes, same rules, shorter clocks. Reservations are off locally, so the catalogue's
+# reserved concurrency stands unused.
 LOCAL_OVERRIDES: Mapping[str, LaneOverride] = {
     MESSAGES: LaneOverride(
         objective_seconds=10,

@@ -1,7 +1,7 @@
 """How long a record of each kind takes, as this consumer instance has seen it.
 
 Work with less time left before its deadline than this is dropped unrun. A configured figure is
-a planning assumption (the catalogue's `Traffic.service_seconds`) and can be off by several times
+a planning assumption (the catalogue's `LanePolicy.service_seconds`) and can be off by several times
 either way: a model that answers faster than planned would have its callers' work dropped for
 nothing, a slower one would start work that cannot finish. So the instance measures each kind's
 runs and uses a moving average once it has one.

@@ -168,3 +168,15 @@ def test_a_missing_delegate_exits_2(lanectl, monkeypatch):
 
     assert result.code == 2
     assert "`lanectl demo` is not available in this checkout (ops/demo.py is missing)" in result.err
+
+
+def test_the_local_drive_finds_a_lane_named_with_underscores_by_the_stacks_spelling():
+    from types import SimpleNamespace
+
+    from ops.drive.reach import Reach
+
+    outputs = {"BulkImportQueueUrl": "queue", "BulkImportDlqUrl": "dlq", "BulkImportFunctionName": "function"}
+    reach = Reach(SimpleNamespace(deployment=SimpleNamespace(outputs=outputs)))
+
+    assert (reach.queue_url("bulk_import"), reach.queue_url("bulk_import", dlq=True)) == ("queue", "dlq")
+    assert reach.function_name("bulk_import") == "function"
