@@ -1,4 +1,4 @@
-"""The ten queueing scenarios, small: each runs on a fresh local runtime through HTTP and real
+"""The queueing scenarios, small: each runs on a fresh local runtime through HTTP and real
 queue semantics, beside its naive baseline, and asserts the direction of the difference (never
 an absolute time: the machine is shared). `make scenarios` runs the full-size versions."""
 
@@ -20,6 +20,7 @@ from bench.scenarios import (
     s08_duplicates,
     s09_paced_recovery,
     s10_cost,
+    s12_meta_retries,
 )
 
 pytestmark = [pytest.mark.xdist_group("scenarios"), pytest.mark.slow]
@@ -146,3 +147,16 @@ def test_requests_and_write_units_are_counted_for_both_designs(harness):
     assert result.data["common_wcu"] > 0
     assert result.data["total"]["ours"] > 0
     assert result.data["total"]["common"] > 0
+
+
+def test_metas_retries_bring_back_what_a_failing_door_refused_until_meta_disables_the_subscription(harness):
+    # Given a Page's comments delivered by Meta's sender while the door answers 500 for a while
+    # When the outage is half of Meta's hour, longer than the hour, and half an hour without retries
+    result = s12_meta_retries.run(harness, s12_meta_retries.QUICK)
+    # Then with retries every comment is stored; past the hour the subscription is disabled; without
+    # retries the outage's comments are lost
+    assert result.passed, _explain(result)
+    assert result.data["ours_stored"] == result.data["ours_sent"], _explain(result)
+    assert result.data["ours_lost"] == 0, _explain(result)
+    assert result.data["past_disabled"] is True, _explain(result)
+    assert result.data["plain_lost"] > 0, _explain(result)
