@@ -104,7 +104,11 @@ def environment_cost(env: Environment, average_fraction: float, prices: Prices =
             for lane in env.lanes
         },
         fixed=fixed_cost(
-            len(env.lanes), env.sweeper.period_seconds, prices, undelivered_pages_alarm=sns_delivers(env.on_call)
+            len(env.lanes),
+            env.sweeper.period_seconds,
+            prices,
+            undelivered_pages_alarm=sns_delivers(env.on_call),
+            quiet_webhooks_alarm=env.alarms.webhooks_quiet_seconds is not None,
         ),
         edge=edge_cost(env.lanes, average_fraction, prices),
         edge_enabled=env.edge.enabled,

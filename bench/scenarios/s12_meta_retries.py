@@ -10,7 +10,7 @@ put back.
 - this pipeline, door down for half of Meta's patience: every comment must be stored, once;
 - door down for longer than Meta's patience: the subscription is disabled, and what Meta had not
   delivered, and everything after, is lost until someone subscribes the Page again (the runbook's
-  "Webhooks Disabled");
+  "Webhooks Disabled"); the quiet-webhooks alarm is what pages about the silence that follows;
 - baseline, a sender that never retries, the same half-patience outage: what it sent while the
   door was down is lost.
 
@@ -30,6 +30,8 @@ from ops import meta_payloads as meta
 from ops.drive import Session, poll
 from ops.runtime.meta_sender import HOUR, POLICIES, MetaSenderThread, MetaSubscription, Product, http_post
 
+QUIET_ALARM = "IngressWebhooksQuiet"
+
 
 @dataclass(frozen=True)
 class Params:
@@ -43,6 +45,8 @@ class Params:
     """The survivable outage, as a fraction of Meta's hour."""
     past_patience_fraction: float = 1.3
     settle_timeout: float = 90.0
+    alarm_timeout: float = 30.0
+    """Beyond the environment's quiet time, how long to wait for the quiet-webhooks alarm."""
 
 
 FULL = Params()
@@ -56,6 +60,8 @@ class Phase:
     subscription: MetaSubscription
     comments: list[str] = field(default_factory=list)
     stored: int = 0
+    outage_started: float = 0.0
+    """Wall clock, when the door broke."""
 
 
 def _broken_secret(variables: dict[str, str], saved: dict[str, str]) -> None:
@@ -86,6 +92,7 @@ def _run_phase(s: Session, p: Params, label: str, outage: float, *, retries: boo
     with MetaSenderThread(subscription, door) as sender:
         comments_for(p.before)
         s.update_environment("ingress", lambda variables: _broken_secret(variables, saved))
+        phase.outage_started = time.time()
         try:
             comments_for(outage)
         finally:
@@ -126,8 +133,16 @@ def run(h: Harness, p: Params = FULL) -> Result:
     started = time.monotonic()
     with h.session() as s:
         ours = _run_phase(s, p, "retried", patience * p.patience_fraction, retries=True)
-        past = _run_phase(s, p, "past-patience", patience * p.past_patience_fraction, retries=True)
         plain = _run_phase(s, p, "no-retries", patience * p.patience_fraction, retries=False)
+        # Last, so nothing after it delivers: Meta has stopped sending, and the pipeline hears nothing
+        past = _run_phase(s, p, "past-patience", patience * p.past_patience_fraction, retries=True)
+        quiet_seconds = float(s.runtime.env.alarms.webhooks_quiet_seconds or 0)
+        fired = poll(
+            lambda: s.alarm_fired_at(QUIET_ALARM, past.outage_started),
+            quiet_seconds + p.alarm_timeout,
+            interval=0.5,
+        )
+        paged = [page for page in s.pages(QUIET_ALARM) if page.state == "ALARM"]
     ours_sub, past_sub, plain_sub = ours.subscription, past.subscription, plain.subscription
 
     result.figure(
@@ -164,6 +179,14 @@ def run(h: Harness, p: Params = FULL) -> Result:
         plain_sub.dropped_entries > 0 and plain.stored < len(plain.comments),
         _line(plain, meta_minute),
     )
+    result.check(
+        "the quiet-webhooks alarm pages once Meta has stopped sending",
+        bool(fired) and bool(paged),
+        f"ALARM {float(fired) - past.outage_started:.0f} s after the door broke ({quiet_seconds:.0f} s of silence "
+        f"page locally), {len(paged)} page(s) in the on-call inbox"
+        if fired
+        else "the alarm did not fire",
+    )
     result.headline = (
         f"door down {p.patience_fraction * 60:.0f} min of Meta's time: {ours.stored}/{len(ours.comments)} comments "
         f"stored by Meta's retries ({plain.stored}/{len(plain.comments)} without them); down "
@@ -175,6 +198,8 @@ def run(h: Harness, p: Params = FULL) -> Result:
         ours_lost=ours_sub.dropped_entries,
         past_disabled=past_sub.disabled,
         past_lost=past_sub.dropped_entries,
+        quiet_alarm_fired=bool(fired),
+        quiet_pages=len(paged),
         plain_lost=plain_sub.dropped_entries,
         longest_failing_meta_minutes=ours_sub.longest_failing / meta_minute,
     )

@@ -59,4 +59,11 @@ DOOR = (
         f'{{ $.message = "{ENQUEUED_MESSAGE}" }}',
         ((metric_names.LANE, "$.lane"), (SERVICE, "$.service")),
     ),
+    # The same lines without the lane: one series the quiet-webhooks alarm can watch for silence
+    # (an alarm reads one metric; summing the lanes' would need metric math over every lane).
+    LineMetric(
+        metric_names.WEBHOOK_ENQUEUED_TOTAL,
+        f'{{ $.message = "{ENQUEUED_MESSAGE}" }}',
+        ((SERVICE, "$.service"),),
+    ),
 )

@@ -17,6 +17,7 @@ REJECTED_BY = "RejectedBy"
 mismatched) is also counted as RejectedBy=signature, the one series its alarm watches."""
 SIGNATURE = "signature"
 WEBHOOK_ENQUEUED = "WebhookEnqueued"  # by Lane
+WEBHOOK_ENQUEUED_TOTAL = "WebhookEnqueuedTotal"  # every lane together: the quiet-webhooks alarm
 ENQUEUE_FAILED = "EnqueueFailed"  # by Lane: the row is kept for the sweeper
 
 # Jobs API

@@ -89,6 +89,25 @@ class AlarmConfig:
     """Refused signatures (missing, malformed or wrong) per period, for `evaluation_periods` in a
     row. Meta signs everything it sends, so a steady stream is either someone else posting or a
     secret that does not match Meta's (a rotation gone wrong)."""
+    webhooks_quiet_seconds: int | None = None
+    """Page when no webhook at all was enqueued for this long: Meta stopped sending (a subscription
+    disabled, a callback URL changed, the app's permissions removed) or the door stopped taking.
+    None: off, for environments without steady traffic. A multiple of `period_seconds`, at most a
+    day (CloudWatch's bound on an alarm's evaluation range)."""
+
+    def __post_init__(self) -> None:
+        quiet = self.webhooks_quiet_seconds
+        if quiet is not None and (quiet <= 0 or quiet % self.period_seconds or quiet > 86400):
+            raise ValueError(
+                f"alarms webhooks_quiet_seconds must be a multiple of period_seconds ({self.period_seconds}) "
+                f"up to 86400, got {quiet}"
+            )
+
+    @property
+    def quiet_periods(self) -> int:
+        """How many alarm periods of silence page."""
+        assert self.webhooks_quiet_seconds is not None
+        return self.webhooks_quiet_seconds // self.period_seconds
 
 
 @dataclass(frozen=True)
@@ -232,6 +251,9 @@ def _build() -> dict[str, Environment]:
             log_retention_days=90,
             retain_stateful=True,
             termination_protection=True,
+            # Prod hears from Meta around the clock; half an hour of silence leaves half of Meta's
+            # hour before a failing Page subscription is disabled.
+            alarms=AlarmConfig(webhooks_quiet_seconds=1800),
             # Raw bodies a week: past the lane queue's 4 days, and time to look at a delivery that
             # went wrong. What the tasks made of them is the product's data, kept a quarter.
             retention=Retention(
@@ -270,7 +292,9 @@ def _build() -> dict[str, Environment]:
             # Under load the emulator's lanes hold a thousand messages and more, minutes of wait:
             # the cap is what bounds a row there, not patience.
             sweeper=SweeperConfig(period_seconds=5, grace_seconds=8, patience_seconds=30, patience_cap_seconds=600),
-            alarms=AlarmConfig(period_seconds=10, evaluation_periods=1, webhook_age_seconds=60),
+            alarms=AlarmConfig(
+                period_seconds=10, evaluation_periods=1, webhook_age_seconds=60, webhooks_quiet_seconds=30
+            ),
             idempotency_ttl_seconds=3600,
             retention=Retention(
                 raw_deliveries_days=4, jobs_days=4, effects_days=4, erasure_requests_days=4, backup_days=1

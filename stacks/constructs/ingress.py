@@ -204,6 +204,7 @@ class Ingress(Construct):
         )
 
         self._failure_alarms(env, on_call)
+        self.quiet_alarm = self._quiet_alarm(env, on_call)
         self.signature_alarm = on_call.alarm(
             self,
             "WebhookSignaturesRejected",
@@ -213,6 +214,32 @@ class Ingress(Construct):
             description=f"The webhook door refused at least {env.alarms.rejected_signatures} signatures a period "
             "(missing, malformed or not matching the Meta secret): someone else is posting, or the stored secret "
             "is not the one Meta signs with. See docs/RUNBOOK.md#rejected-signatures.",
+        )
+
+    def _quiet_alarm(self, env: Environment, on_call: OnCall) -> cloudwatch.Alarm | None:
+        """No webhook enqueued on any lane for the environment's quiet time. A period with no line
+        has no datapoint at all, so missing data is what breaches: a deploy with no traffic yet
+        pages after the quiet time too, as it should where traffic is expected."""
+        if env.alarms.webhooks_quiet_seconds is None:
+            return None
+        minutes = env.alarms.webhooks_quiet_seconds / 60
+        return on_call.alarm(
+            self,
+            "WebhooksQuiet",
+            metric=cloudwatch.Metric(
+                namespace=metrics_namespace(env),
+                metric_name=metric_names.WEBHOOK_ENQUEUED_TOTAL,
+                dimensions_map={"service": "ingress"},
+                period=on_call.period(),
+                statistic="Sum",
+            ),
+            threshold=1,
+            comparison=cloudwatch.ComparisonOperator.LESS_THAN_THRESHOLD,
+            evaluation_periods=env.alarms.quiet_periods,
+            missing=cloudwatch.TreatMissingData.BREACHING,
+            description=f"No webhook was enqueued for {minutes:g} min: Meta stopped sending (a subscription "
+            "disabled after an hour of failures, a changed callback URL, removed permissions) or the door stopped "
+            "taking deliveries. See docs/RUNBOOK.md#webhooks-quiet.",
         )
 
     def serve(

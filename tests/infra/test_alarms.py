@@ -331,3 +331,42 @@ def test_refused_signatures_are_alarmed_as_one_series(synthesized):
     assert alarm["Threshold"] == synthesized.env.alarms.rejected_signatures
     assert alarm["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
     assert "RUNBOOK.md#rejected-signatures" in alarm["AlarmDescription"]
+
+
+def test_webhooks_gone_quiet_page_where_the_environment_expects_steady_traffic(synthesized):
+    env = synthesized.env
+    quiet = [a for a in _alarms(synthesized) if a.get("MetricName") == metric_names.WEBHOOK_ENQUEUED_TOTAL]
+    if env.alarms.webhooks_quiet_seconds is None:
+        assert quiet == []
+        return
+    (alarm,) = quiet
+    # Every lane's enqueued lines as one series, and its absence is what breaches
+    assert alarm["Dimensions"] == [{"Name": "service", "Value": "ingress"}]
+    assert (alarm["Statistic"], alarm["Threshold"], alarm["ComparisonOperator"]) == ("Sum", 1, "LessThanThreshold")
+    assert alarm["TreatMissingData"] == "breaching"
+    assert alarm["Period"] * alarm["EvaluationPeriods"] == env.alarms.webhooks_quiet_seconds
+    assert "docs/RUNBOOK.md#webhooks-quiet" in alarm["AlarmDescription"]
+    # The series exists: a metric filter on the door's log group counts every enqueued line, lane or not
+    (counted,) = [
+        f["Properties"]
+        for f in synthesized.resources("AWS::Logs::MetricFilter").values()
+        if f["Properties"]["MetricTransformations"][0]["MetricName"] == metric_names.WEBHOOK_ENQUEUED_TOTAL
+    ]
+    (transformation,) = counted["MetricTransformations"]
+    assert transformation["Dimensions"] == [{"Key": "service", "Value": "$.service"}]
+    assert counted["FilterPattern"] == '{ $.message = "delivery enqueued" }'
+
+
+def test_prod_pages_after_half_an_hour_of_silence_and_dev_never():
+    from stacks.config.environments import ENVIRONMENTS
+
+    assert ENVIRONMENTS["prod"].alarms.webhooks_quiet_seconds == 1800
+    assert ENVIRONMENTS["dev"].alarms.webhooks_quiet_seconds is None
+
+
+@pytest.mark.parametrize("quiet", [0, -60, 90, 86460])
+def test_a_quiet_time_that_is_not_whole_periods_within_a_day_is_refused(quiet):
+    from stacks.config.environments import AlarmConfig
+
+    with pytest.raises(ValueError, match="webhooks_quiet_seconds must be a multiple of period_seconds"):
+        AlarmConfig(period_seconds=60, webhooks_quiet_seconds=quiet)

@@ -154,9 +154,11 @@ def test_metas_retries_bring_back_what_a_failing_door_refused_until_meta_disable
     # When the outage is half of Meta's hour, longer than the hour, and half an hour without retries
     result = s12_meta_retries.run(harness, s12_meta_retries.QUICK)
     # Then with retries every comment is stored; past the hour the subscription is disabled; without
-    # retries the outage's comments are lost
+    # retries the outage's comments are lost; and the silence after the disable pages
     assert result.passed, _explain(result)
     assert result.data["ours_stored"] == result.data["ours_sent"], _explain(result)
     assert result.data["ours_lost"] == 0, _explain(result)
     assert result.data["past_disabled"] is True, _explain(result)
     assert result.data["plain_lost"] > 0, _explain(result)
+    assert result.data["quiet_alarm_fired"] is True, _explain(result)
+    assert result.data["quiet_pages"] >= 1, _explain(result)
