@@ -5,7 +5,7 @@ The queueing scenarios are separate (`make scenarios`): they take minutes, not s
 
 from __future__ import annotations
 
-from bench import consumer_bench, fair_queue_bench, ingress_bench
+from bench import budget_shards, consumer_bench, fair_queue_bench, ingress_bench
 
 
 def main() -> None:
@@ -13,6 +13,7 @@ def main() -> None:
         ("webhook door", ingress_bench.main),
         ("lane consumer", consumer_bench.main),
         ("fair queue receive", fair_queue_bench.main),
+        ("llm budget shards", budget_shards.main),
     ):
         print(f"\n######## {title}\n", flush=True)
         run([])

@@ -50,6 +50,7 @@ class Outcome:
 
 RETRIED_BY_CLASS = "Retried"  # by Lane and ErrorClass
 ABANDONED = "Abandoned"  # by Source (webhook/job) from the sweeper; by Lane from consumers
+UNPROCESSABLE_UNITS = "UnprocessableUnits"  # by Lane: units of a delivery skipped because they cannot be stored
 OUT_OF_TIME = "OutOfTime"  # by Lane: consumer invocations whose batch had not settled when their time ran out
 
 # Sweeper

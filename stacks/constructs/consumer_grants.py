@@ -28,12 +28,14 @@ class TaskAccess:
     """`ctx.read`: one consistent GetItem on the state table (the ai task's turn marker)."""
     checks_state: bool = False
     """Its writes carry a Check on the state table (the newest-turn check): ConditionCheckItem."""
+    reads_data: bool = False
+    """`ctx.read` on the data table: GetItem (the ai turn reads the messages it answers)."""
 
 
 TASK_ACCESS = {
     "messages": TaskAccess(keys_people=True, checks_state=True),
     "engagement": TaskAccess(keys_people=True),
-    "ai": TaskAccess(keys_people=True, reads_state=True, checks_state=True),
+    "ai": TaskAccess(keys_people=True, reads_state=True, checks_state=True, reads_data=True),
     "bulk": TaskAccess(keys_people=False),
     "scheduled": TaskAccess(keys_people=False),
 }
@@ -71,7 +73,10 @@ def grant_consumer(
         state.append("dynamodb:ConditionCheckItem")
     grant_rows(function, tables.state, state)
     # Effects: a conditional put or update each, alone or in the done-mark's transaction.
-    grant_rows(function, tables.data, ("dynamodb:PutItem", "dynamodb:UpdateItem"))
+    data = ["dynamodb:PutItem", "dynamodb:UpdateItem"]
+    if access.reads_data:
+        data.append("dynamodb:GetItem")
+    grant_rows(function, tables.data, data)
     if access.keys_people:
         grant_secret(function, sender_key)
     if lane.name == erasure_rules.LANE:

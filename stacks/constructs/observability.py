@@ -188,6 +188,7 @@ class Observability(Construct):
                     function.metric_throttles(period=self._period),
                     function.metric_errors(period=self._period),
                     self._custom(metric_names.OUT_OF_TIME, service, lane_dim, "Sum"),
+                    self._custom(metric_names.UNPROCESSABLE_UNITS, service, lane_dim, "Sum"),
                 ],
                 width=6,
             ),

@@ -4,7 +4,8 @@
   message carries `MessageGroupId` = tenant, which on a standard queue turns on SQS fair queues,
   so one tenant's backlog does not raise every other tenant's dwell time.
 - The consumer's calls beyond what the event source mapping does (receive and delete):
-  `SqsLaneQueue`. Per batch at most one SendMessageBatch per ten deferrals, one
+  `SqsLaneQueue`. Per batch at most one SendMessageBatch per ten deferrals (or per 256 KiB of
+  them, SQS's limit on a batch's payload: `send_batch`), one
   ChangeMessageVisibilityBatch per ten retries, and a SendMessage per dead letter (rare, and each
   carries its own attributes).
 - Reading it (`depth`, `max_receives`): admission, the sweeper and `lanectl` all read a queue's
@@ -19,12 +20,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from pipeline.domain.envelope import Envelope, Outgoing
+from pipeline.domain.settle_reserve import SQS_BATCH_BYTES
 from pipeline.domain.work import FollowUp
 
 MAX_DELAY_SECONDS = 900
 
 BATCH_LIMIT = 10
 """SQS takes at most ten entries in one batch call."""
+BATCH_BYTES = SQS_BATCH_BYTES
+"""And at most this much payload in one call. Ten jobs carrying their payloads inline (up to
+200 KiB each) are several calls' worth."""
 DEPTH_ATTRIBUTES = (
     "ApproximateNumberOfMessages",
     "ApproximateNumberOfMessagesNotVisible",
@@ -102,29 +107,48 @@ class QueueSender:
         return str(self._sqs.send_message(**kwargs)["MessageId"])
 
     def send_batch(self, queue_url: str, messages: Sequence[Outgoing]) -> list[SendFailure]:
-        """SendMessageBatch in chunks of ten; returns the entries SQS refused (empty when all
-        were accepted)."""
+        """SendMessageBatch in calls of at most ten entries and BATCH_BYTES; returns the entries
+        SQS refused (empty when all were accepted). A message larger than a batch goes alone, for
+        SQS to take or refuse by its own limit."""
         failures: list[SendFailure] = []
-        for start in range(0, len(messages), BATCH_LIMIT):
-            chunk = messages[start : start + BATCH_LIMIT]
-            entries = []
-            for index, message in enumerate(chunk):
-                entry: dict[str, Any] = {
-                    "Id": str(index),
-                    "MessageBody": message.envelope.to_json(),
-                    "MessageGroupId": message.envelope.tenant,
-                }
-                if message.delay_seconds:
-                    entry["DelaySeconds"] = _delay(message.delay_seconds)
-                attributes = _attributes(message.attributes)
-                if attributes:
-                    entry["MessageAttributes"] = attributes
-                entries.append(entry)
+        for chunk in _chunks([(message, _entry(message)) for message in messages]):
+            entries = [{**entry, "Id": str(index)} for index, (_, entry) in enumerate(chunk)]
             response = self._sqs.send_message_batch(QueueUrl=queue_url, Entries=entries)
             for failed in response.get("Failed", []):
-                message = chunk[int(failed["Id"])]
+                message = chunk[int(failed["Id"])][0]
                 failures.append(SendFailure(message.envelope, failed.get("Code", ""), failed.get("Message", "")))
         return failures
+
+
+def _entry(message: Outgoing) -> dict[str, Any]:
+    entry: dict[str, Any] = {"MessageBody": message.envelope.to_json(), "MessageGroupId": message.envelope.tenant}
+    if message.delay_seconds:
+        entry["DelaySeconds"] = _delay(message.delay_seconds)
+    attributes = _attributes(message.attributes)
+    if attributes:
+        entry["MessageAttributes"] = attributes
+    return entry
+
+
+def _entry_bytes(entry: Mapping[str, Any]) -> int:
+    """What SQS counts of an entry against a batch's payload: its body and its attributes."""
+    size = len(entry["MessageBody"].encode("utf-8", "surrogatepass"))
+    for name, attribute in (entry.get("MessageAttributes") or {}).items():
+        size += len(name.encode()) + len(attribute["DataType"].encode()) + len(attribute["StringValue"].encode())
+    return size
+
+
+def _chunks(entries: list[tuple[Outgoing, dict[str, Any]]]) -> list[list[tuple[Outgoing, dict[str, Any]]]]:
+    chunks: list[list[tuple[Outgoing, dict[str, Any]]]] = []
+    size = 0
+    for item in entries:
+        grows = _entry_bytes(item[1])
+        if not chunks or len(chunks[-1]) == BATCH_LIMIT or size + grows > BATCH_BYTES:
+            chunks.append([])
+            size = 0
+        chunks[-1].append(item)
+        size += grows
+    return chunks
 
 
 class FollowUpNotSent(RuntimeError):

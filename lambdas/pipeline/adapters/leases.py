@@ -10,10 +10,15 @@ with no extra read the taker can see which leases have expired, remove them, cor
 and take what is free, in one more conditional update. Giving slots back is one UpdateItem that
 removes the lease and lowers the counter, conditional on the lease still being there (a lease
 already purged as expired must not lower the counter twice).
+
+A sharded budget (domain/budgets.py) is taken from its shards in turn, from a random one on, until
+one grants; a shard found full is skipped by this instance for a second, and a budget all of whose
+shards are believed full is refused with no call at all.
 """
 
 from __future__ import annotations
 
+import random
 import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -22,7 +27,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from pipeline import schema
 from pipeline.adapters import items
-from pipeline.domain.budgets import IN_USE, LEASE_PREFIX, Budget, Grant, Lease, LeaseBook, Mode, share
+from pipeline.domain.budgets import IN_USE, LEASE_PREFIX, Budget, FullShards, Grant, Lease, LeaseBook, Mode, share
 
 ROUNDS = 4
 """Conditional rounds per acquisition: each failed round returns the item, so under contention a
@@ -50,14 +55,28 @@ class LeaseBudgets:
         *,
         new_lease_id: Callable[[], str] = _lease_id,
         on_release_error: Callable[[Grant, Exception], None] | None = None,
+        rng: random.Random | None = None,
     ) -> None:
         self._dynamodb = dynamodb
         self._table = table
         self._clock = clock
         self._new_lease_id = new_lease_id
         self._on_release_error = on_release_error
+        self._full = FullShards(rng or random.Random())  # noqa: S311 (spreading load, not secrets)
 
     def acquire(self, budget: Budget, slots: int, hold_seconds: float) -> Grant:
+        if budget.shards <= 1:
+            return self._acquire(budget, slots, hold_seconds)
+        refused = Grant(budget, slots, 0, slots, None, 0)
+        for shard in self._full.to_try(budget, self._clock()):
+            grant = self._acquire(shard, slots, hold_seconds)
+            if grant.granted or budget.mode is Mode.OBSERVE:
+                return grant
+            self._full.found_full(shard, self._clock())
+            refused = grant
+        return refused
+
+    def _acquire(self, budget: Budget, slots: int, hold_seconds: float) -> Grant:
         lease_id = self._new_lease_id()
         book = LeaseBook(0, ())  # first round is optimistic: most takers find room
         for _ in range(ROUNDS):
@@ -128,6 +147,7 @@ class LeaseBudgets:
     def release(self, grant: Grant) -> None:
         if grant.lease_id is None or grant.slots == 0:
             return
+        self._full.freed(grant.budget)
         try:
             self._dynamodb.update_item(
                 TableName=self._table,

@@ -16,23 +16,27 @@ the writes themselves say the work was done (domain/marks.effect_is_mark).
 
 A transaction holds at most 100 items. A larger result may still commit if the writes over the
 limit are `standalone` (safe to apply ahead of the done-mark, since re-applying them changes
-nothing): those go first, in chunks; the last transaction carries the done-mark.
+nothing): those go first, in chunks; the last transaction carries the done-mark
+(domain/commit_plan.py). Before each call the caller's `room` says whether there is time for it;
+when there is not, the commit stops there (PARTIAL, with how many writes landed), and a re-sent
+copy resumes after them (`resume_from`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from botocore.exceptions import ClientError
 
 from pipeline.adapters import items
 from pipeline.adapters.tables import TableNames
+from pipeline.domain import commit_plan
 from pipeline.domain.effects import Check, OnConflict, Put, Update, Write, item_key
 from pipeline.domain.errors import PermanentError
 from pipeline.domain.ports import CommitResult, CommitState
 
-MAX_TRANSACTION_ITEMS = 100
+MAX_TRANSACTION_ITEMS = commit_plan.MAX_TRANSACTION_ITEMS
 
 
 def _expression_parts(write: Write) -> dict[str, Any]:
@@ -73,41 +77,43 @@ class Committer:
         self._dynamodb = dynamodb
         self._tables = tables
 
-    def commit(self, mark: Write, writes: Sequence[Write]) -> CommitResult:
+    def commit(
+        self, mark: Write, writes: Sequence[Write], *, resume_from: int = 0, room: Callable[[], bool] | None = None
+    ) -> CommitResult:
         _refuse_repeated_items([mark, *writes])
-        ahead: list[Write] = []
-        bound = list(writes)
-        if len(bound) + 1 > MAX_TRANSACTION_ITEMS:
-            ahead = [write for write in bound if write.standalone]
-            bound = [write for write in bound if not write.standalone]
-            if len(bound) + 1 > MAX_TRANSACTION_ITEMS:
-                raise PermanentError(
-                    "too_many_writes",
-                    f"{len(bound)} writes must commit with the done-mark; a transaction holds "
-                    f"{MAX_TRANSACTION_ITEMS} items",
-                )
-            # Fill the final transaction first, so the fewest writes go ahead of the mark.
-            room = MAX_TRANSACTION_ITEMS - 1 - len(bound)
-            bound, ahead = ahead[:room] + bound, ahead[room:]
+        ahead, bound = commit_plan.plan(writes)
+        start = done = resume_from if 0 < resume_from <= len(ahead) else 0
         skipped = 0
-        for start in range(0, len(ahead), MAX_TRANSACTION_ITEMS):
-            chunk = ahead[start : start + MAX_TRANSACTION_ITEMS]
+        # The first call is made whatever the time: the caller checked there was room for one.
+        while done < len(ahead):
+            if done > start and room is not None and not room():
+                return CommitResult(CommitState.PARTIAL, skipped, done)
+            chunk = ahead[done : done + MAX_TRANSACTION_ITEMS]
             skipped += self._apply(chunk, mark=None).skipped
+            done += len(chunk)
+        if done > start and room is not None and not room():
+            return CommitResult(CommitState.PARTIAL, skipped, done)
         result = self._apply([mark, *bound], mark=mark)
-        return CommitResult(result.state, result.skipped + skipped)
+        return CommitResult(result.state, result.skipped + skipped, done)
 
-    def apply(self, writes: Sequence[Write]) -> CommitResult:
+    def apply(
+        self, writes: Sequence[Write], *, resume_from: int = 0, room: Callable[[], bool] | None = None
+    ) -> CommitResult:
         _refuse_repeated_items(writes)
         if not writes or not all(write.standalone for write in writes):
             raise PermanentError("not_standalone", "only standalone writes are applied without a done-mark")
+        start = resume_from if 0 < resume_from <= len(writes) else 0
         skipped = 0
-        for write in writes:
-            if self._single(write) is not CommitState.COMMITTED:
+        for done in range(start, len(writes)):
+            # The first write is made whatever the time: the caller checked there was room for one.
+            if done > start and room is not None and not room():
+                return CommitResult(CommitState.PARTIAL, skipped, done)
+            if self._single(writes[done]) is not CommitState.COMMITTED:
                 skipped += 1
         # Every item created-if-absent was there already: another copy did this work. A stale
         # update skipped (a `delivered` after `read`) is work done, with nothing left to change.
-        repeated = skipped == len(writes) and all(isinstance(write, Put) for write in writes)
-        return CommitResult(CommitState.DUPLICATE if repeated else CommitState.COMMITTED, skipped)
+        repeated = start == 0 and skipped == len(writes) and all(isinstance(write, Put) for write in writes)
+        return CommitResult(CommitState.DUPLICATE if repeated else CommitState.COMMITTED, skipped, len(writes))
 
     def _apply(self, pending: list[Write], mark: Write | None) -> CommitResult:
         skipped = 0

@@ -36,11 +36,19 @@ class BatchTime:
     ) -> float:
         """The time to keep for `calls` more calls and then the batch's settling, were nothing
         else taken: every record not yet settled would be re-sent."""
-        unsettled = len(batch) - len(settled)
-        resends = unsettled + sum(1 for outcome in settled.values() if outcome.defer_seconds is not None)
+        again = [
+            received
+            for index, received in enumerate(batch)
+            if index not in settled or settled[index].defer_seconds is not None
+        ]
         # One more than so far: whatever is taken next may fail.
         changes = 1 + sum(1 for o in settled.values() if o.failed and o.visibility_seconds is not None)
-        total = calls + reserve_rules.settle_calls(resends=resends, visibility_changes=changes, releases=leases)
+        total = calls + reserve_rules.settle_calls(
+            resends=len(again),
+            visibility_changes=changes,
+            releases=leases,
+            resend_bytes=sum(received.body_bytes for received in again),
+        )
         per_call = reserve_rules.per_call_seconds(self._slowest_before, self._calls.slowest())
         return max(self._config.reserve_seconds, reserve_rules.seconds_for(total, per_call))
 

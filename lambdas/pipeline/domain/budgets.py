@@ -12,10 +12,23 @@ retries with the counter corrected.
 
 Leases are top-level attributes rather than entries of one map because DynamoDB cannot create a
 map and set a path inside it in the same update, and a first taker would otherwise need two writes.
+
+A dependency's budget is shared by every lane that calls it, so one item would take every call's
+two writes, and every refused taker's failed conditional write, at two to three write units each
+(the item holds a lease per call in flight): a flood of deferred work would reach DynamoDB's 1,000
+write units a second per item, and every lane behind the budget would stall on throttling. So a
+budget of more than `SLOTS_PER_SHARD` slots is split into shards, items of their own whose limits
+add up to the budget's (`shards_of`): a taker tries them from a random one on, each item holds a
+dozen leases at most (under 1 KB, one write unit), and a shard found full is not asked again by
+the same instance for `FULL_FOR_SECONDS` (`FullShards`), which bounds the failed writes an item
+takes to one a second per consumer instance. bench/budget_shards.py prints the arithmetic at
+prod's peak.
 """
 
 from __future__ import annotations
 
+import math
+import random
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
@@ -25,6 +38,11 @@ LEASE_PREFIX = "lease_"
 IN_USE = "in_use"
 TENANT_QUOTA = "tenant_quota"
 DEPENDENCY = "dependency"
+SLOTS_PER_SHARD = 12
+"""The most slots one budget item holds: twelve leases keep it under 1 KB (a write unit a write)."""
+FULL_FOR_SECONDS = 1.0
+"""How long an instance believes a shard it found full: far below the lanes' deferral delays
+(5 s and more), so a slot freed meanwhile waits at most this for a taker from this instance."""
 
 
 class Mode(StrEnum):
@@ -40,6 +58,8 @@ class Budget:
     key: str
     limit: int
     mode: Mode
+    shards: int = 1
+    """Items the budget is split into (see the module's docstring); one keeps `key` itself."""
 
 
 def tenant_quota(lane: str, tenant: str, limit: int, mode: str) -> Budget:
@@ -47,8 +67,47 @@ def tenant_quota(lane: str, tenant: str, limit: int, mode: str) -> Budget:
 
 
 def dependency(name: str, limit: int, mode: str) -> Budget:
-    """Keyed by the dependency alone: every lane using it shares one budget."""
-    return Budget(DEPENDENCY, f"dependency#{name}", limit, Mode(mode))
+    """Keyed by the dependency alone: every lane using it shares one budget, in as many shards as
+    its limit needs."""
+    return Budget(DEPENDENCY, f"dependency#{name}", limit, Mode(mode), shards=shard_count(limit))
+
+
+def shard_count(limit: int) -> int:
+    return max(1, math.ceil(limit / SLOTS_PER_SHARD))
+
+
+def shards_of(budget: Budget) -> tuple[Budget, ...]:
+    """The items a budget is held in, each with its share of the limit (the shares add up to it)."""
+    if budget.shards <= 1:
+        return (budget,)
+    share_of_each, rest = divmod(budget.limit, budget.shards)
+    return tuple(
+        Budget(budget.kind, f"{budget.key}#{n}", share_of_each + (1 if n < rest else 0), budget.mode)
+        for n in range(budget.shards)
+    )
+
+
+class FullShards:
+    """The shards of sharded budgets this instance found full lately, and until when it believes it."""
+
+    def __init__(self, rng: random.Random) -> None:
+        self._rng = rng
+        self._until: dict[str, float] = {}
+
+    def to_try(self, budget: Budget, now: float) -> list[Budget]:
+        """The shards worth asking, from a random one on (so takers spread over them); none when
+        every shard was found full within the last FULL_FOR_SECONDS."""
+        shards = shards_of(budget)
+        start = self._rng.randrange(len(shards))
+        ordered = shards[start:] + shards[:start]
+        return [shard for shard in ordered if self._until.get(shard.key, 0.0) <= now]
+
+    def found_full(self, shard: Budget, now: float) -> None:
+        self._until[shard.key] = now + FULL_FOR_SECONDS
+
+    def freed(self, shard: Budget) -> None:
+        """This instance gave a slot of the shard back: it has room again."""
+        self._until.pop(shard.key, None)
 
 
 @dataclass(frozen=True)

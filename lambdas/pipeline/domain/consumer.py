@@ -41,6 +41,7 @@ the outcomes that write and the end-of-batch SQS calls are domain/settling.py.
 
 from __future__ import annotations
 
+import functools
 import random
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -157,10 +158,18 @@ class Consumer:
                     continue
                 calls = BatchTime.record_calls(received)
                 reserve = self._time.settle_reserve(batch, settled, leases=len(grants), calls=calls)
-                settled[index] = self._task_step.run(received, obligations[index], remaining, reserve)
+                room = functools.partial(self._room, remaining, batch, settled, len(grants))
+                settled[index] = self._task_step.run(received, obligations[index], remaining, reserve, room)
         finally:
             for grant, _ in grants.values():
                 self._io.budgets.release(grant)
+
+    def _room(
+        self, remaining: Callable[[], float], batch: list[Received], settled: dict[int, RecordOutcome], leases: int
+    ) -> bool:
+        """Time for one more call of a record's commit, then the batch's settling (the record
+        re-sent among it, were it stopped there)."""
+        return self._time.left_after(remaining, batch, settled, calls=1, leases=leases) >= 0
 
     def _obligations(
         self, batch: list[Received], live: list[int], settled: dict[int, RecordOutcome]

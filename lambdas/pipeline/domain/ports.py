@@ -9,7 +9,7 @@ The values and errors that cross these interfaces live beside the rules they bel
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Protocol
@@ -64,6 +64,8 @@ class CommitState(StrEnum):
     """The done-mark's condition failed: another copy finished first; nothing was written."""
     SUPERSEDED = "superseded"
     """A SUPERSEDE write's condition failed: only the done-mark was written."""
+    PARTIAL = "partial"
+    """Time ran short: `done` writes landed, and neither the rest nor the mark did."""
 
 
 @dataclass(frozen=True)
@@ -71,14 +73,27 @@ class CommitResult:
     state: CommitState
     skipped: int = 0
     """SKIP writes dropped because their condition failed (stale or repeated)."""
+    done: int = 0
+    """How many of the writes applied ahead of the mark have landed, counted from the first
+    (domain/commit_plan.py), this call's and those it resumed after."""
 
 
 class Committer(Protocol):
-    def commit(self, mark: Write, writes: Sequence[Write]) -> CommitResult: ...
+    """`resume_from`: how many writes an earlier copy already applied (skipped here); `room`,
+    asked before each call: whether there is time for one more, else the result is PARTIAL."""
 
-    def apply(self, writes: Sequence[Write]) -> CommitResult:
+    def commit(
+        self, mark: Write, writes: Sequence[Write], *, resume_from: int = 0, room: Callable[[], bool] | None = None
+    ) -> CommitResult:
+        """`done` counts the writes applied ahead of the mark (commit_plan.plan's `ahead`)."""
+        ...
+
+    def apply(
+        self, writes: Sequence[Write], *, resume_from: int = 0, room: Callable[[], bool] | None = None
+    ) -> CommitResult:
         """Standalone writes, each on its own: DUPLICATE when every one was a put whose item was
-        there already (another copy did the work), else COMMITTED with the skipped count."""
+        there already (another copy did the work), else COMMITTED with the skipped count; `done`
+        counts `writes` applied."""
         ...
 
 

@@ -6,6 +6,7 @@ handle (to move it), so parsing never raises: it yields a `Received` with the pr
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -27,6 +28,11 @@ class Received:
     @property
     def tenant(self) -> str:
         return self.envelope.tenant if self.envelope else ""
+
+    @functools.cached_property
+    def body_bytes(self) -> int:
+        """The body's size as SQS counts it (UTF-8), for pricing its re-send."""
+        return len(self.body.encode("utf-8", "surrogatepass"))
 
 
 def _int(value: Any, default: int) -> int:

@@ -1,7 +1,8 @@
 """How much of its invocation a consumer keeps back to settle its batch.
 
 Settling is a handful of SQS and DynamoDB calls made after the last record: the re-sends of
-records it deferred or did not start (SendMessageBatch, ten a call), the visibility changes of
+records it deferred or did not start (SendMessageBatch, ten a call, or fewer when their bodies
+fill SQS_BATCH_BYTES first), the visibility changes of
 records it failed (ChangeMessageVisibilityBatch, ten a call), one lease release per tenant quota
 it holds, and the drain count. If the invocation ends before they are made, every record of the
 batch goes back to SQS with a receive spent, attempted or not. So the reserve is priced in calls,
@@ -14,6 +15,8 @@ from __future__ import annotations
 from math import ceil
 
 SQS_BATCH_ENTRIES = 10
+SQS_BATCH_BYTES = 256 * 1024
+"""The most payload one SendMessageBatch carries: every entry's body and attributes together."""
 
 CALL_FLOOR_SECONDS = 0.05
 """The least a call is priced at: above a healthy in-region SQS or DynamoDB call, so a few fast
@@ -28,10 +31,12 @@ def per_call_seconds(*slowest_seen: float) -> float:
     return max(CALL_FLOOR_SECONDS, *slowest_seen)
 
 
-def settle_calls(*, resends: int, visibility_changes: int, releases: int) -> int:
+def settle_calls(*, resends: int, visibility_changes: int, releases: int, resend_bytes: int = 0) -> int:
     """The calls the end of a batch makes: the drain count is one update, made whenever anything
-    drained, so it is always priced in."""
-    return ceil(resends / SQS_BATCH_ENTRIES) + ceil(visibility_changes / SQS_BATCH_ENTRIES) + releases + 1
+    drained, so it is always priced in. Re-sends are cut at ten entries or SQS_BATCH_BYTES, and a
+    cut made in order leaves each call with more than half the bytes of two, hence the 2."""
+    resend_calls = max(ceil(resends / SQS_BATCH_ENTRIES), ceil(2 * resend_bytes / SQS_BATCH_BYTES))
+    return resend_calls + ceil(visibility_changes / SQS_BATCH_ENTRIES) + releases + 1
 
 
 def seconds_for(calls: int, per_call: float) -> float:

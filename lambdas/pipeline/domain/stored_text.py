@@ -10,6 +10,11 @@ in the console and by a filter expression.
 The attribute's DynamoDB type says which it is (String or Binary), so nothing else is stored to
 tell them apart, and items written before compression read back unchanged. Read every stored text
 through `read`.
+
+JSON can spell half of a UTF-16 surrogate pair (`"\\ud83d"`, a client that cut an emoji in two),
+and Python decodes it to a string UTF-8 cannot encode. Such a text is stored with U+FFFD in place
+of each unpaired half (`well_formed`), as a UTF-8 decoder would show it, rather than failing the
+delivery that carried it.
 """
 
 from __future__ import annotations
@@ -28,8 +33,26 @@ class UnreadableText(ValueError):
     """Stored bytes that are not raw deflate of UTF-8 text."""
 
 
+def is_well_formed(text: str) -> bool:
+    """Whether UTF-8 can carry `text`: it holds no unpaired surrogate."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def well_formed(text: str) -> str:
+    """`text` with each unpaired surrogate replaced by U+FFFD; a pair spelled as two halves is
+    joined into the character it stands for."""
+    if is_well_formed(text):
+        return text
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+
+
 def stored(text: str) -> str | bytes:
-    """`text` as it should be written: itself, or its raw deflate when that is worth it."""
+    """`text` as it should be written: itself (well formed), or its raw deflate when that is worth it."""
+    text = well_formed(text)
     raw = text.encode("utf-8")
     if len(raw) < COMPRESS_FROM_BYTES:
         return text

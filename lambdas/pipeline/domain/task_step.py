@@ -4,15 +4,24 @@ Steps 4 and 5 in domain/consumer.py's overview: the task may hold the lane's dep
 around its external call (exhausted → deferred); then follow-ups are sent, and the task's writes
 and the done-mark commit as one transaction, or, for a queued webhook whose writes are each
 idempotent by key, those writes alone (marks.effect_is_mark).
+
+A commit is as many calls as its writes make (domain/commit_plan.py: one a write, or one a
+hundred), not one: each is made only while the invocation would still have its settle reserve
+afterwards (`room`). A commit that does not fit stops between calls and the record continues in a
+re-sent copy, at once and at no cost in attempts, carrying how many writes landed; the copy runs
+the task again and commits from there. So a delivery of thousands of units finishes over a few
+invocations instead of timing out in each until the DLQ takes it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
+from typing import Any
 
 from pipeline import schema
 from pipeline.domain import budgets as budget_rules
-from pipeline.domain import marks, retention, senders
+from pipeline.domain import commit_plan, marks, retention, senders
 from pipeline.domain import outcomes as out
 from pipeline.domain.consumer_config import Adapters, ConsumerConfig
 from pipeline.domain.effects import TASK_TABLES, Write
@@ -50,9 +59,16 @@ class TaskStep:
         self._settle = settle
 
     def run(
-        self, received: Received, obligation: Obligation, remaining: Callable[[], float], reserve: float
+        self,
+        received: Received,
+        obligation: Obligation,
+        remaining: Callable[[], float],
+        reserve: float,
+        room: Callable[[], bool] | None = None,
     ) -> RecordOutcome:
-        """`reserve`: the time to keep back for this record's own calls and the batch's settling."""
+        """`reserve`: the time to keep back for this record's own calls and the batch's settling;
+        `room`: whether there is time for one more call of its commit (by default, whether the
+        reserve is still left)."""
         envelope = received.envelope
         assert envelope is not None
         attempt = attempt_of(received)
@@ -94,12 +110,26 @@ class TaskStep:
         except Exception as exc:
             return self._settle.failed(received, obligation, classify(exc))
         try:
-            return self._commit(received, obligation, result, attempt, called_out=context.called_out)
+            return self._commit(
+                received,
+                obligation,
+                result,
+                attempt,
+                called_out=context.called_out,
+                room=room or (lambda: remaining() >= reserve),
+            )
         except Exception as exc:
             return self._settle.failed(received, obligation, classify(exc))
 
     def _commit(
-        self, received: Received, obligation: Obligation, result: TaskResult, attempt: int, *, called_out: bool
+        self,
+        received: Received,
+        obligation: Obligation,
+        result: TaskResult,
+        attempt: int,
+        *,
+        called_out: bool,
+        room: Callable[[], bool],
     ) -> RecordOutcome:
         envelope = received.envelope
         assert envelope is not None
@@ -110,7 +140,10 @@ class TaskStep:
         effects = retention.stamp(result.writes, retention.expiry(now, self._config.effects_retention_seconds))
         effects = senders.attributed(effects, _sender_of(obligation))
         if marks.effect_is_mark(obligation, result.keyed, called_out):
-            applied = self._io.committer.apply(effects)
+            start = commit_plan.resume_point(envelope.progress, effects)
+            applied = self._io.committer.apply(effects, resume_from=start, room=room)
+            if applied.state is CommitState.PARTIAL:
+                return _continues(envelope.progress, effects, applied.done, attempt)
             outcome = Outcome.DONE if applied.state is CommitState.COMMITTED else Outcome.DUPLICATE
             detail = dict(result.detail)
             if applied.skipped and outcome is Outcome.DONE:
@@ -133,7 +166,11 @@ class TaskStep:
         writes: tuple[Write, ...] = (() if result.superseded else effects) + job_finished(
             envelope, obligation.status, schema.RowStatus.DONE
         )
-        committed = self._io.committer.commit(mark, writes)
+        ahead, _ = commit_plan.plan(writes)
+        start = commit_plan.resume_point(envelope.progress, ahead)
+        committed = self._io.committer.commit(mark, writes, resume_from=start, room=room)
+        if committed.state is CommitState.PARTIAL:
+            return _continues(envelope.progress, ahead, committed.done, attempt)
         outcome = {
             CommitState.COMMITTED: final,
             CommitState.SUPERSEDED: Outcome.SUPERSEDED,
@@ -143,6 +180,12 @@ class TaskStep:
         if committed.skipped:
             detail["skipped_writes"] = committed.skipped
         return out.acked(outcome, attempt, **detail)
+
+
+def _continues(progress: Mapping[str, Any] | None, writes: Sequence[Write], done: int, attempt: int) -> RecordOutcome:
+    """Re-sent at once, carrying how many of `writes` landed: the copy commits the rest."""
+    outcome = out.deferred(0, attempt, out.CONTINUES, commit_plan.progress_after(progress, writes, done))
+    return replace(outcome, detail={**outcome.detail, "committed_writes": done, "writes": len(writes)})
 
 
 def _sender_of(obligation: Obligation) -> str | None:

@@ -16,6 +16,13 @@ three model calls and three replies. Two kinds of work on this lane do it:
   commit the reply together with a check that the marker is still ours. A message that arrived
   during the call fails that check, and the reply is dropped in favour of the newer turn.
 
+The newest turn answers every message since the last reply, not only its own: the stamp also adds
+the message to the conversation's `unanswered` item (a string set of `<seq>#<message id>`, added
+to unconditionally, so a message processed late is in it too), and the turn prompts the model
+with those messages' texts, oldest first, then takes what it answered out of the set in the
+reply's commit. A superseded turn commits nothing, so the set keeps its messages for the newer
+turn. A conversation stamped before the set existed is answered from the marker's text.
+
 The turn's id derives from the message (`turn-<conversation ref>-<message id>`), so a repeated
 follow-up is a duplicate the consumer's done-marker absorbs.
 
@@ -37,7 +44,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from pipeline import schema
-from pipeline.domain import senders
+from pipeline.domain import senders, stored_text
 from pipeline.domain.effects import Check, OnConflict, Put, Table, Update
 from pipeline.domain.envelope import Envelope
 from pipeline.domain.errors import PermanentError, TransientError
@@ -49,6 +56,12 @@ TURN = "ai.turn"
 MARKER_TTL_SECONDS = 2 * 24 * 3600
 """Outlives any turn: the lane's default expiry drops a turn long before its marker goes."""
 PROMPT_TEXT_LIMIT = 4000
+"""Characters of the prompt: the newest messages' texts, so a long burst keeps its end."""
+PROMPT_MESSAGES = 20
+"""The most messages a turn reads for its prompt (one GetItem each), newest first: more than a
+burst, and a bound on a turn's reads after a long outage of the model."""
+UNANSWERED_SK = "unanswered"
+_SEQ_WIDTH = 20
 CONVERSATION_PREFIX = "conversation#"
 MARKER_PREFIX = "turn-marker#"
 
@@ -80,6 +93,20 @@ def conversation_ref(tenant: str, conversation: str) -> str:
 
 def turn_id(tenant: str, conversation: str, message_id: str) -> str:
     return f"turn-{conversation_ref(tenant, conversation)}-{message_id}"
+
+
+def unanswered_key(tenant: str, conversation: str) -> dict[str, str]:
+    """The data item listing the conversation's messages no reply has answered yet."""
+    return {schema.PK: conversation_pk(tenant, conversation), schema.SK: UNANSWERED_SK}
+
+
+def unanswered_entry(seq: float, message_id: str) -> str:
+    """One message in the unanswered set; entries sort as (seq, message id) do."""
+    return f"{max(0.0, seq):0{_SEQ_WIDTH}.6f}#{message_id}"
+
+
+def _message_of(entry: str) -> str:
+    return entry.split("#", 1)[1]
 
 
 def _field(payload: Mapping[str, Any], name: str) -> str:
@@ -133,6 +160,21 @@ def stamp(ctx: TaskContext) -> TaskResult:
         names={"#pk": schema.PK},
         on_conflict=OnConflict.SKIP,
     )
+    sender = ctx.sender_hash(person)
+    names = {"#waiting": "waiting"}
+    values: dict[str, Any] = {":entry": {unanswered_entry(seq, message_id)}}
+    expression = "ADD #waiting :entry"
+    if sender is not None:
+        names["#sender"] = schema.SENDER_HASH
+        values[":sender"] = sender
+        expression += " SET #sender = :sender"
+    unanswered = Update(
+        table=Table.DATA,
+        key=unanswered_key(tenant, conversation),
+        expression=expression,
+        names=names,
+        values=values,
+    )
     debounce = float(ctx.option("debounce_seconds", "4"))
     turn = Envelope(
         id=turn_id(tenant, conversation, message_id),
@@ -142,10 +184,10 @@ def stamp(ctx: TaskContext) -> TaskResult:
         source="internal",
         created_at=ctx.now,
         deadline=ctx.envelope.deadline,
-        payload={"conversation": conversation, "token": message_id, "seq": seq, "sender_hash": ctx.sender_hash(person)},
+        payload={"conversation": conversation, "token": message_id, "seq": seq, "sender_hash": sender},
     )
     return TaskResult(
-        writes=(marker, stored),
+        writes=(marker, stored, unanswered),
         follow_ups=(FollowUp(turn, delay_seconds=math.ceil(debounce)),),
         detail={"conversation": conversation_ref(tenant, conversation)},
     )
@@ -165,8 +207,9 @@ def turn(ctx: TaskContext) -> TaskResult:
         return TaskResult(superseded=True, detail={"conversation": ref, "superseded_by": theirs[1]})
     if theirs < (seq, token):
         raise TurnBeforeStamp(f"marker for conversation {ref} predates message {token}")
+    answered, prompt = _unanswered(ctx, tenant, conversation, unanswered_entry(seq, token))
     with ctx.dependency():
-        reply = ctx.vendor.complete(str(marker.get("text", "")), timeout=ctx.remaining())
+        reply = ctx.vendor.complete(prompt or str(marker.get("text", "")), timeout=ctx.remaining())
     reply_item = {
         schema.PK: conversation_pk(tenant, conversation),
         schema.SK: f"reply#{token}",
@@ -191,7 +234,33 @@ def turn(ctx: TaskContext) -> TaskResult:
         values={":token": token},
         on_conflict=OnConflict.SUPERSEDE,
     )
-    return TaskResult(writes=(answer, still_newest), detail={"conversation": ref})
+    writes: tuple[Put | Update | Check, ...] = (answer, still_newest)
+    if answered:
+        writes += (
+            Update(
+                table=Table.DATA,
+                key=unanswered_key(tenant, conversation),
+                expression="DELETE #waiting :answered",
+                names={"#waiting": "waiting"},
+                values={":answered": set(answered)},
+            ),
+        )
+    return TaskResult(writes=writes, detail={"conversation": ref, "answered": len(answered)})
+
+
+def _unanswered(ctx: TaskContext, tenant: str, conversation: str, newest: str) -> tuple[list[str], str]:
+    """The unanswered set's entries up to `newest`, and the prompt made of their texts, oldest
+    first (empty when the conversation has no set yet)."""
+    item = ctx.read(Table.DATA, unanswered_key(tenant, conversation)) or {}
+    entries = sorted(entry for entry in item.get("waiting") or () if isinstance(entry, str) and entry <= newest)
+    texts = []
+    for entry in entries[-PROMPT_MESSAGES:]:
+        message = ctx.read(
+            Table.DATA, {schema.PK: conversation_pk(tenant, conversation), schema.SK: f"in#{_message_of(entry)}"}
+        )
+        if message is not None:  # erased since, or never stored: nothing to answer
+            texts.append(stored_text.read(message.get("text", "")))
+    return entries, "\n".join(texts)[-PROMPT_TEXT_LIMIT:]
 
 
 def run(ctx: TaskContext) -> TaskResult:

@@ -25,14 +25,16 @@ PROMPT_TEXT_LIMIT = 2000
 """Characters of a comment sent to the model: the label is in the first lines, and tokens cost."""
 
 
-def _comments(payload: object) -> tuple[list[meta.Comment], int]:
+def _comments(payload: object) -> meta.Units:
+    """The comments to triage; what else the payload held is counted as ignored."""
     if isinstance(payload, Mapping) and "entry" in payload:
         units = meta.read(payload)
-        return units.comments, units.ignored + len(units.messages) + len(units.statuses)
+        units.ignored += len(units.messages) + len(units.statuses)
+        return units
     if isinstance(payload, Mapping) and payload.get("comment_id"):
         single = meta.Units()
         meta.add_comment(payload, single)  # same rules as a feed change
-        return single.comments, single.ignored
+        return single
     raise PermanentError("not_a_comment", "payload is neither a Meta delivery nor a comment")
 
 
@@ -58,11 +60,12 @@ def triage(tenant: str, comment: meta.Comment, label: str, now: float, sender_ha
 
 
 def run(ctx: TaskContext) -> TaskResult:
-    comments, ignored = _comments(ctx.payload)
-    unique = {comment.id: comment for comment in comments}
+    units = _comments(ctx.payload)
+    unique = {comment.id: comment for comment in units.comments}
     index = privacy.delivery_index(ctx)
+    skipped = {"ignored": units.ignored, "unprocessable": units.unprocessable}
     if not unique:
-        return TaskResult(writes=index, detail={"comments": 0, "ignored": ignored})
+        return TaskResult(writes=index, detail={"comments": 0, **skipped})
     labels: dict[str, str] = {}
     with ctx.dependency():
         for comment in unique.values():
@@ -75,4 +78,4 @@ def run(ctx: TaskContext) -> TaskResult:
     counts: dict[str, int] = {}
     for label in labels.values():
         counts[label] = counts.get(label, 0) + 1
-    return TaskResult(writes=writes, detail={"comments": len(unique), "ignored": ignored, "labels": counts})
+    return TaskResult(writes=writes, detail={"comments": len(unique), **skipped, "labels": counts})

@@ -151,5 +151,6 @@ def run(ctx: TaskContext) -> TaskResult:
             "statuses": len(statuses),
             "comments": len(comments),
             "ignored": units.ignored + unknown_statuses,
+            "unprocessable": units.unprocessable,
         },
     )

@@ -4,6 +4,9 @@ A delivery is `{"object": ..., "entry": [{"id": business, "changes": [{"field", 
 "messaging": [...]}]}`. One delivery may batch many messages, statuses and comments. A unit
 lacking what identifies it (a message without an id, say) is counted as ignored rather than
 failing the delivery: the rest of it is still good, and no retry would add the missing id.
+A unit whose ids UTF-8 cannot carry (an unpaired surrogate, which JSON can spell) is skipped and
+counted as `unprocessable`: no table would take the item, and no retry would mend it. Its text
+is a different matter: a text is kept, made well formed (domain/stored_text.py).
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from pipeline.domain import stored_text
 from pipeline.domain.errors import PermanentError
 
 COMMENT_FIELDS = frozenset({"feed", "comments", "live_comments", "mentions"})
@@ -51,10 +55,19 @@ class Units:
     statuses: list[StatusUpdate] = field(default_factory=list)
     comments: list[Comment] = field(default_factory=list)
     ignored: int = 0
+    unprocessable: int = 0
+    """Units skipped because an id of theirs cannot be stored (see the module's docstring)."""
 
 
 def _text(value: Any) -> str:
     return value if isinstance(value, str) else ""
+
+
+def _storable(units: Units, *ids: str) -> bool:
+    if all(stored_text.is_well_formed(value) for value in ids):
+        return True
+    units.unprocessable += 1
+    return False
 
 
 def _int(value: Any) -> int:
@@ -78,14 +91,17 @@ def _whatsapp(value: Mapping[str, Any], units: Units) -> None:
         if not message_id:
             units.ignored += 1
             continue
+        sender = _text(message.get("from"))
+        if not _storable(units, message_id, sender):
+            continue
         kind = _text(message.get("type")) or "unknown"
         body = _mapping(message.get(kind))
         units.messages.append(
             InboundMessage(
                 id=message_id,
-                sender=_text(message.get("from")),
+                sender=sender,
                 timestamp=_int(message.get("timestamp")),
-                type=kind,
+                type=stored_text.well_formed(kind),
                 text=_text(body.get("body") or body.get("caption")),
                 channel="whatsapp",
             )
@@ -95,9 +111,10 @@ def _whatsapp(value: Mapping[str, Any], units: Units) -> None:
         if not message_id or not name:
             units.ignored += 1
             continue
-        units.statuses.append(
-            StatusUpdate(message_id, name, _int(status.get("timestamp")), _text(status.get("recipient_id")))
-        )
+        recipient = _text(status.get("recipient_id"))
+        if not _storable(units, message_id, recipient):
+            continue
+        units.statuses.append(StatusUpdate(message_id, name, _int(status.get("timestamp")), recipient))
 
 
 def add_comment(value: Mapping[str, Any], units: Units) -> None:
@@ -110,13 +127,15 @@ def add_comment(value: Mapping[str, Any], units: Units) -> None:
     if not comment_id:
         units.ignored += 1
         return
-    author = _mapping(value.get("from"))
-    media = _mapping(value.get("media"))
+    author = _text(_mapping(value.get("from")).get("id"))
+    post_id = _text(value.get("post_id") or _mapping(value.get("media")).get("id"))
+    if not _storable(units, comment_id, author, post_id):
+        return
     units.comments.append(
         Comment(
             id=comment_id,
-            post_id=_text(value.get("post_id") or media.get("id")),
-            author=_text(author.get("id")),
+            post_id=post_id,
+            author=author,
             text=_text(value.get("message") or value.get("text")),
         )
     )
@@ -131,11 +150,13 @@ def _messaging(event: Mapping[str, Any], channel: str, units: Units) -> None:
     if not message_id:
         units.ignored += 1
         return
-    sender = _mapping(event.get("sender"))
+    sender = _text(_mapping(event.get("sender")).get("id"))
+    if not _storable(units, message_id, sender):
+        return
     units.messages.append(
         InboundMessage(
             id=message_id,
-            sender=_text(sender.get("id")),
+            sender=sender,
             timestamp=_int(event.get("timestamp")) // 1000,  # Messenger stamps milliseconds
             type="text" if "text" in message else "attachment",
             text=_text(message.get("text")),

@@ -110,7 +110,9 @@ class MemoryCommitter:
     applied: list[tuple[Write, ...]] = field(default_factory=list)
     before_commit: Callable[[], None] | None = None
 
-    def commit(self, mark: Write, writes: Sequence[Write]) -> CommitResult:
+    def commit(
+        self, mark: Write, writes: Sequence[Write], *, resume_from: int = 0, room: Callable[[], bool] | None = None
+    ) -> CommitResult:
         if self.before_commit is not None:
             hook, self.before_commit = self.before_commit, None
             hook()
@@ -127,7 +129,9 @@ class MemoryCommitter:
         self.landed.extend(writes)
         return CommitResult(CommitState.COMMITTED, skipped=self.skipped)
 
-    def apply(self, writes: Sequence[Write]) -> CommitResult:
+    def apply(
+        self, writes: Sequence[Write], *, resume_from: int = 0, room: Callable[[], bool] | None = None
+    ) -> CommitResult:
         if self.error is not None:
             raise self.error
         self.applied.append(tuple(writes))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import boto3
 import pytest
 
@@ -123,3 +125,31 @@ def test_a_lone_mark_that_finds_the_work_done_is_a_duplicate(committer, tables):
     state, _ = tables
     state.put_item(Item={**MARK_KEY, "outcome": "done"})
     assert committer.commit(_mark(), []).state is CommitState.DUPLICATE
+
+
+def test_a_commit_with_no_room_for_its_next_call_stops_between_calls_and_resumes_after_what_landed(committer, tables):
+    # Given 350 standalone writes (three chunks ahead of the mark's transaction) and time for two calls
+    state, data = tables
+    writes = [_row(n) for n in range(350)]
+    calls = iter([True, False])
+    stopped = committer.commit(_mark(), writes, room=lambda: next(calls))
+    # Then two chunks landed, the mark did not, and the result says how far it got
+    assert (stopped.state, stopped.done) == (CommitState.PARTIAL, 200)
+    assert state.get_item(Key=MARK_KEY).get("Item") is None
+    # When a copy resumes from there with time enough
+    finished = committer.commit(_mark(), writes, resume_from=stopped.done, room=lambda: True)
+    # Then the rest and the mark land
+    assert (finished.state, finished.done) == (CommitState.COMMITTED, 251)
+    assert state.get_item(Key=MARK_KEY).get("Item") is not None
+    assert data.get_item(Key={schema.PK: "rows", schema.SK: "r0349"}).get("Item") is not None
+
+
+def test_applying_keyed_writes_stops_when_out_of_room_and_a_resumed_copy_is_not_a_duplicate(committer, tables):
+    _, data = tables
+    writes = [replace(_if_absent(n), standalone=True) for n in range(5)]
+    answers = iter([True, False])
+    stopped = committer.apply(writes, room=lambda: next(answers))
+    assert (stopped.state, stopped.done) == (CommitState.PARTIAL, 2)
+    assert data.get_item(Key={schema.PK: "rows", schema.SK: "r0002"}).get("Item") is None
+    finished = committer.apply(writes, resume_from=2, room=lambda: True)
+    assert (finished.state, finished.done, finished.skipped) == (CommitState.COMMITTED, 5, 0)

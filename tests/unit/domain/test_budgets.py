@@ -3,6 +3,8 @@ items as DynamoDB may hand them back (absent, partly written, edited by hand).""
 
 from __future__ import annotations
 
+import random
+
 import boto3
 
 from pipeline.adapters.leases import LeaseBudgets
@@ -82,3 +84,30 @@ def test_a_slot_is_free_again_at_the_instant_its_lease_expires(aws, deployed):
     # Then the early one is refused and the one on time takes the slot the crash left behind
     assert (early.granted, early.over) == (0, 1)
     assert (on_time.granted, on_time.over) == (1, 0)
+
+
+def test_a_budget_past_a_dozen_slots_is_split_into_shards_whose_limits_add_up_to_it():
+    prods = budgets.dependency("llm", 45, "enforce")
+    shards = budgets.shards_of(prods)
+    assert [(shard.key, shard.limit) for shard in shards] == [
+        ("dependency#llm#0", 12),
+        ("dependency#llm#1", 11),
+        ("dependency#llm#2", 11),
+        ("dependency#llm#3", 11),
+    ]
+    # and a budget of a dozen slots or fewer keeps its one item, under its own key
+    assert budgets.shards_of(budgets.dependency("llm", 12, "enforce")) == (budgets.dependency("llm", 12, "enforce"),)
+    assert QUOTA.shards == 1
+
+
+def test_a_shard_found_full_is_skipped_for_a_second_and_asked_again_once_a_slot_comes_back():
+    full = budgets.FullShards(random.Random(7))
+    budget = budgets.dependency("llm", 24, "enforce")
+    first, second = budgets.shards_of(budget)
+    full.found_full(first, now=10.0)
+    assert full.to_try(budget, now=10.5) == [second]
+    full.found_full(second, now=10.5)
+    assert full.to_try(budget, now=10.9) == []  # refused with no call
+    assert sorted(s.key for s in full.to_try(budget, now=11.0)) == [first.key]
+    full.freed(second)
+    assert sorted(s.key for s in full.to_try(budget, now=11.0)) == [first.key, second.key]

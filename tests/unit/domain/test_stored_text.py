@@ -74,3 +74,18 @@ def test_a_text_written_before_compression_reads_as_it_is():
 def test_what_is_not_a_stored_text_is_refused_naming_why(value, why):
     with pytest.raises(stored_text.UnreadableText, match=why):
         stored_text.read(value)
+
+
+@pytest.mark.parametrize(
+    ("text", "kept"),
+    [
+        ("see you \ud83d", "see you \ufffd"),  # an emoji cut in half
+        ("\ude00 first", "\ufffd first"),  # its second half alone
+        ("\ud83d\ude00", "\U0001f600"),  # both halves, spelled apart: the character they make
+        ("plain \U0001f600", "plain \U0001f600"),
+    ],
+)
+def test_a_text_with_an_unpaired_surrogate_is_stored_with_a_replacement_character(text, kept):
+    assert stored_text.well_formed(text) == kept
+    assert stored_text.read(stored_text.stored(text)) == kept
+    assert stored_text.read(stored_text.stored(text * 40)) == kept * 40  # deflated too

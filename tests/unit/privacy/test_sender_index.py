@@ -111,7 +111,11 @@ def test_jobs_and_what_their_tasks_store_are_found_by_the_person_they_are_about(
 
     # Then each finds their job row and what the task stored, and nothing of the other's
     assert _found("jobs", ANA) == {ana_job}
-    assert _found("data", ANA) == {f"conversation#shop-1#{ANA}|in#m-1", f"conversation#shop-1#{ANA}|reply#m-1"}
+    assert _found("data", ANA) == {
+        f"conversation#shop-1#{ANA}|in#m-1",
+        f"conversation#shop-1#{ANA}|reply#m-1",
+        f"conversation#shop-1#{ANA}|unanswered",
+    }
     assert _found("jobs", BEN) == {ben_job}
     assert _found("data", BEN) == {f"{_person(BEN)}|comment#page-2#c-2"}
     assert _found("data", "user-9") == {f"{_person('user-9')}|comment#page-200#c-3"}

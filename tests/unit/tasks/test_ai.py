@@ -218,3 +218,23 @@ def test_a_conversation_id_never_reaches_the_logs(lane, caplog):
     assert conversation not in text
     assert "15551234567" not in text
     assert ai.conversation_ref(SHOP, conversation) in text
+
+
+def test_the_coalesced_turn_prompts_with_every_message_since_the_last_reply_in_order(lane, caplog):
+    # Given three messages seconds apart, stamped out of order
+    h = lane("ai")
+    environ = with_lane(h.environ, options={"debounce_seconds": "0"})
+    vendor = FakeVendor(answers=["Yes, 10 to 4 on Sundays.", "You're welcome."])
+    handler = h.handler(environ, vendor=vendor)
+    burst = (("m2", 1001.0, "is the shop open"), ("m1", 1000.0, "hi"), ("m3", 1002.0, "on Sunday"))
+    for message_id, sent_at, text in burst:
+        h.send(_inbound(h, message_id, sent_at=sent_at, text=text))
+    # When the lane works through them
+    _drain(h, handler)
+    # Then the one model call saw all three, oldest first
+    assert vendor.prompts == ["hi\nis the shop open\non Sunday"]
+    assert h.data(ai.conversation_pk(SHOP, "conv-1"), "reply#m3")["answers"] == "m3"
+    # And the next message's turn answers only what came after that reply
+    h.send(_inbound(h, "m4", sent_at=1010.0, text="thanks"))
+    _drain(h, handler)
+    assert vendor.prompts[1:] == ["thanks"]

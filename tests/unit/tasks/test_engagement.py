@@ -79,7 +79,7 @@ def test_reactions_and_removals_are_not_triaged():
     result = engagement.run(ctx)
     assert result.writes == ()
     assert ctx.held == 0  # no comment, no model call, no budget taken
-    assert result.detail == {"comments": 0, "ignored": 2}
+    assert result.detail == {"comments": 0, "ignored": 2, "unprocessable": 0}
 
 
 def test_something_that_is_not_a_comment_is_permanent():
@@ -98,3 +98,17 @@ def test_something_that_is_not_a_comment_is_permanent():
 )
 def test_the_simulated_model_labels_by_rule(text, label):
     assert label_for(text) == label
+
+
+def test_a_comment_whose_author_id_utf8_cannot_carry_is_skipped_and_counted_and_the_rest_triaged():
+    broken = comment_change("c-5", "hello")
+    broken["value"]["from"] = {"id": "77\udc00"}
+    ctx = FakeContext(
+        envelope("engagement", "page.feed", tenant=PAGE),
+        feed(comment_change("c-4", "where is my order \ud83d"), broken),
+        vendor=FakeVendor(answers=["question"]),
+    )
+    result = engagement.run(ctx)
+    [write] = result.writes
+    assert (write.item["sk"].split("#")[-1], write.item["text"]) == ("c-4", "where is my order \ufffd")
+    assert result.detail["unprocessable"] == 1

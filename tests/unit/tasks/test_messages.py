@@ -9,12 +9,13 @@ import pytest
 
 from bench.consumer_costs import item_size
 from bench.scenarios.message_text import varied_text
-from pipeline import schema
+from pipeline import metric_names, schema
 from pipeline.domain import stored_text
 from pipeline.domain.effects import Put, Update
 from pipeline.domain.errors import PermanentError
 from pipeline.tasks import messages
 from tests.support.aws import REGION
+from tests.unit.consumer.handler_output import metric_total, stdout_records
 from tests.unit.tasks.payloads import (
     FAKE_KEY,
     WABA,
@@ -207,3 +208,50 @@ def test_a_short_text_is_stored_as_it_was_sent(lane):
     h = lane("messages")
     _run(h, whatsapp(messages=[text_message("wamid.short", "see you at 5 🙂")]))
     assert h.data(*message_at("wamid.short"))["text"] == "see you at 5 🙂"
+
+
+LONE_SURROGATE = "\ud83d"
+"""Half of an emoji's UTF-16 pair: JSON allows the escape, UTF-8 has no encoding for it."""
+
+
+def test_a_lone_surrogate_in_one_text_is_stored_as_a_replacement_character_and_loses_nothing(lane, caplog):
+    # Given a delivery whose second message's text ends in half an emoji, beside good units
+    h = lane("messages")
+    payload = whatsapp(
+        messages=[
+            text_message("wamid.GOOD", "hello"),
+            text_message("wamid.HALF", "see you " + LONE_SURROGATE),
+            text_message("wamid.LONG", "long " * 80 + LONE_SURROGATE + "\ud83d\ude00"),
+        ],
+        statuses=[status("wamid.SENT", "read")],
+    )
+    # When it is consumed (by reference, as the door sends what SQS cannot carry)
+    _run(h, payload)
+    # Then nothing is dead-lettered and every unit is stored, the half emoji as U+FFFD, a whole pair kept
+    assert h.dead_letters() == []
+    assert h.data(*message_at("wamid.GOOD"))["text"] == "hello"
+    assert h.data(*message_at("wamid.HALF"))["text"] == "see you \ufffd"
+    assert stored_text.read(h.data(*message_at("wamid.LONG"))["text"].value) == "long " * 80 + "\ufffd\U0001f600"
+    assert _status(h, "wamid.SENT")["status"] == "read"
+
+
+def test_a_unit_that_cannot_be_stored_is_skipped_and_counted_never_its_delivery(lane, caplog, capsys):
+    # Given a delivery where one message's id and one status's recipient carry a lone surrogate
+    h = lane("messages")
+    broken_status = {**status("wamid.OTHER", "read"), "recipient_id": "1555" + LONE_SURROGATE}
+    payload = whatsapp(
+        messages=[text_message("wamid.GOOD", "hello"), text_message("wamid." + LONE_SURROGATE, "lost")],
+        statuses=[status("wamid.SENT", "read"), broken_status],
+    )
+    # When it is consumed (by reference, as the door sends what SQS cannot carry)
+    _run(h, payload)
+    # Then the good units are stored, the two bad ones skipped, and the skip is on the record's
+    # line and in a metric by lane
+    assert h.dead_letters() == []
+    assert h.data(*message_at("wamid.GOOD"))["text"] == "hello"
+    assert _status(h, "wamid.SENT")["status"] == "read"
+    done = [r for r in caplog.records if getattr(r, "outcome", None) == "done"]
+    assert done[-1].detail["unprocessable"] == 2
+    assert LONE_SURROGATE not in json.dumps(done[-1].detail, ensure_ascii=False)
+    printed = stdout_records(capsys.readouterr().out)
+    assert metric_total(printed, metric_names.UNPROCESSABLE_UNITS, Lane="messages") == 2
