@@ -31,8 +31,9 @@ import math
 import random
 from collections.abc import Mapping
 from dataclasses import dataclass
-from enum import StrEnum
 from typing import Any
+
+from pipeline.policy.budget_mode import Mode
 
 LEASE_PREFIX = "lease_"
 IN_USE = "in_use"
@@ -43,12 +44,6 @@ SLOTS_PER_SHARD = 12
 FULL_FOR_SECONDS = 1.0
 """How long an instance believes a shard it found full: far below the lanes' deferral delays
 (5 s and more), so a slot freed meanwhile waits at most this for a taker from this instance."""
-
-
-class Mode(StrEnum):
-    ENFORCE = "enforce"
-    OBSERVE = "observe"
-    """Count and log what would be deferred, defer nothing: how a new limit is rolled out."""
 
 
 @dataclass(frozen=True)
