@@ -119,9 +119,11 @@ def finish(
     error: Classified | None = None,
     outcome: str | None = None,
     result: Mapping[str, int] | None = None,
+    keep_until: int | None = None,
 ) -> Put | Update | None:
     """The write that finishes the obligation, or None for internal work that is not done (an
-    expired or failed tick leaves no marker: a redrive may run it again)."""
+    expired or failed tick leaves no marker: a redrive may run it again). `keep_until` replaces the
+    row's expiry (a dead-lettered row must outlive its dead letter)."""
     if obligation.internal:
         if status != schema.RowStatus.DONE:
             return None
@@ -148,6 +150,8 @@ def finish(
     }
     if result and obligation.table is Table.JOBS:
         values[RESULT] = dict(result)
+    if keep_until is not None:
+        values[schema.TTL] = keep_until
     names = {f"#{name}": name for name in values}
     names["#shard"] = schema.PENDING_SHARD
     sets = ", ".join(f"#{name} = :{name}" for name in values)

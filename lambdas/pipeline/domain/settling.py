@@ -16,6 +16,7 @@ from pipeline import schema
 from pipeline.domain import marks, retry
 from pipeline.domain import outcomes as out
 from pipeline.domain.consumer_config import Adapters, ConsumerConfig
+from pipeline.domain.effects import OnConflict, Table, Update
 from pipeline.domain.envelope import Envelope
 from pipeline.domain.errors import Classified, PermanentError, classify
 from pipeline.domain.job_bookkeeping import job_finished
@@ -23,7 +24,9 @@ from pipeline.domain.marks import Obligation
 from pipeline.domain.outcomes import RecordOutcome
 from pipeline.domain.ports import CommitState
 from pipeline.domain.records import Received
+from pipeline.domain.webhook_body import BODY_PARTS, part_id
 from pipeline.metric_names import Outcome
+from pipeline.policy.lanes import DLQ_RETENTION_SECONDS
 
 ERROR_ATTRIBUTE_LIMIT = 256
 
@@ -129,19 +132,26 @@ class Settler:
         return out.dead_lettered(error, attempt)
 
     def _mark_failed(self, envelope: Envelope, obligation: Obligation, error: Classified, attempt: int) -> None:
+        now = self._clock()
+        keep_until = dead_letter_keep_until(obligation, now)
         mark = marks.finish(
             obligation,
             envelope,
             status=schema.RowStatus.FAILED,
-            now=self._clock(),
+            now=now,
             attempts=attempt,
             marker_ttl_seconds=self._config.marker_ttl_seconds,
             error=error,
+            keep_until=keep_until,
         )
         if mark is None:
             return
+        writes = (
+            *job_finished(envelope, obligation.status, schema.RowStatus.FAILED),
+            *_body_parts_kept(obligation, keep_until),
+        )
         try:
-            self._io.committer.commit(mark, job_finished(envelope, obligation.status, schema.RowStatus.FAILED))
+            self._io.committer.commit(mark, writes)
         except Exception as exc:  # it is in the DLQ already; the sweeper will see the row pending
             self._io.observer.problem("dead-lettered row not marked failed", exc, id=envelope.id)
 
@@ -183,3 +193,38 @@ class Settler:
                 if refused_changes:
                     self._io.observer.problem("some visibility changes were refused", None, refused=refused_changes)
         return settled
+
+
+DEAD_LETTER_MARGIN_SECONDS = 24 * 3600
+"""Past the DLQ's own retention: a dead letter redriven on its last day still finds its row when a
+consumer takes it a little later."""
+
+
+def dead_letter_keep_until(obligation: Obligation, now: float) -> int:
+    """A dead-lettered row's new expiry: as long as its dead letter can wait for a redrive, never
+    shorter than it was. A row that expired first would turn the redrive into `row_missing`, and
+    the delivery (its body too, when it travelled by reference) would be lost."""
+    kept = int(now) + DLQ_RETENTION_SECONDS + DEAD_LETTER_MARGIN_SECONDS
+    current = (obligation.found or {}).get(schema.TTL)
+    return kept if current is None else max(kept, int(current))
+
+
+def _body_parts_kept(obligation: Obligation, keep_until: int) -> tuple[Update, ...]:
+    """A split body's other parts, kept as long as their row. Updates conditional on the part
+    still being there: a part TTL already deleted is not written back empty."""
+    found = obligation.found or {}
+    if obligation.table is not Table.WEBHOOK_LOG or int(found.get(BODY_PARTS) or 1) <= 1:
+        return ()
+    row_id = str(obligation.key[schema.ID])
+    return tuple(
+        Update(
+            table=Table.WEBHOOK_LOG,
+            key={schema.ID: part_id(row_id, index)},
+            expression="SET #ttl = :ttl",
+            condition="attribute_exists(#id)",
+            names={"#ttl": schema.TTL, "#id": schema.ID},
+            values={":ttl": keep_until},
+            on_conflict=OnConflict.SKIP,
+        )
+        for index in range(1, int(found[BODY_PARTS]))
+    )

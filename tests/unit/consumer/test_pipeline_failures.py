@@ -184,3 +184,45 @@ def test_a_commit_refused_for_good_dead_letters_the_record_and_marks_its_row_fai
     assert p.outcome(record["messageId"]).outcome == Outcome.DEAD_LETTERED
     assert [w.key for w in p.committer.landed] == [{schema.PK: "queued#messages#acme"}]
     assert p.status("job-v") == schema.RowStatus.FAILED
+
+
+DAY = 86400
+
+
+@pytest.mark.parametrize("source", ["webhook", "job"])
+def test_a_dead_lettered_row_is_kept_as_long_as_its_dead_letter(source):
+    # Given a row due to expire in 7 days, whose dead letter the DLQ keeps 14
+    from pipeline.policy.lanes import DLQ_RETENTION_SECONDS
+
+    p = Pipeline(task=raising(PermanentError("bad_input", "no")))
+    make = p.webhook if source == "webhook" else p.job
+    record = p.record(make("row-1", **{schema.TTL: int(NOW) + 7 * DAY}))
+    # When it is dead-lettered
+    p.run([record])
+    assert p.outcomes() == [Outcome.DEAD_LETTERED]
+    # Then its row outlives the dead letter, so a redrive on day 13 still finds it
+    row = p.store.row(Table.WEBHOOK_LOG if source == "webhook" else Table.JOBS, "row-1")
+    assert row["status"] == schema.RowStatus.FAILED
+    assert row[schema.TTL] >= NOW + DLQ_RETENTION_SECONDS
+
+
+def test_a_dead_lettered_row_never_has_its_expiry_shortened():
+    p = Pipeline(task=raising(PermanentError("bad_input", "no")))
+    record = p.record(p.job("row-1", **{schema.TTL: int(NOW) + 30 * DAY}))
+    p.run([record])
+    assert p.store.row(Table.JOBS, "row-1")[schema.TTL] == int(NOW) + 30 * DAY
+
+
+def test_a_dead_lettered_webhook_keeps_its_body_parts_as_long_as_its_row():
+    from pipeline.domain.webhook_body import part_id
+    from pipeline.policy.lanes import DLQ_RETENTION_SECONDS
+
+    p = Pipeline(task=raising(PermanentError("bad_input", "no")))
+    record = p.record(p.webhook("row-1", body_parts=3, **{schema.TTL: int(NOW) + 7 * DAY}))
+    p.run([record])
+    extended = [w for w in p.committer.landed if w.key.get(schema.ID, "").startswith("row-1#part")]
+    assert [w.key[schema.ID] for w in extended] == [part_id("row-1", 1), part_id("row-1", 2)]
+    for write in extended:
+        assert write.values[":ttl"] >= NOW + DLQ_RETENTION_SECONDS
+        # An update, never a put: a part TTL already deleted is not brought back empty.
+        assert "attribute_exists" in (write.condition or "")
