@@ -73,7 +73,7 @@ class Sweeper(Construct):
             spec=FunctionSpec(
                 handler="pipeline.handlers.sweeper.handler",
                 environment=environment,
-                timeout_seconds=60,
+                timeout_seconds=env.sweeper.timeout_seconds,
                 memory_mb=512,
                 description="Replays logged work the queues lost; abandons what keeps failing",
                 # One sweep at a time: overlapping sweeps are safe (replays are conditional) but wasteful.
