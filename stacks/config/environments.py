@@ -97,6 +97,9 @@ class AlarmConfig:
     webhook_age_seconds: int = 300
     """Oldest unprocessed webhook-log row (and job row), as the sweeper reports it; a sweeper that
     stops reporting pages on its own alarm (stacks/constructs/schedules.py)."""
+    unparseable_deliveries: int = 1
+    """Signed deliveries the door logged but could not route, per period: each is work nothing
+    does (a new Meta field or object, a payload the parser refuses)."""
     errors_threshold: int = 5
     jobs_shed_threshold: int = 100
     """Shedding is the design working; page only when a lane sheds this many jobs in a period."""

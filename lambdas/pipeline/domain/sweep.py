@@ -25,11 +25,18 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from pipeline.domain.envelope import Envelope
+from pipeline.domain.routing import WEBHOOK_LANES
 from pipeline.domain.sweep_inputs import Backlog, PendingRow, ReplayFailed, RowStore
 from pipeline.domain.sweep_verdict import Patience, Verdict, judge
 from pipeline.policy.sweeper import SweeperSettings
 
 SWEPT_SOURCES = ("webhook", "job")
+
+
+def source_lanes(source: str, lanes: Collection[str]) -> tuple[str, ...]:
+    """The lanes a source's rows can wait on: a delivery only on a lane the door routes to, a job
+    on any lane. Each has an age alarm of its own (stacks/constructs/schedules.py)."""
+    return tuple(sorted(lane for lane in lanes if source != "webhook" or lane in WEBHOOK_LANES))
 
 
 class Log(Protocol):
@@ -56,6 +63,24 @@ class SourceReport:
     expired: int = 0
     """Past its retention before it was processed: marked expired and taken out of the pending
     index, never replayed (published as ExpiredUnprocessed, which alarms)."""
+    oldest_by_lane: dict[str, float] = field(default_factory=dict)
+    """Each lane's oldest row this sweep read still pending (by `pending_since`), so each lane's
+    age is alarmed against its own objective: a bulk import's half-hour wait is normal, a
+    message's is not. Only rows past the grace period are read, and a sweep that stops early
+    has read only part of the index (`lane_ages`)."""
+
+    def lane_ages(self, now: float, lanes: Collection[str], *, whole: bool) -> dict[str, float]:
+        """The age of each lane's oldest pending row this sweep read; 0 for every other lane of
+        `lanes` when the sweep read to the end (`whole`), and nothing for them when it did not."""
+        ages = {lane: max(0.0, now - since) for lane, since in self.oldest_by_lane.items() if lane in lanes}
+        if whole:
+            ages.update({lane: 0.0 for lane in lanes if lane not in ages})
+        return ages
+
+    def saw_pending(self, row: PendingRow) -> None:
+        current = self.oldest_by_lane.get(row.lane)
+        if current is None or row.pending_since < current:
+            self.oldest_by_lane[row.lane] = row.pending_since
 
 
 @dataclass
@@ -66,7 +91,10 @@ class SweepReport:
     def as_dict(self) -> dict[str, Any]:
         return {
             "stopped_early": self.stopped_early,
-            **{source: vars(report) for source, report in self.sources.items()},
+            **{
+                source: {name: value for name, value in vars(report).items() if name != "oldest_by_lane"}
+                for source, report in self.sources.items()
+            },
         }
 
 
@@ -163,6 +191,8 @@ class Sweep:
             history=lambda since: self.backlog.history(row.lane, since),
             settings=self.settings,
         )
+        if verdict is not Verdict.ABANDON:
+            report.saw_pending(row)
         if verdict is Verdict.SETTLING:
             report.settling += 1
         elif verdict is Verdict.LATE:

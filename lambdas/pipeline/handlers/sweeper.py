@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import os
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -29,7 +29,7 @@ from pipeline.adapters.transactions import Committer
 from pipeline.domain import job_bookkeeping
 from pipeline.domain.effects import Table, Write
 from pipeline.domain.envelope import Envelope, Outgoing
-from pipeline.domain.sweep import SWEPT_SOURCES, Sweep, SweepReport
+from pipeline.domain.sweep import SWEPT_SOURCES, Sweep, SweepReport, source_lanes
 from pipeline.domain.sweep_inputs import PendingRow, ReplayFailed
 from pipeline.domain.sweep_verdict import patience_for
 
@@ -53,8 +53,8 @@ def _should_stop(context: Any) -> Callable[[], bool]:
     return lambda: remaining() < STOP_MARGIN_MS
 
 
-def _publish(metrics: Any, report: SweepReport) -> None:
-    # One flush per source: a metric's dimensions are per flush, and Source is the dimension.
+def _publish(metrics: Any, report: SweepReport, now: float, lanes: Collection[str], *, whole: bool) -> None:
+    # One flush per source (and per source and lane): a metric's dimensions are per flush.
     # Zeros are published too, so "nothing pending" reads as 0 and only a silent sweeper reads
     # as missing data (which the sweeper-silent alarms page on).
     for source in SWEPT_SOURCES:
@@ -67,6 +67,11 @@ def _publish(metrics: Any, report: SweepReport) -> None:
         metrics.add_metric(metric_names.ABANDONED, MetricUnit.Count, source_report.abandoned)
         metrics.add_metric(metric_names.EXPIRED_UNPROCESSED, MetricUnit.Count, source_report.expired)
         metrics.flush_metrics()
+        for lane, age in source_report.lane_ages(now, source_lanes(source, lanes), whole=whole).items():
+            metrics.add_dimension(metric_names.SOURCE, source)
+            metrics.add_dimension(metric_names.LANE, lane)
+            metrics.add_metric(metric_names.OLDEST_UNPROCESSED_AGE, MetricUnit.Seconds, age)
+            metrics.flush_metrics()
 
 
 def abandoned_job_bookkeeping(row: PendingRow, status: str) -> tuple[Write, ...]:
@@ -178,7 +183,7 @@ def create_handler(
         finally:
             # Whatever got measured is published even if a later step raised: the ages are
             # true, and an error here shows up as the function's Errors anyway.
-            _publish(metrics_for(environ, SERVICE), report)
+            _publish(metrics_for(environ, SERVICE), report, now, queue_urls, whole=not report.stopped_early)
         summary = {**report.as_dict(), "elapsed_seconds": round(time.monotonic() - started, 3)}
         logger.info("sweep finished", extra={"summary": summary})
         return summary

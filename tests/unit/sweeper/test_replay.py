@@ -273,3 +273,28 @@ def test_a_lost_row_of_any_lane_is_replayed_into_that_lane(rows, queues, sweep, 
     assert report["job"]["replayed"] == 1
     assert report["webhook"]["replayed"] == (1 if webhook else 0)
     assert sorted(e.id for e in queues.drain(lane)) == sorted([f"job-{lane}", *([f"wh-{lane}"] if webhook else [])])
+
+
+def test_each_lanes_oldest_pending_row_is_published_for_its_own_age_alarm(rows, queues, sweep, capsys, clock):
+    # Given an import job twenty minutes into a busy bulk lane's half-hour objective, and a
+    # message job pending ten minutes on an idle lane
+    queues.put_backlog("bulk", 1)
+    rows.job("job-bulk", lane="bulk", age=1200, replayed_at=int(clock.now) - 1)
+    rows.job("job-ai", lane="ai", age=GRACE + 100, replayed_at=int(clock.now) - 1)
+
+    # When the sweeper runs
+    sweep()
+
+    # Then each lane's age is published on its own, so each is alarmed against its own objective
+    out = capsys.readouterr().out
+    assert metric(out, metric_names.OLDEST_UNPROCESSED_AGE, "job", "bulk") == [1200.0]
+    assert metric(out, metric_names.OLDEST_UNPROCESSED_AGE, "job", "ai") == [GRACE + 100.0]
+    # and a lane with nothing pending reads 0, not missing
+    assert metric(out, metric_names.OLDEST_UNPROCESSED_AGE, "job", "messages") == [0.0]
+    # while deliveries are published only for the lanes the door routes to
+    published = {
+        lane
+        for lane in ENVIRONMENTS["local"].lane_names
+        if metric(out, metric_names.OLDEST_UNPROCESSED_AGE, "webhook", lane)
+    }
+    assert published == set(WEBHOOK_LANES)
