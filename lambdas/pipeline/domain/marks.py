@@ -186,3 +186,18 @@ def retry_note(obligation: Obligation, envelope: Envelope, *, now: float, attemp
         values={**{f":{name}": value for name, value in values.items()}, ":read": obligation.status},
         on_conflict=OnConflict.FAIL,
     )
+
+
+def pending_again(obligation: Obligation, *, now: float) -> Update:
+    """Puts a webhook row in the pending index (as the door does for a failed send), so the
+    sweeper sees it while it is unfinished; the row's status is left as it is."""
+    shard = schema.pending_shard(str(obligation.key[schema.ID]))
+    return Update(
+        table=obligation.table,
+        key=obligation.key,
+        expression="SET #shard = :shard, #since = if_not_exists(#since, :since)",
+        condition="#status = :read",
+        names={"#shard": schema.PENDING_SHARD, "#since": schema.PENDING_SINCE, "#status": STATUS},
+        values={":shard": shard, ":since": now, ":read": obligation.status},
+        on_conflict=OnConflict.FAIL,
+    )

@@ -29,6 +29,16 @@ from pipeline.metric_names import Outcome
 from pipeline.policy.lanes import DLQ_RETENTION_SECONDS
 
 ERROR_ATTRIBUTE_LIMIT = 256
+AWS_SIDE = frozenset({"aws_throttled_or_unavailable", "aws_deployment", "sdk_network"})
+"""Classified reasons (domain/errors.py) that are AWS's (or the network's, or the deployment's)
+state, not the record's: every record fails alike until it passes, and spending attempts on it
+would dead-letter a lane's whole traffic within its retries' span (about 30 s for messages)."""
+AWS_UNAVAILABLE = "aws_unavailable"
+"""A deferral's reason while AWS is throttling or unavailable."""
+AWS_OUTAGE_DEFERRALS = 20
+"""The bound: a record deferred this often (for any reason) spends attempts again. Its backoffs
+grow to the lane's retry cap (five minutes in production), so this waits out about half an hour
+of AWS trouble before the usual retries, and the DLQ, take over."""
 
 
 def attempt_of(received: Received) -> int:
@@ -85,6 +95,9 @@ class Settler:
 
     def failed(self, received: Received, obligation: Obligation | None, error: Classified) -> RecordOutcome:
         attempt = attempt_of(received)
+        envelope = received.envelope
+        if error.reason in AWS_SIDE and envelope is not None and envelope.deferrals < AWS_OUTAGE_DEFERRALS:
+            return self._wait_out(received, error, attempt)
         if error.transient and attempt < self._lane.max_receives:
             return self._retry(received, obligation, error, attempt)
         if error.transient:
@@ -92,6 +105,17 @@ class Settler:
             # attaches the reason and marks the row, which a silent redrive would do neither of.
             error = replace(error, reason="retries_exhausted")
         return self.dead_letter(received, obligation, error, attempt)
+
+    def _wait_out(self, received: Received, error: Classified, attempt: int) -> RecordOutcome:
+        """AWS itself throttling or unavailable: re-sent after a backoff that grows with each
+        deferral, acked, and no attempt spent, so a blip longer than the lane's retries span does
+        not fill the DLQ with work that is fine."""
+        assert received.envelope is not None
+        backoff = retry.backoff(
+            received.envelope.deferrals + 1, self._lane.retry.base_seconds, self._lane.retry.cap_seconds, self._rng
+        )
+        outcome = out.deferred(max(1, backoff.seconds), attempt, AWS_UNAVAILABLE)
+        return replace(outcome, error=error)
 
     def _retry(
         self, received: Received, obligation: Obligation | None, error: Classified, attempt: int
@@ -121,6 +145,8 @@ class Settler:
             "source_message_id": received.message_id,
         }
         try:
+            if envelope is not None and obligation is not None:
+                self._index_before_parking(obligation)
             # The original body, unchanged: a redrive replays exactly what arrived.
             self._io.queue.dead_letter(received.body, attributes)
         except Exception as exc:
@@ -130,6 +156,19 @@ class Settler:
         if envelope is not None and obligation is not None and obligation.found is not None and obligation.open:
             self._mark_failed(envelope, obligation, error, attempt)
         return out.dead_lettered(error, attempt)
+
+    def _index_before_parking(self, obligation: Obligation) -> None:
+        """A plain webhook row (its send succeeded) is in no index, so if the mark that says it
+        failed were lost after its message is parked, nothing would ever look at it again: it is
+        put in the pending index first, where the sweeper finds it still pending. The failed mark
+        takes it out again. Raises when DynamoDB did not take it (the record then stays in its
+        lane). Jobs are always in the index; a missing or finished row needs nothing."""
+        found = obligation.found
+        if obligation.table is not Table.WEBHOOK_LOG or found is None or not obligation.open:
+            return
+        if schema.PENDING_SHARD in found:
+            return
+        self._io.committer.commit(marks.pending_again(obligation, now=self._clock()), ())
 
     def _mark_failed(self, envelope: Envelope, obligation: Obligation, error: Classified, attempt: int) -> None:
         now = self._clock()
