@@ -1,6 +1,6 @@
 """Queueing scenarios on the local runtime, each against a naive baseline in the same run.
 
-`make scenarios` (python -m bench.scenarios) runs all ten and writes bench/REPORT.md with plots
+`make scenarios` (python -m bench.scenarios) runs all of them and writes bench/REPORT.md with plots
 under bench/report/; tests/scenarios runs a small version of each and asserts the direction of
 each difference. Every scenario module has `run(harness, params) -> Result` and `FULL`/`QUICK`
 parameters.

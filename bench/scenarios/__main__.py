@@ -32,7 +32,7 @@ def _crashed(number: int, module: object, exc: BaseException, seconds: float) ->
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.scenarios", description=__doc__.split("\n")[0])
-    parser.add_argument("--only", default="", help="comma-separated scenario numbers (default: all ten)")
+    parser.add_argument("--only", default="", help="comma-separated scenario numbers (default: all)")
     parser.add_argument("--quick", action="store_true", help="the small versions the tests run")
     parser.add_argument("--report", type=Path, default=BENCH / "REPORT.md", help="where to write the report")
     parser.add_argument("--plots", type=Path, default=BENCH / "report", help="directory for the PNG plots")
