@@ -298,14 +298,17 @@ def fixed_cost(
     polls = lane_count * usage.idle_pollers * prices.seconds_per_month / 20
     sweeps = prices.seconds_per_month / sweeper_period_seconds
     # Per lane: age, quiet tenants' age, dead letters, consumer errors, throttles, out of time, jobs
-    # shed. Global: unprocessed webhook and job age, a sweeper silent on either, abandoned webhooks
-    # and jobs, refused signatures, and each 5xx reason of the doors (webhook, jobs API,
-    # data-deletion callback); where SNS mails or posts pages itself, the pages it could not deliver;
-    # where the environment expects steady traffic, webhooks gone quiet.
+    # shed, pending jobs' age. Per lane the door routes to: pending deliveries' age. Global:
+    # unprocessed webhook age, a sweeper silent on either source, abandoned and expired webhooks and
+    # jobs, refused signatures, unparseable deliveries, and each 5xx reason of the doors (webhook,
+    # jobs API, data-deletion callback); where SNS mails or posts pages itself, the pages it could
+    # not deliver; where the environment expects steady traffic, webhooks gone quiet.
     doors = (
         len(metric_names.WebhookFailure.ALL) + len(metric_names.JobFailure.ALL) + len(metric_names.ErasureFailure.ALL)
     )
-    alarm_count = 7 * lane_count + 7 + doors + int(undelivered_pages_alarm) + int(quiet_webhooks_alarm)
+    alarm_count = (
+        8 * lane_count + len(WEBHOOK_LANES) + 9 + doors + int(undelivered_pages_alarm) + int(quiet_webhooks_alarm)
+    )
     return FixedCost(
         idle_polling=polls / 1_000_000 * prices.sqs_per_million_requests,
         sweeper=sweeps * (1.0 * 0.5 * prices.lambda_per_gb_second + prices.lambda_per_million_requests / 1_000_000),

@@ -166,8 +166,9 @@ def sweeper(env: Environment, resources: Resources, dumps: Dumps) -> dict[str, s
                 grace_seconds=env.sweeper.grace_seconds,
                 patience_seconds=env.sweeper.patience_seconds,
                 max_replays=env.sweeper.max_replays,
-                rows_per_run=env.sweeper.rows_per_run,
+                page_rows=env.sweeper.page_rows,
                 patience_cap_seconds=env.sweeper.patience_cap_seconds,
+                run_seconds=env.sweeper.run_seconds,
             )
         ),
     }

@@ -51,6 +51,7 @@ class Outcome:
 RETRIED_BY_CLASS = "Retried"  # by Lane and ErrorClass
 ABANDONED = "Abandoned"  # by Source (webhook/job) from the sweeper; by Lane from consumers
 UNPROCESSABLE_UNITS = "UnprocessableUnits"  # by Lane: units of a delivery skipped because they cannot be stored
+EXPIRED_UNPROCESSED = "ExpiredUnprocessed"  # by Source, from the sweeper: retention ran out while pending
 OUT_OF_TIME = "OutOfTime"  # by Lane: consumer invocations whose batch had not settled when their time ran out
 
 # Sweeper

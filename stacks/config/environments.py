@@ -3,6 +3,7 @@ process. `app.py` picks one by name; everything else receives the `Environment` 
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from pipeline.domain import erasure as erasure_rules
@@ -60,6 +61,9 @@ class Dependency:
             raise ValueError(f"dependency {self.name!r}: limit must be >= 1")
 
 
+RUN_SHARE_OF_PERIOD = 0.85
+
+
 @dataclass(frozen=True)
 class SweeperConfig:
     period_seconds: int = 120
@@ -68,11 +72,23 @@ class SweeperConfig:
     patience_seconds: int = 15 * 60
     """While its lane has a backlog, a row younger than this is late, not lost."""
     max_replays: int = 3
-    rows_per_run: int = 200
+    page_rows: int = 100
+    """Rows read and judged at a time; a sweep reads pages until `run_seconds` is up."""
     patience_cap_seconds: int = 60 * 60
     """Past patience a busy lane's row stays late until the lane has drained past it, but no longer
     than this: the bound for a lane that stalls or cannot be read. An hour is as far back as the
     drain counts that show a lane draining are kept (domain/admission.py)."""
+
+    @property
+    def run_seconds(self) -> float:
+        """How long one sweep reads: most of its period, so the sweeper replays for most of the
+        time and one sweep has ended before the next starts."""
+        return round(self.period_seconds * RUN_SHARE_OF_PERIOD, 3)
+
+    @property
+    def timeout_seconds(self) -> int:
+        """The function's timeout: its run, then the stop margin and the last page's writes."""
+        return min(900, max(60, math.ceil(self.run_seconds) + 15))
 
 
 @dataclass(frozen=True)
@@ -82,6 +98,9 @@ class AlarmConfig:
     webhook_age_seconds: int = 300
     """Oldest unprocessed webhook-log row (and job row), as the sweeper reports it; a sweeper that
     stops reporting pages on its own alarm (stacks/constructs/schedules.py)."""
+    unparseable_deliveries: int = 1
+    """Signed deliveries the door logged but could not route, per period: each is work nothing
+    does (a new Meta field or object, a payload the parser refuses)."""
     errors_threshold: int = 5
     jobs_shed_threshold: int = 100
     """Shedding is the design working; page only when a lane sheds this many jobs in a period."""

@@ -12,11 +12,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pipeline.policy.lanes import SQS_MAX_VISIBILITY_SECONDS, BudgetMode, LanePolicy, RetryPolicy, TenantQuota
+from pipeline.policy.lanes import (
+    DLQ_RETENTION_SECONDS,
+    SQS_MAX_VISIBILITY_SECONDS,
+    BudgetMode,
+    LanePolicy,
+    RetryPolicy,
+    TenantQuota,
+)
 
 QUEUE_RETENTION_DAYS = 4
 """How long a lane queue keeps a message: the longest a message can outlive the send that made it."""
-DLQ_RETENTION_DAYS = 14
+DLQ_RETENTION_DAYS = DLQ_RETENTION_SECONDS // (24 * 3600)
 """SQS's maximum: the longest a person has to look at a dead letter before it is gone."""
 
 

@@ -157,8 +157,8 @@ class Ingress(Construct):
         )
         jobs_fn = self.jobs.function
         # The job row is put with the tenant's queued counter in one transaction; GET reads it back;
-        # admission reads the lane's drain buckets.
-        grant_rows(jobs_fn, tables.jobs, ("dynamodb:PutItem", "dynamodb:GetItem"))
+        # a job whose send failed is marked for the sweeper; admission reads the lane's drain buckets.
+        grant_rows(jobs_fn, tables.jobs, ("dynamodb:PutItem", "dynamodb:GetItem", "dynamodb:UpdateItem"))
         grant_rows(jobs_fn, tables.state, ("dynamodb:UpdateItem", "dynamodb:BatchGetItem"))
         grant_secret(jobs_fn, sender_key)
         # A job may name any lane: admission reads its depth, the job is sent to it.

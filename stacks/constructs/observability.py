@@ -52,6 +52,18 @@ class Observability(Construct):
             )
             for _, consumer in lanes
         ]
+        # Logged and kept, never processed: each one is a delivery nothing acts on.
+        self.unparseable_alarm = on_call.alarm(
+            self,
+            "WebhooksUnparseable",
+            metric=self._custom(metric_names.WEBHOOK_UNPARSEABLE, "ingress", {}, "Sum"),
+            threshold=env.alarms.unparseable_deliveries,
+            comparison=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+            evaluation_periods=1,
+            description=f"The webhook door logged at least {env.alarms.unparseable_deliveries} signed deliveries a "
+            "period that it could not route to any lane: kept in the webhook log, never processed. "
+            "See docs/RUNBOOK.md#unparseable-deliveries.",
+        )
         self.insight_rules = self._contributor_insights(
             [consumer.consumer.log_group.log_group_name for _, consumer in lanes]
         )

@@ -13,6 +13,7 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from pipeline import metric_names, schema
+from pipeline.domain.sweep import SWEPT_SOURCES, source_lanes
 from stacks.config.environments import Environment
 from stacks.config.lanes import Lane
 from stacks.constructs.alarms import OnCall
@@ -25,6 +26,10 @@ SILENT_PERIODS = 3
 """Report-less alarm periods in a row before a silent sweeper pages. Each period is at least a
 sweep, so a healthy sweeper leaves none empty; a first deploy (the first sweep comes a sweep period
 after the schedule is made) or one missed or late sweep leaves at most two."""
+
+
+def _camel(name: str) -> str:
+    return "".join(part.capitalize() for part in name.replace("-", "_").split("_"))
 
 
 def sweep_alarm_period(env: Environment) -> int:
@@ -73,7 +78,7 @@ class Sweeper(Construct):
             spec=FunctionSpec(
                 handler="pipeline.handlers.sweeper.handler",
                 environment=environment,
-                timeout_seconds=60,
+                timeout_seconds=env.sweeper.timeout_seconds,
                 memory_mb=512,
                 description="Replays logged work the queues lost; abandons what keeps failing",
                 # One sweep at a time: overlapping sweeps are safe (replays are conditional) but wasteful.
@@ -103,13 +108,12 @@ class Sweeper(Construct):
         namespace = metrics_namespace(env)
         period = Duration.seconds(sweep_alarm_period(env))
 
-        def metric(name: str, source: str, statistic: str) -> cloudwatch.Metric:
+        def metric(name: str, source: str, statistic: str, lane: str | None = None) -> cloudwatch.Metric:
+            dimensions = {metric_names.SOURCE: source, "service": "sweeper"}
+            if lane is not None:
+                dimensions[metric_names.LANE] = lane
             return cloudwatch.Metric(
-                namespace=namespace,
-                metric_name=name,
-                dimensions_map={metric_names.SOURCE: source, "service": "sweeper"},
-                period=period,
-                statistic=statistic,
+                namespace=namespace, metric_name=name, dimensions_map=dimensions, period=period, statistic=statistic
             )
 
         # A period without a report is neither an age nor its absence: the age alarms keep their
@@ -123,15 +127,36 @@ class Sweeper(Construct):
             description=f"A Meta delivery has waited over {env.alarms.webhook_age_seconds} s unprocessed. "
             "See docs/RUNBOOK.md#unprocessed-webhooks.",
         )
-        self.job_age_alarm = on_call.alarm(
-            self,
-            "UnprocessedJobAge",
-            metric=metric(metric_names.OLDEST_UNPROCESSED_AGE, "job", "Maximum"),
-            threshold=env.alarms.webhook_age_seconds,
-            missing=cloudwatch.TreatMissingData.IGNORE,
-            description=f"A job has waited over {env.alarms.webhook_age_seconds} s unprocessed. "
-            "See docs/RUNBOOK.md#unprocessed-jobs.",
-        )
+        # Per lane, against the lane's own objective: one threshold for every job would sit in
+        # ALARM through a normal bulk import (half an hour) and so page nobody on a real loss.
+        lanes = [lane.name for lane in env.lanes]
+        objectives = {lane.name: lane.policy.objective_seconds for lane in env.lanes}
+        self.lane_age_alarms = [
+            on_call.alarm(
+                self,
+                f"Unprocessed{source.capitalize()}Age{_camel(lane)}",
+                metric=metric(metric_names.OLDEST_UNPROCESSED_AGE, source, "Maximum", lane),
+                threshold=objectives[lane],
+                missing=cloudwatch.TreatMissingData.IGNORE,
+                description=f"A {source} on lane {lane} has waited unprocessed past the lane's "
+                f"{objectives[lane]:g} s objective. See docs/RUNBOOK.md#unprocessed-{source}s-on-a-lane.",
+            )
+            for source in SWEPT_SOURCES
+            for lane in source_lanes(source, lanes)
+        ]
+        self.expired_alarms = [
+            on_call.alarm(
+                self,
+                f"Expired{source.capitalize()}s",
+                metric=metric(metric_names.EXPIRED_UNPROCESSED, source, "Sum"),
+                threshold=1,
+                comparison=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+                evaluation_periods=1,
+                description=f"A {source} reached the end of its retention still pending: accepted work that "
+                "was never done. See docs/RUNBOOK.md#expired-unprocessed.",
+            )
+            for source in SWEPT_SOURCES
+        ]
         # The sweeper publishes each source's age on every run, 0 when nothing is pending, so its
         # reports are a heartbeat: a watchdog gone silent is as bad as the age it watches. Every
         # report-less period counts, but only SILENT_PERIODS of them in a row page.

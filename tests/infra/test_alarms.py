@@ -11,6 +11,7 @@ import pytest
 
 from ops.environment_cost import environment_cost
 from pipeline import metric_names
+from pipeline.domain.routing import WEBHOOK_LANES
 from stacks.constructs.lane import dlq_logical_id, queue_logical_id
 from stacks.runtime_env import PERIOD_METADATA
 
@@ -145,43 +146,76 @@ def _sweep_seconds(synthesized) -> int:
     return int(rate.group(1)) * 60
 
 
-def _sweeper_alarms(synthesized, source: str) -> tuple[dict, dict]:
-    """The age alarm and the silence alarm on what the sweeper reports for `source`."""
-    on_age = [
+def _on_sweeper_age(synthesized, source: str, lane: str | None = None) -> list[dict]:
+    """The alarms on the age the sweeper reports for `source` (for `lane`, or for the source as a whole)."""
+    found = [
         a
         for a in _alarms(synthesized)
         if a.get("MetricName") == metric_names.OLDEST_UNPROCESSED_AGE
         and {"Name": metric_names.SOURCE, "Value": source} in a["Dimensions"]
+        and [d["Value"] for d in a["Dimensions"] if d["Name"] == metric_names.LANE] == ([lane] if lane else [])
     ]
-    (age,) = [a for a in on_age if a["Statistic"] == "Maximum"]
-    (silent,) = [a for a in on_age if a["Statistic"] == "SampleCount"]
-    for alarm in (age, silent):
+    for alarm in found:
         assert alarm["Namespace"] == f"Lanes/{synthesized.env.name}"
         assert {"Name": "service", "Value": "sweeper"} in alarm["Dimensions"]
-    return age, silent
+    return found
+
+
+def _sweeper_alarms(synthesized, source: str) -> tuple[dict | None, dict]:
+    """The source-wide age alarm (None for jobs: their ages are alarmed per lane) and the silence
+    alarm on what the sweeper reports for `source`."""
+    on_age = _on_sweeper_age(synthesized, source)
+    ages = [a for a in on_age if a["Statistic"] == "Maximum"]
+    (silent,) = [a for a in on_age if a["Statistic"] == "SampleCount"]
+    assert len(ages) <= 1
+    return (ages[0] if ages else None), silent
 
 
 def _cloudwatch_period(seconds: int) -> bool:
     return seconds in (10, 30) or seconds % 60 == 0
 
 
-@pytest.mark.parametrize("source", ["webhook", "job"])
-def test_the_sweepers_age_alarms_never_fire_on_a_healthy_sweeper(synthesized, source):
-    # Given a sweeper reporting each source's age on every run, 0 when nothing is pending
+def _healthy_sweeper_never_fires(synthesized, age: dict) -> None:
     sweep = _sweep_seconds(synthesized)
-    age, _ = _sweeper_alarms(synthesized, source)
-    # Then every period of a healthy sweeper holds a report: no period is shorter than a sweep
+    # Every period of a healthy sweeper holds a report: no period is shorter than a sweep
     assert age["Period"] >= sweep
     assert _cloudwatch_period(age["Period"])
     # And a period without one (a late sweep, the minutes after a deploy) neither pages nor clears
     assert age["TreatMissingData"] == "ignore"
+    assert age["EvaluationPeriods"] == synthesized.env.alarms.evaluation_periods
+
+
+def test_the_sweepers_webhook_age_alarm_never_fires_on_a_healthy_sweeper(synthesized):
+    # Given a sweeper reporting the webhook source's age on every run, 0 when nothing is pending
+    age, _ = _sweeper_alarms(synthesized, "webhook")
+    assert age is not None
+    _healthy_sweeper_never_fires(synthesized, age)
     # While an age past the threshold still pages, as soon as the sweeps report it
     assert (age["Threshold"], age["ComparisonOperator"]) == (
         synthesized.env.alarms.webhook_age_seconds,
         "GreaterThanThreshold",
     )
-    assert age["EvaluationPeriods"] == synthesized.env.alarms.evaluation_periods
-    assert f"RUNBOOK.md#unprocessed-{source}s" in age["AlarmDescription"]
+    assert "RUNBOOK.md#unprocessed-webhooks" in age["AlarmDescription"]
+
+
+@pytest.mark.parametrize("source", ["webhook", "job"])
+def test_each_lanes_pending_rows_are_alarmed_against_that_lanes_objective(synthesized, source):
+    # Given the lanes a source's rows can wait on (any lane for a job, the door's lanes for a delivery)
+    lanes = [lane for lane in synthesized.env.lanes if source == "job" or lane.name in WEBHOOK_LANES]
+    assert lanes
+    for lane in lanes:
+        # Then each has its own age alarm, at its own objective: a bulk import's normal half hour
+        # does not hold an alarm in ALARM that a lost message should page through
+        (age,) = _on_sweeper_age(synthesized, source, lane.name)
+        _healthy_sweeper_never_fires(synthesized, age)
+        assert (age["Statistic"], age["Threshold"], age["ComparisonOperator"]) == (
+            "Maximum",
+            lane.policy.objective_seconds,
+            "GreaterThanThreshold",
+        )
+        assert f"RUNBOOK.md#unprocessed-{source}s-on-a-lane" in age["AlarmDescription"]
+    # And no age alarm for jobs holds every lane to one threshold
+    assert _sweeper_alarms(synthesized, "job")[0] is None
 
 
 @pytest.mark.parametrize("source", ["webhook", "job"])
@@ -212,6 +246,28 @@ def test_abandoned_rows_and_shed_jobs_are_alarmed(synthesized):
         "job",
         "webhook",
     ]
+    # And rows whose retention ran out while they were pending, each one
+    expired = [a for a in alarms if a.get("MetricName") == metric_names.EXPIRED_UNPROCESSED]
+    assert sorted(d["Value"] for a in expired for d in a["Dimensions"] if d["Name"] == metric_names.SOURCE) == [
+        "job",
+        "webhook",
+    ]
+    for alarm in expired:
+        assert (alarm["Statistic"], alarm["Threshold"], alarm["ComparisonOperator"]) == (
+            "Sum",
+            1,
+            "GreaterThanOrEqualToThreshold",
+        )
+        assert "RUNBOOK.md#expired-unprocessed" in alarm["AlarmDescription"]
+    # And deliveries the door logged but could not route to any lane
+    (unparseable,) = [a for a in alarms if a.get("MetricName") == metric_names.WEBHOOK_UNPARSEABLE]
+    assert {"Name": "service", "Value": "ingress"} in unparseable["Dimensions"]
+    assert (unparseable["Statistic"], unparseable["Threshold"], unparseable["ComparisonOperator"]) == (
+        "Sum",
+        synthesized.env.alarms.unparseable_deliveries,
+        "GreaterThanOrEqualToThreshold",
+    )
+    assert "RUNBOOK.md#unparseable-deliveries" in unparseable["AlarmDescription"]
     shed = [a for a in alarms if a.get("MetricName") == metric_names.JOB_SHED]
     assert len(shed) == len(synthesized.env.lanes)
     assert all(a["Threshold"] == synthesized.env.alarms.jobs_shed_threshold for a in shed)

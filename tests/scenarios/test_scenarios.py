@@ -20,6 +20,7 @@ from bench.scenarios import (
     s08_duplicates,
     s09_paced_recovery,
     s10_cost,
+    s11_recovery,
     s12_meta_retries,
 )
 
@@ -107,6 +108,19 @@ def test_deliveries_whose_enqueue_failed_are_processed_once_by_the_sweeper_only(
     assert result.data["once"]
     assert result.data["naive_stored"] == 0
     assert result.data["pending"] == result.data["lost"]
+
+
+def test_an_sqs_outage_is_recovered_within_its_length_and_nothing_expires(harness):
+    # Given deliveries and jobs whose sends fail for a while, every sender's and the sweeper's alike
+    result = s11_recovery.run(harness, s11_recovery.QUICK)
+    # Then once SQS returns the sweeper replays them faster than the door marked them, every one is
+    # processed within the outage's length, and none expires unprocessed
+    assert result.passed, _explain(result)
+    assert result.data["processed"] == result.data["lost"] == result.data["unsent"]
+    assert result.data["jobs_done"] == result.data["jobs"] > 0
+    assert result.data["expired"] == 0
+    assert result.data["replay_rate"] >= result.data["mark_rate"]
+    assert result.data["recovered_within"] <= result.data["outage_seconds"]
 
 
 def test_a_task_outliving_its_visibility_runs_twice_but_writes_once(harness):

@@ -192,6 +192,29 @@ class JobsTable:
             raise JobsTableUnavailable(f"job write failed: {exc}") from exc
         return Created()
 
+    def mark_unsent(self, job_id: str, at: float) -> None:
+        try:
+            self._dynamodb.update_item(
+                TableName=self._jobs,
+                Key={schema.ID: {"S": job_id}},
+                UpdateExpression="SET #failed = :at",
+                # Only while it is still waiting in the pending index: a job already finished (or
+                # given up on) needs nothing from the sweeper.
+                ConditionExpression="attribute_exists(#shard) AND #status = :queued",
+                ExpressionAttributeNames={
+                    "#failed": schema.SEND_FAILED_AT,
+                    "#shard": schema.PENDING_SHARD,
+                    "#status": STATUS,
+                },
+                ExpressionAttributeValues={":at": _number(at), ":queued": {"S": schema.RowStatus.QUEUED}},
+            )
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
+                return
+            raise JobsTableUnavailable(f"job not marked unsent: {exc}") from exc
+        except BotoCoreError as exc:
+            raise JobsTableUnavailable(f"job not marked unsent: {exc}") from exc
+
     def get(self, job_id: str) -> Job | None:
         try:
             # Strongly consistent: a client polling right after its 202 must find its job.

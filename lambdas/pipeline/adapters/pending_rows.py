@@ -1,21 +1,27 @@
 """One obligation table (webhook log or jobs) as the sweeper sees it.
 
-Finding overdue rows is a query of the sparse `pending_by_age` index, one per shard, never a scan.
-The index is KEYS_ONLY, so the rows themselves are then read with a consistent BatchGetItem: a row
-the consumer finished between the query and the read is seen as finished. Every write is
-conditional on the row still being pending with the replay count we read, which is what keeps two
-overlapping sweeps from replaying (or abandoning) the same row twice. A row DynamoDB's TTL deleted
-between the query and the read is not found (its index entry goes with it), and none of these
-writes can bring it back: each requires the row to be pending.
+Finding overdue rows is a query of the sparse `pending_by_age` index, one per shard, never a scan,
+a page at a time: a sweep reads the whole index within its time budget, and one that runs out of
+time saves where each shard stopped (`keep_position`, one state-table item per source) so the next
+resumes there instead of re-reading the oldest rows. The index is KEYS_ONLY, so the rows
+themselves are then read with a consistent BatchGetItem: a row the consumer finished between the
+query and the read is seen as finished. Every write is conditional on the row still being pending
+with the replay count we read, which is what keeps two overlapping sweeps from replaying (or
+abandoning) the same row twice. A row DynamoDB's TTL deleted between the query and the read is not
+found (its index entry goes with it), and none of these writes can bring it back: each requires
+the row to be pending.
 """
 
 from __future__ import annotations
 
+import json
+import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import Executor
 from typing import Any
 
-from botocore.exceptions import ClientError
+from botocore.exceptions import BotoCoreError, ClientError
 
 from pipeline import schema
 from pipeline.adapters import items, row_envelopes
@@ -24,7 +30,7 @@ from pipeline.domain import marks
 from pipeline.domain.effects import OnConflict, Table, Update, Write
 from pipeline.domain.envelope import Envelope
 from pipeline.domain.ports import CommitState, Committer
-from pipeline.domain.sweep_inputs import Overdue, PendingRow
+from pipeline.domain.sweep_inputs import PendingRow
 
 REPLAYS = "replays"
 REPLAYED_AT = "replayed_at"
@@ -52,11 +58,19 @@ UNPROCESSED_RETRIES = 4
 """BatchGetItem may return part of a batch under throttling; rows still unread after this many
 retries are left for the next sweep rather than holding this one up."""
 
-Bookkeeping = Callable[[PendingRow], Sequence[Write]]
+POSITION_PREFIX = "sweep-position#"
+"""The state-table item where a source's sweep left each shard of its pending index, e.g.
+`sweep-position#webhook`: one attribute per shard, the index key to continue after."""
+POSITION_TTL_SECONDS = 24 * 3600
+SHARD_READ = "read-to-end"
+"""A shard read to its end in the current pass."""
+
+Bookkeeping = Callable[[PendingRow, str], Sequence[Write]]
+"""What a row's move to a final status (abandoned, expired) commits with it."""
 
 
-def no_bookkeeping(row: PendingRow) -> Sequence[Write]:
-    del row
+def no_bookkeeping(row: PendingRow, status: str) -> Sequence[Write]:
+    del row, status
     return ()
 
 
@@ -82,11 +96,22 @@ class PendingRows:
         logical_table: Table,
         to_envelope: Callable[[Mapping[str, Any]], Envelope],
         committer: Committer,
+        state_table: str,
         bookkeeping: Bookkeeping = no_bookkeeping,
         sleep: Callable[[float], None] = time.sleep,
+        pool: Executor | None = None,
+        log: Any = None,
     ) -> None:
         self._dynamodb = dynamodb
         self._table = table
+        self._state_table = state_table
+        self._position_key = f"{POSITION_PREFIX}{source}"
+        self._positions: dict[str, str | None] | None = None
+        """Per shard: the index key to continue after (JSON), SHARD_READ, or None for its start."""
+        self._moved: set[str] = set()
+        self._saved: dict[str, str | None] = {}
+        self._pool = pool
+        self._log = log if log is not None else logging.getLogger(__name__)
         self.source = source
         self._logical_table = logical_table
         self._to_envelope = to_envelope
@@ -96,26 +121,104 @@ class PendingRows:
 
     # Reading
 
-    def overdue(self, cutoff: float, limit: int) -> Overdue:
-        found: list[tuple[float, str]] = []
-        oldest: float | None = None
-        for shard in schema.all_pending_shards():
-            rows = self._query(shard, limit, before=cutoff)
-            shard_oldest: float | None
-            if rows:
-                shard_oldest = rows[0][0]
-            else:
-                # Nothing overdue in this shard, but the age metric should still be the true age
-                # of the oldest pending row, so read the shard's head too (one key, one read unit).
-                head = self._query(shard, 1, before=None)
-                shard_oldest = head[0][0] if head else None
-            if shard_oldest is not None:
-                oldest = shard_oldest if oldest is None else min(oldest, shard_oldest)
-            found.extend(rows)
-        found.sort()
-        return Overdue(ids=[row_id for _, row_id in found[:limit]], oldest_pending_since=oldest)
+    def oldest_pending_since(self) -> float | None:
+        """The age marker of the oldest pending row of any age: each shard's head, one key and one
+        read unit each, whatever the sweep's position in the index."""
+        heads = [self._query_page(shard, 1, before=None, start=None)[0] for shard in schema.all_pending_shards()]
+        found = [keys[0][0] for keys in heads if keys]
+        return min(found) if found else None
 
-    def _query(self, shard: str, limit: int, *, before: float | None) -> list[tuple[float, str]]:
+    def pages(self, cutoff: float, size: int) -> Iterator[list[PendingRow]]:
+        """Every row pending since before `cutoff`, a page of up to `size` keys at a time read
+        consistently. A pass goes through every shard once; the shards take turns a page at a
+        time, so a sweep that stops early has moved through all of them, and the next sweep
+        continues the pass where each shard stopped (`keep_position`). A shard read to its end
+        waits for the others; once all are, the next sweep starts a new pass at each one's oldest."""
+        if self._positions is None:
+            self._positions = self._read_positions()
+        shards = schema.all_pending_shards()
+        active = [shard for shard in shards if self._positions.get(shard) != SHARD_READ]
+        if not active:
+            active = list(shards)
+            self._positions = dict.fromkeys(shards)
+            self._moved.update(shards)
+        while active:
+            for shard in list(active):
+                position = self._positions.get(shard)
+                start = json.loads(position) if position else None
+                keys, last = self._query_page(shard, size, before=cutoff, start=start)
+                self._positions[shard] = SHARD_READ if last is None else json.dumps(last, sort_keys=True)
+                self._moved.add(shard)
+                if last is None:
+                    active.remove(shard)
+                rows = self.load([row_id for _, row_id in keys])
+                if rows:
+                    yield rows
+
+    def keep_position(self, now: float) -> None:
+        """Save where each shard's reading stopped, for the next sweep to resume from; nothing is
+        written when every shard is where the last sweep left it."""
+        if self._positions is None:
+            return
+        changed = {
+            shard: self._positions.get(shard)
+            for shard in sorted(self._moved)
+            if self._positions.get(shard) != self._saved.get(shard)
+        }
+        self._moved.clear()
+        if not changed:
+            return
+        sets = {shard: value for shard, value in changed.items() if value is not None}
+        removes = [shard for shard, value in changed.items() if value is None]
+        names = {f"#{shard}": shard for shard in changed}
+        names["#ttl"] = schema.TTL
+        values: dict[str, Any] = {f":{shard}": {"S": value} for shard, value in sets.items()}
+        # A position is worth nothing after a day: by then every row it passed was read again.
+        values[":ttl"] = {"N": str(int(now) + POSITION_TTL_SECONDS)}
+        update = "SET " + ", ".join([*(f"#{shard} = :{shard}" for shard in sets), "#ttl = :ttl"])
+        if removes:
+            update += " REMOVE " + ", ".join(f"#{shard}" for shard in removes)
+        try:
+            self._dynamodb.update_item(
+                TableName=self._state_table,
+                Key={schema.PK: {"S": self._position_key}},
+                UpdateExpression=update,
+                ExpressionAttributeNames=names,
+                ExpressionAttributeValues=values,
+            )
+        except (BotoCoreError, ClientError) as exc:
+            # The next sweep resumes from the position before: it reads this sweep's rows again.
+            fields = {"source": self.source, "error": str(exc)}
+            self._log.warning("could not keep where this sweep stopped", extra=fields)
+            return
+        self._saved.update(changed)
+
+    def _read_positions(self) -> dict[str, str | None]:
+        try:
+            response = self._dynamodb.batch_get_item(
+                RequestItems={
+                    self._state_table: {"Keys": [{schema.PK: {"S": self._position_key}}], "ConsistentRead": True}
+                }
+            )
+        except (BotoCoreError, ClientError) as exc:
+            # A pass from the start instead: the rows the last sweep passed are read again (and
+            # found settling or late), nothing is skipped.
+            self._log.warning(
+                "could not read where the last sweep stopped; reading from the oldest",
+                extra={"source": self.source, "error": str(exc)},
+            )
+            response = {}
+        found = response.get("Responses", {}).get(self._state_table, [])
+        item = found[0] if found else {}
+        positions = {shard: item.get(shard, {}).get("S") for shard in schema.all_pending_shards()}
+        self._saved = dict(positions)
+        return positions
+
+    def _query_page(
+        self, shard: str, limit: int, *, before: float | None, start: dict[str, Any] | None
+    ) -> tuple[list[tuple[float, str]], dict[str, Any] | None]:
+        """One page of the shard's index, oldest first, and the key to continue after (None at
+        its end)."""
         names = {"#shard": schema.PENDING_SHARD}
         values: dict[str, Any] = {":shard": shard}
         condition = "#shard = :shard"
@@ -130,18 +233,16 @@ class PendingRows:
             "ExpressionAttributeNames": names,
             "ExpressionAttributeValues": items.to_item(values),
             "ScanIndexForward": True,  # oldest first
+            "Limit": limit,
         }
-        rows: list[tuple[float, str]] = []
-        while len(rows) < limit:
-            response = self._dynamodb.query(**kwargs, Limit=limit - len(rows))
-            for raw in response.get("Items", []):
-                item = items.from_item(raw) or {}
-                rows.append((float(item[schema.PENDING_SINCE]), str(item[schema.ID])))
-            last = response.get("LastEvaluatedKey")
-            if not last:
-                break
-            kwargs["ExclusiveStartKey"] = last
-        return rows
+        if start is not None:
+            kwargs["ExclusiveStartKey"] = start
+        response = self._dynamodb.query(**kwargs)
+        keys = []
+        for raw in response.get("Items", []):
+            item = items.from_item(raw) or {}
+            keys.append((float(item[schema.PENDING_SINCE]), str(item[schema.ID])))
+        return keys, response.get("LastEvaluatedKey")
 
     def load(self, ids: Sequence[str]) -> list[PendingRow]:
         found: list[dict[str, Any]] = []
@@ -157,7 +258,7 @@ class PendingRows:
                 "Keys": [{schema.ID: {"S": row_id}} for row_id in ids],
                 "ConsistentRead": True,
                 # What a replay decision and its message need, not the delivery's body: a sweep
-                # over a busy lane loads up to rows_per_run rows every period, and reading bodies
+                # over a busy lane loads a page of rows at a time, every period, and reading bodies
                 # made it the largest cost of the local runtime under a backlog (the read units
                 # are the same either way).
                 "ProjectionExpression": ", ".join(f"#{n}" for n in range(len(_LOADED))),
@@ -224,6 +325,14 @@ class PendingRows:
         values.update({":next": row.replays + 1, ":now": now})
         return self._update(row.id, "SET #replays = :next, #at = :now", condition, names, values)
 
+    def claim_replays(self, rows: Sequence[PendingRow], now: float) -> list[bool]:
+        """`claim_replay` for each row, several at once when a pool is given: one conditional
+        write each is most of what a replay costs, and one after another they would cap a sweep
+        at one write's latency per row (about 150 rows a second)."""
+        if self._pool is None or len(rows) < 2:
+            return [self.claim_replay(row, now) for row in rows]
+        return list(self._pool.map(lambda row: self.claim_replay(row, now), rows))
+
     def return_replay(self, row: PendingRow) -> None:
         names = {"#shard": schema.PENDING_SHARD, "#replays": REPLAYS, "#at": REPLAYED_AT}
         values: dict[str, Any] = {":claimed": row.replays + 1, ":read": row.replays}
@@ -236,18 +345,29 @@ class PendingRows:
         self._update(row.id, update, "attribute_exists(#shard) AND #replays = :claimed", names, values)
 
     def abandon(self, row: PendingRow, now: float, reason: str) -> bool:
+        # The row itself is kept, so an operator can read what was abandoned and why, and a late
+        # copy may still finish it.
+        return self._give_up(row, now, schema.RowStatus.ABANDONED, f"abandoned: {reason}", reason)
+
+    def expire(self, row: PendingRow, now: float) -> bool:
+        """Its retention ran out before it was processed: out of the pending index, so it no
+        longer stands at the head of every sweep's window, and never replayed."""
+        return self._give_up(row, now, schema.RowStatus.EXPIRED, "expired: retention ran out unprocessed", None)
+
+    def _give_up(self, row: PendingRow, now: float, status: str, error: str, reason: str | None) -> bool:
         condition, names, values = _still_as_read(row)
-        changes = {
-            marks.STATUS: schema.RowStatus.ABANDONED,
+        changes: dict[str, Any] = {
+            marks.STATUS: status,
             marks.UPDATED_AT: now,
             marks.FINISHED_AT: now,
-            marks.LAST_ERROR: f"abandoned: {reason}",
-            ABANDON_REASON: reason,
+            marks.LAST_ERROR: error,
         }
+        if reason is not None:
+            changes[ABANDON_REASON] = reason
         names.update({f"#{name}": name for name in changes})
         values.update({f":{name}": value for name, value in changes.items()})
-        # Removing the shard drops the row from the pending index; the row itself is kept, so an
-        # operator can read what was abandoned and why, and a late copy may still finish it.
+        # Removing the shard drops the row from the pending index. Conditional on the row being
+        # pending as read, so a row TTL deleted meanwhile is not written back.
         mark = Update(
             table=self._logical_table,
             key={schema.ID: row.id},
@@ -258,6 +378,6 @@ class PendingRows:
             on_conflict=OnConflict.FAIL,
         )
         # Bookkeeping (a job's place in its tenant's queued count) commits with the status
-        # change, so it happens exactly when the abandonment does.
-        result = self._committer.commit(mark, self._bookkeeping(row))
+        # change, so it happens exactly when the status changes.
+        result = self._committer.commit(mark, self._bookkeeping(row, status))
         return result.state is not CommitState.DUPLICATE

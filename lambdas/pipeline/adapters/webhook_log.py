@@ -36,6 +36,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from pipeline import schema
 from pipeline.domain import webhook_body
 from pipeline.domain.webhook import LogEntry, Recorded, WebhookLogUnavailable
+from pipeline.domain.webhook_body import BODY_PARTS
 
 STATUS = "status"
 RECEIVED_AT = "received_at"
@@ -45,7 +46,6 @@ KIND = "kind"
 UNPARSEABLE_REASON = "unparseable_reason"
 BODY = "body"
 BODY_ENCODING = "body_encoding"
-BODY_PARTS = "body_parts"
 PART_OF = "part_of"
 UNPROCESSED_RETRIES = 5
 

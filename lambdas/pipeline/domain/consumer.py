@@ -7,6 +7,8 @@ Per batch:
    body travelling by reference comes back in the same read.
    - Row missing → permanent (the row is written before the message, so this is not a race).
    - Already finished → ack as duplicate.
+   - The row's retention (`expires_at`) has run out → marked expired, no task call: a redrive
+     after its TTL must not store its person's data again.
    - Past its deadline, or closer to it than its kind's expected service time (measured by this
      instance, the catalogue's figure until then) → the row is marked expired (with its job
      bookkeeping), no task call.
@@ -46,6 +48,7 @@ import random
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from pipeline import schema
 from pipeline.domain import budgets as budget_rules
 from pipeline.domain import marks
 from pipeline.domain import outcomes as out
@@ -222,6 +225,12 @@ class Consumer:
             return self._settle.dead_letter(received, obligation, error, attempt)
         if not obligation.open:
             return out.acked(Outcome.DUPLICATE, attempt, status=obligation.status)
+        if _retention_over(obligation, now):
+            # A redrive (or a late copy) of a row past its retention: TTL was due to delete it,
+            # and running its task would store the person's data for another effects retention.
+            if short:
+                return out.not_started(attempt, remaining())
+            return self._settle.expire(received, obligation, attempt, now, time_left=0.0)
         expires_at = envelope.expires_at(self._lane.default_expiry_seconds)
         # Work that cannot finish before its deadline is dropped now: started, it would spend a
         # slot and its dependency's budget on a result nobody can use.
@@ -276,3 +285,10 @@ class Consumer:
                 over = []
             grants[tenant] = (grant, set(over))
         return grants
+
+
+def _retention_over(obligation: Obligation, now: float) -> bool:
+    if obligation.internal or obligation.found is None:
+        return False
+    expires_at = obligation.found.get(schema.TTL)
+    return expires_at is not None and float(expires_at) <= now

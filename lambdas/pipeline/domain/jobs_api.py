@@ -181,6 +181,14 @@ class JobsApi:
             202, {"id": job_id, "status": status, "duplicate": True}, headers={"location": f"/jobs/{job_id}"}
         )
 
+    def _note_unsent(self, telemetry: Telemetry, envelope: Envelope, fields: Mapping[str, str]) -> None:
+        try:
+            self._ports.store.mark_unsent(envelope.id, envelope.created_at)
+        except Exception:
+            # Still 202: the row is in the pending index from its creation, so the sweeper replays
+            # it anyway, only later (once a busy lane's patience has run out).
+            telemetry.exception("job not marked unsent; the sweeper will replay it late", **fields)
+
     def _enqueue(self, telemetry: Telemetry, envelope: Envelope, fields: Mapping[str, str]) -> None:
         try:
             self._ports.queue.send(self._rules.queue_urls[envelope.lane], Outgoing(envelope))
@@ -191,6 +199,7 @@ class JobsApi:
                 **fields,
             )
             telemetry.count(metric_names.ENQUEUE_FAILED, **{metric_names.LANE: envelope.lane})
+            self._note_unsent(telemetry, envelope, fields)
             return
         telemetry.count(metric_names.JOB_ACCEPTED, **{metric_names.LANE: envelope.lane})
         telemetry.info("job accepted", outcome="accepted", **fields)

@@ -119,9 +119,11 @@ def finish(
     error: Classified | None = None,
     outcome: str | None = None,
     result: Mapping[str, int] | None = None,
+    keep_until: int | None = None,
 ) -> Put | Update | None:
     """The write that finishes the obligation, or None for internal work that is not done (an
-    expired or failed tick leaves no marker: a redrive may run it again)."""
+    expired or failed tick leaves no marker: a redrive may run it again). `keep_until` replaces the
+    row's expiry (a dead-lettered row must outlive its dead letter)."""
     if obligation.internal:
         if status != schema.RowStatus.DONE:
             return None
@@ -148,6 +150,8 @@ def finish(
     }
     if result and obligation.table is Table.JOBS:
         values[RESULT] = dict(result)
+    if keep_until is not None:
+        values[schema.TTL] = keep_until
     names = {f"#{name}": name for name in values}
     names["#shard"] = schema.PENDING_SHARD
     sets = ", ".join(f"#{name} = :{name}" for name in values)
@@ -180,5 +184,20 @@ def retry_note(obligation: Obligation, envelope: Envelope, *, now: float, attemp
         condition="#status = :read",
         names=names,
         values={**{f":{name}": value for name, value in values.items()}, ":read": obligation.status},
+        on_conflict=OnConflict.FAIL,
+    )
+
+
+def pending_again(obligation: Obligation, *, now: float) -> Update:
+    """Puts a webhook row in the pending index (as the door does for a failed send), so the
+    sweeper sees it while it is unfinished; the row's status is left as it is."""
+    shard = schema.pending_shard(str(obligation.key[schema.ID]))
+    return Update(
+        table=obligation.table,
+        key=obligation.key,
+        expression="SET #shard = :shard, #since = if_not_exists(#since, :since)",
+        condition="#status = :read",
+        names={"#shard": schema.PENDING_SHARD, "#since": schema.PENDING_SINCE, "#status": STATUS},
+        values={":shard": shard, ":since": now, ":read": obligation.status},
         on_conflict=OnConflict.FAIL,
     )

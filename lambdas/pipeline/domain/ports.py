@@ -201,6 +201,11 @@ class JobStore(Protocol):
 
     def get(self, job_id: str) -> Job | None: ...
 
+    def mark_unsent(self, job_id: str, at: float) -> None:
+        """Say the job's message never reached its lane, so the sweeper replays it after its grace
+        period instead of waiting out a busy lane's patience. Raises JobsTableUnavailable."""
+        ...
+
 
 class LaneStates(Protocol):
     def get(self, lane: str) -> LaneSnapshot | None:

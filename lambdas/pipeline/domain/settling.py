@@ -16,6 +16,7 @@ from pipeline import schema
 from pipeline.domain import marks, retry
 from pipeline.domain import outcomes as out
 from pipeline.domain.consumer_config import Adapters, ConsumerConfig
+from pipeline.domain.effects import OnConflict, Table, Update
 from pipeline.domain.envelope import Envelope
 from pipeline.domain.errors import Classified, PermanentError, classify
 from pipeline.domain.job_bookkeeping import job_finished
@@ -23,9 +24,21 @@ from pipeline.domain.marks import Obligation
 from pipeline.domain.outcomes import RecordOutcome
 from pipeline.domain.ports import CommitState
 from pipeline.domain.records import Received
+from pipeline.domain.webhook_body import BODY_PARTS, part_id
 from pipeline.metric_names import Outcome
+from pipeline.policy.lanes import DLQ_RETENTION_SECONDS
 
 ERROR_ATTRIBUTE_LIMIT = 256
+AWS_SIDE = frozenset({"aws_throttled_or_unavailable", "aws_deployment", "sdk_network"})
+"""Classified reasons (domain/errors.py) that are AWS's (or the network's, or the deployment's)
+state, not the record's: every record fails alike until it passes, and spending attempts on it
+would dead-letter a lane's whole traffic within its retries' span (about 30 s for messages)."""
+AWS_UNAVAILABLE = "aws_unavailable"
+"""A deferral's reason while AWS is throttling or unavailable."""
+AWS_OUTAGE_DEFERRALS = 20
+"""The bound: a record deferred this often (for any reason) spends attempts again. Its backoffs
+grow to the lane's retry cap (five minutes in production), so this waits out about half an hour
+of AWS trouble before the usual retries, and the DLQ, take over."""
 
 
 def attempt_of(received: Received) -> int:
@@ -82,6 +95,9 @@ class Settler:
 
     def failed(self, received: Received, obligation: Obligation | None, error: Classified) -> RecordOutcome:
         attempt = attempt_of(received)
+        envelope = received.envelope
+        if error.reason in AWS_SIDE and envelope is not None and envelope.deferrals < AWS_OUTAGE_DEFERRALS:
+            return self._wait_out(received, error, attempt)
         if error.transient and attempt < self._lane.max_receives:
             return self._retry(received, obligation, error, attempt)
         if error.transient:
@@ -89,6 +105,17 @@ class Settler:
             # attaches the reason and marks the row, which a silent redrive would do neither of.
             error = replace(error, reason="retries_exhausted")
         return self.dead_letter(received, obligation, error, attempt)
+
+    def _wait_out(self, received: Received, error: Classified, attempt: int) -> RecordOutcome:
+        """AWS itself throttling or unavailable: re-sent after a backoff that grows with each
+        deferral, acked, and no attempt spent, so a blip longer than the lane's retries span does
+        not fill the DLQ with work that is fine."""
+        assert received.envelope is not None
+        backoff = retry.backoff(
+            received.envelope.deferrals + 1, self._lane.retry.base_seconds, self._lane.retry.cap_seconds, self._rng
+        )
+        outcome = out.deferred(max(1, backoff.seconds), attempt, AWS_UNAVAILABLE)
+        return replace(outcome, error=error)
 
     def _retry(
         self, received: Received, obligation: Obligation | None, error: Classified, attempt: int
@@ -118,6 +145,8 @@ class Settler:
             "source_message_id": received.message_id,
         }
         try:
+            if envelope is not None and obligation is not None:
+                self._index_before_parking(obligation)
             # The original body, unchanged: a redrive replays exactly what arrived.
             self._io.queue.dead_letter(received.body, attributes)
         except Exception as exc:
@@ -128,20 +157,40 @@ class Settler:
             self._mark_failed(envelope, obligation, error, attempt)
         return out.dead_lettered(error, attempt)
 
+    def _index_before_parking(self, obligation: Obligation) -> None:
+        """A plain webhook row (its send succeeded) is in no index, so if the mark that says it
+        failed were lost after its message is parked, nothing would ever look at it again: it is
+        put in the pending index first, where the sweeper finds it still pending. The failed mark
+        takes it out again. Raises when DynamoDB did not take it (the record then stays in its
+        lane). Jobs are always in the index; a missing or finished row needs nothing."""
+        found = obligation.found
+        if obligation.table is not Table.WEBHOOK_LOG or found is None or not obligation.open:
+            return
+        if schema.PENDING_SHARD in found:
+            return
+        self._io.committer.commit(marks.pending_again(obligation, now=self._clock()), ())
+
     def _mark_failed(self, envelope: Envelope, obligation: Obligation, error: Classified, attempt: int) -> None:
+        now = self._clock()
+        keep_until = dead_letter_keep_until(obligation, now)
         mark = marks.finish(
             obligation,
             envelope,
             status=schema.RowStatus.FAILED,
-            now=self._clock(),
+            now=now,
             attempts=attempt,
             marker_ttl_seconds=self._config.marker_ttl_seconds,
             error=error,
+            keep_until=keep_until,
         )
         if mark is None:
             return
+        writes = (
+            *job_finished(envelope, obligation.status, schema.RowStatus.FAILED),
+            *_body_parts_kept(obligation, keep_until),
+        )
         try:
-            self._io.committer.commit(mark, job_finished(envelope, obligation.status, schema.RowStatus.FAILED))
+            self._io.committer.commit(mark, writes)
         except Exception as exc:  # it is in the DLQ already; the sweeper will see the row pending
             self._io.observer.problem("dead-lettered row not marked failed", exc, id=envelope.id)
 
@@ -183,3 +232,38 @@ class Settler:
                 if refused_changes:
                     self._io.observer.problem("some visibility changes were refused", None, refused=refused_changes)
         return settled
+
+
+DEAD_LETTER_MARGIN_SECONDS = 24 * 3600
+"""Past the DLQ's own retention: a dead letter redriven on its last day still finds its row when a
+consumer takes it a little later."""
+
+
+def dead_letter_keep_until(obligation: Obligation, now: float) -> int:
+    """A dead-lettered row's new expiry: as long as its dead letter can wait for a redrive, never
+    shorter than it was. A row that expired first would turn the redrive into `row_missing`, and
+    the delivery (its body too, when it travelled by reference) would be lost."""
+    kept = int(now) + DLQ_RETENTION_SECONDS + DEAD_LETTER_MARGIN_SECONDS
+    current = (obligation.found or {}).get(schema.TTL)
+    return kept if current is None else max(kept, int(current))
+
+
+def _body_parts_kept(obligation: Obligation, keep_until: int) -> tuple[Update, ...]:
+    """A split body's other parts, kept as long as their row. Updates conditional on the part
+    still being there: a part TTL already deleted is not written back empty."""
+    found = obligation.found or {}
+    if obligation.table is not Table.WEBHOOK_LOG or int(found.get(BODY_PARTS) or 1) <= 1:
+        return ()
+    row_id = str(obligation.key[schema.ID])
+    return tuple(
+        Update(
+            table=Table.WEBHOOK_LOG,
+            key={schema.ID: part_id(row_id, index)},
+            expression="SET #ttl = :ttl",
+            condition="attribute_exists(#id)",
+            names={"#ttl": schema.TTL, "#id": schema.ID},
+            values={":ttl": keep_until},
+            on_conflict=OnConflict.SKIP,
+        )
+        for index in range(1, int(found[BODY_PARTS]))
+    )

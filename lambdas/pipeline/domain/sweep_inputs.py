@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -88,31 +88,31 @@ class PendingRow:
         return self.pending_since if self.replayed_at is None else max(self.pending_since, self.replayed_at)
 
 
-@dataclass(frozen=True)
-class Overdue:
-    """One source's pending rows older than the grace period, oldest first, and the age marker of
-    its oldest pending row of any age (None when nothing at all is pending)."""
-
-    ids: Sequence[str]
-    oldest_pending_since: float | None
-
-
 class ReplayFailed(RuntimeError):
-    """The lane queue refused the replayed message; the row stays pending for the next sweep."""
+    """The lane queue refused the replayed messages; their rows stay pending for the next sweep."""
 
 
 class RowStore(Protocol):
     source: str
 
-    def overdue(self, cutoff: float, limit: int) -> Overdue: ...
+    def oldest_pending_since(self) -> float | None:
+        """The age marker of the oldest pending row of any age; None when nothing is pending."""
+        ...
 
-    def load(self, ids: Sequence[str]) -> list[PendingRow]: ...
+    def pages(self, cutoff: float, size: int) -> Iterator[list[PendingRow]]:
+        """Rows pending since before `cutoff`, read consistently a page at a time, resuming where
+        the last `keep_position` left off."""
+        ...
 
-    def claim_replay(self, row: PendingRow, now: float) -> bool: ...
+    def keep_position(self, now: float) -> None: ...
+
+    def claim_replays(self, rows: Sequence[PendingRow], now: float) -> list[bool]: ...
 
     def return_replay(self, row: PendingRow) -> None: ...
 
     def abandon(self, row: PendingRow, now: float, reason: str) -> bool: ...
+
+    def expire(self, row: PendingRow, now: float) -> bool: ...
 
 
 class Backlog(Protocol):

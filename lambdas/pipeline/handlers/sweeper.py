@@ -10,13 +10,15 @@ from __future__ import annotations
 import functools
 import os
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
 from pipeline import metric_names, schema, settings
 from pipeline.adapters.clients import Clients
+from pipeline.adapters.lane_queue import BATCH_LIMIT as SEND_BATCH
 from pipeline.adapters.lane_queue import QueueSender
 from pipeline.adapters.lane_views import LaneBacklog
 from pipeline.adapters.observability import MetricUnit, logger_for, metrics_for
@@ -27,7 +29,7 @@ from pipeline.adapters.transactions import Committer
 from pipeline.domain import job_bookkeeping
 from pipeline.domain.effects import Table, Write
 from pipeline.domain.envelope import Envelope, Outgoing
-from pipeline.domain.sweep import SWEPT_SOURCES, Sweep, SweepReport
+from pipeline.domain.sweep import SWEPT_SOURCES, Sweep, SweepReport, source_lanes
 from pipeline.domain.sweep_inputs import PendingRow, ReplayFailed
 from pipeline.domain.sweep_verdict import patience_for
 
@@ -38,6 +40,12 @@ STOP_MARGIN_MS = 5_000
 Handler = Callable[[Any, Any], dict[str, Any]]
 
 
+REPLAY_WORKERS = 16
+"""Conditional writes (replay claims) and SendMessageBatch calls in flight at once: each is a
+round trip of a few milliseconds, and one after another they held a sweep to about 150 rows a
+second."""
+
+
 def _should_stop(context: Any) -> Callable[[], bool]:
     remaining = getattr(context, "get_remaining_time_in_millis", None)
     if remaining is None:
@@ -45,8 +53,8 @@ def _should_stop(context: Any) -> Callable[[], bool]:
     return lambda: remaining() < STOP_MARGIN_MS
 
 
-def _publish(metrics: Any, report: SweepReport) -> None:
-    # One flush per source: a metric's dimensions are per flush, and Source is the dimension.
+def _publish(metrics: Any, report: SweepReport, now: float, lanes: Collection[str], *, whole: bool) -> None:
+    # One flush per source (and per source and lane): a metric's dimensions are per flush.
     # Zeros are published too, so "nothing pending" reads as 0 and only a silent sweeper reads
     # as missing data (which the sweeper-silent alarms page on).
     for source in SWEPT_SOURCES:
@@ -57,16 +65,23 @@ def _publish(metrics: Any, report: SweepReport) -> None:
         metrics.add_metric(metric_names.OLDEST_UNPROCESSED_AGE, MetricUnit.Seconds, source_report.oldest_age_seconds)
         metrics.add_metric(metric_names.REPLAYED, MetricUnit.Count, source_report.replayed)
         metrics.add_metric(metric_names.ABANDONED, MetricUnit.Count, source_report.abandoned)
+        metrics.add_metric(metric_names.EXPIRED_UNPROCESSED, MetricUnit.Count, source_report.expired)
         metrics.flush_metrics()
+        for lane, age in source_report.lane_ages(now, source_lanes(source, lanes), whole=whole).items():
+            metrics.add_dimension(metric_names.SOURCE, source)
+            metrics.add_dimension(metric_names.LANE, lane)
+            metrics.add_metric(metric_names.OLDEST_UNPROCESSED_AGE, MetricUnit.Seconds, age)
+            metrics.flush_metrics()
 
 
-def abandoned_job_bookkeeping(row: PendingRow) -> tuple[Write, ...]:
-    """What abandoning a job commits with its status change: the job leaves its tenant's queued
-    count (the jobs API's 429 limit), exactly as a job the consumer finishes does. A row whose
-    message could not be rebuilt has no trustworthy lane and tenant, so it has nothing to release."""
+def abandoned_job_bookkeeping(row: PendingRow, status: str) -> tuple[Write, ...]:
+    """What abandoning (or expiring) a job commits with its status change: the job leaves its
+    tenant's queued count (the jobs API's 429 limit), exactly as a job the consumer finishes does.
+    A row whose message could not be rebuilt has no trustworthy lane and tenant, so it has nothing
+    to release."""
     if row.envelope is None:
         return ()
-    return job_bookkeeping.job_finished(row.envelope, schema.RowStatus.QUEUED, schema.RowStatus.ABANDONED)
+    return job_bookkeeping.job_finished(row.envelope, schema.RowStatus.QUEUED, status)
 
 
 def create_handler(
@@ -95,15 +110,37 @@ def create_handler(
         for lane in queue_urls
     }
 
-    def replay(lane: str, envelope: Envelope) -> None:
+    pool = ThreadPoolExecutor(max_workers=REPLAY_WORKERS, thread_name_prefix="sweeper")
+
+    def send_chunk(lane: str, chunk: Sequence[Envelope]) -> set[int] | Exception:
         try:
-            sender.send(queue_urls[lane], Outgoing(envelope))
+            failures = sender.send_batch(queue_urls[lane], [Outgoing(envelope) for envelope in chunk])
         except (BotoCoreError, ClientError) as exc:
-            raise ReplayFailed(str(exc)) from exc
+            return exc
+        refused = {failure.envelope.id for failure in failures}
+        return {n for n, envelope in enumerate(chunk) if envelope.id in refused}
+
+    def replay(lane: str, envelopes: Sequence[Envelope]) -> set[int]:
+        """SendMessageBatch in chunks of ten, several at once; the positions SQS refused. Raises
+        ReplayFailed when the lane took none of them."""
+        offsets = range(0, len(envelopes), SEND_BATCH)
+        results = list(pool.map(lambda offset: send_chunk(lane, envelopes[offset : offset + SEND_BATCH]), offsets))
+        refused: set[int] = set()
+        errors: list[Exception] = []
+        for offset, result in zip(offsets, results, strict=True):
+            if isinstance(result, Exception):
+                errors.append(result)
+                refused.update(range(offset, min(offset + SEND_BATCH, len(envelopes))))
+            else:
+                refused.update(offset + n for n in result)
+        if errors and len(refused) == len(envelopes):
+            raise ReplayFailed(str(errors[0]))
+        return refused
 
     def handler(event: Any, context: Any) -> dict[str, Any]:
         del event  # a schedule tick; its content does not matter
         now = clock()
+        started = time.monotonic()
         dynamodb = clients.dynamodb
         committer = Committer(dynamodb, table_names)
         sweep = Sweep(
@@ -116,6 +153,9 @@ def create_handler(
                     logical_table=Table.WEBHOOK_LOG,
                     to_envelope=webhook_envelope,
                     committer=committer,
+                    state_table=tables.state,
+                    pool=pool,
+                    log=logger,
                 ),
                 PendingRows(
                     dynamodb,
@@ -124,7 +164,10 @@ def create_handler(
                     logical_table=Table.JOBS,
                     to_envelope=job_envelope,
                     committer=committer,
+                    state_table=tables.state,
                     bookkeeping=abandoned_job_bookkeeping,
+                    pool=pool,
+                    log=logger,
                 ),
             ),
             backlog=LaneBacklog(clients.sqs, dynamodb, tables.state, queue_urls, logger, now=now),
@@ -132,6 +175,7 @@ def create_handler(
             patience_by_lane=patience_by_lane,
             log=logger,
             should_stop=_should_stop(context),
+            run_over=lambda: time.monotonic() - started >= sweeper_settings.run_seconds,
         )
         report = SweepReport()
         try:
@@ -139,8 +183,8 @@ def create_handler(
         finally:
             # Whatever got measured is published even if a later step raised: the ages are
             # true, and an error here shows up as the function's Errors anyway.
-            _publish(metrics_for(environ, SERVICE), report)
-        summary = report.as_dict()
+            _publish(metrics_for(environ, SERVICE), report, now, queue_urls, whole=not report.stopped_early)
+        summary = {**report.as_dict(), "elapsed_seconds": round(time.monotonic() - started, 3)}
         logger.info("sweep finished", extra={"summary": summary})
         return summary
 

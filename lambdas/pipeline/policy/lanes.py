@@ -15,6 +15,8 @@ from pipeline.policy.budget_mode import Mode as BudgetMode
 SQS_MAX_VISIBILITY_SECONDS = 43_200
 SQS_MAX_DELAY_SECONDS = 900
 LAMBDA_MAX_TIMEOUT_SECONDS = 900
+DLQ_RETENTION_SECONDS = 14 * 24 * 3600
+"""SQS's maximum, and every dead-letter queue's: how long a dead letter can wait for a redrive."""
 
 
 @dataclass(frozen=True)

@@ -73,3 +73,25 @@ def test_an_expired_record_reports_the_time_it_had_left(deadline, detail):
         assert p.outcome(record["messageId"]).attempt == 1
     row = p.store.row(Table.JOBS, "job-1")
     assert (row["status"], row["finished_at"], row["updated_at"], row["attempts"]) == ("expired", NOW, NOW, 1)
+
+
+@pytest.mark.parametrize("source", ["webhook", "job"])
+def test_a_row_past_its_retention_is_settled_as_expired_without_running_its_task(source):
+    # Given a row whose retention ran out (a DLQ redrive a day after TTL should have deleted it),
+    # running its task would store the person's data for another full effects retention.
+    calls = []
+    p = Pipeline(task=lambda ctx: calls.append(ctx.envelope.id) or TaskResult())
+    envelope = (p.webhook if source == "webhook" else p.job)("old", **{schema.TTL: int(NOW) - 1})
+    record = p.record(envelope)
+    p.run([record])
+    assert p.outcomes() == [Outcome.EXPIRED]
+    assert calls == []
+    assert p.status("old") == schema.RowStatus.EXPIRED
+
+
+def test_a_row_within_its_retention_runs_as_usual():
+    calls = []
+    p = Pipeline(task=lambda ctx: calls.append(ctx.envelope.id) or TaskResult())
+    p.run([p.record(p.job("fresh", **{schema.TTL: int(NOW) + 1}))])
+    assert p.outcomes() == [Outcome.DONE]
+    assert calls == ["fresh"]

@@ -184,3 +184,129 @@ def test_a_commit_refused_for_good_dead_letters_the_record_and_marks_its_row_fai
     assert p.outcome(record["messageId"]).outcome == Outcome.DEAD_LETTERED
     assert [w.key for w in p.committer.landed] == [{schema.PK: "queued#messages#acme"}]
     assert p.status("job-v") == schema.RowStatus.FAILED
+
+
+DAY = 86400
+
+
+@pytest.mark.parametrize("source", ["webhook", "job"])
+def test_a_dead_lettered_row_is_kept_as_long_as_its_dead_letter(source):
+    # Given a row due to expire in 7 days, whose dead letter the DLQ keeps 14
+    from pipeline.policy.lanes import DLQ_RETENTION_SECONDS
+
+    p = Pipeline(task=raising(PermanentError("bad_input", "no")))
+    make = p.webhook if source == "webhook" else p.job
+    record = p.record(make("row-1", **{schema.TTL: int(NOW) + 7 * DAY}))
+    # When it is dead-lettered
+    p.run([record])
+    assert p.outcomes() == [Outcome.DEAD_LETTERED]
+    # Then its row outlives the dead letter, so a redrive on day 13 still finds it
+    row = p.store.row(Table.WEBHOOK_LOG if source == "webhook" else Table.JOBS, "row-1")
+    assert row["status"] == schema.RowStatus.FAILED
+    assert row[schema.TTL] >= NOW + DLQ_RETENTION_SECONDS
+
+
+def test_a_dead_lettered_row_never_has_its_expiry_shortened():
+    p = Pipeline(task=raising(PermanentError("bad_input", "no")))
+    record = p.record(p.job("row-1", **{schema.TTL: int(NOW) + 30 * DAY}))
+    p.run([record])
+    assert p.store.row(Table.JOBS, "row-1")[schema.TTL] == int(NOW) + 30 * DAY
+
+
+def test_a_dead_lettered_webhook_keeps_its_body_parts_as_long_as_its_row():
+    from pipeline.domain.webhook_body import part_id
+    from pipeline.policy.lanes import DLQ_RETENTION_SECONDS
+
+    p = Pipeline(task=raising(PermanentError("bad_input", "no")))
+    record = p.record(p.webhook("row-1", body_parts=3, **{schema.TTL: int(NOW) + 7 * DAY}))
+    p.run([record])
+    extended = [w for w in p.committer.landed if w.key.get(schema.ID, "").startswith("row-1#part")]
+    assert [w.key[schema.ID] for w in extended] == [part_id("row-1", 1), part_id("row-1", 2)]
+    for write in extended:
+        assert write.values[":ttl"] >= NOW + DLQ_RETENTION_SECONDS
+        # An update, never a put: a part TTL already deleted is not brought back empty.
+        assert "attribute_exists" in (write.condition or "")
+
+
+class AwsError(Exception):
+    """An error shaped as botocore's ClientError is (the domain reads only its response)."""
+
+    def __init__(self, code: str, status: int) -> None:
+        super().__init__(f"An error occurred ({code})")
+        self.response = {"Error": {"Code": code, "Message": "x"}, "ResponseMetadata": {"HTTPStatusCode": status}}
+
+
+@pytest.mark.parametrize(
+    ("code", "status"),
+    [("ThrottlingException", 400), ("InternalServerError", 500), ("ServiceUnavailable", 503), ("AccessDenied", 403)],
+)
+def test_aws_side_unavailability_on_the_last_attempt_is_deferred_without_spending_an_attempt(code, status):
+    # Given a record on its last attempt whose task meets AWS throttling or unavailability (a blip
+    # longer than the lane's retries span)
+    p = Pipeline(task=raising(AwsError(code, status)))
+    record = p.record(p.job("job-1"), receives=5)
+    # When it runs
+    p.run([record])
+    # Then it is re-sent to wait the blip out, not dead-lettered, and the copy spends no attempt
+    assert p.outcomes() == [Outcome.DEFERRED]
+    assert p.queue.dead == []
+    [(resent, delay)] = p.queue.resent
+    assert delay > 0
+    assert resent.attempt == 4  # the four failed receives before this one, not five
+    assert resent.deferrals == 1
+    assert p.status("job-1") == schema.RowStatus.QUEUED
+
+
+def test_aws_unavailability_is_waited_out_only_so_long_then_retried_as_usual():
+    # Given a record that has already been deferred as often as the bound allows
+    from pipeline.domain.settling import AWS_OUTAGE_DEFERRALS
+
+    p = Pipeline(task=raising(AwsError("ThrottlingException", 400)))
+    record = p.record(p.job("job-1", deferrals=AWS_OUTAGE_DEFERRALS), receives=5)
+    p.run([record])
+    # Then the last attempt is spent as any transient failure's is
+    assert p.outcomes() == [Outcome.DEAD_LETTERED]
+    assert p.queue.dead[0][1]["reason"] == "retries_exhausted"
+
+
+def test_a_task_that_fails_transiently_on_its_own_still_spends_attempts():
+    p = Pipeline(task=raising(TransientError("vendor down")))
+    p.run([p.record(p.job("job-1"), receives=5)])
+    assert p.outcomes() == [Outcome.DEAD_LETTERED]
+
+
+def test_a_dead_lettered_webhook_row_whose_mark_fails_is_left_where_the_sweeper_looks():
+    # Given a plain webhook row (its send succeeded, so it is in no index) whose task fails for good
+    p = Pipeline(task=raising(PermanentError("bad_input", "no")))
+    record = p.record(p.webhook("wh-1"))
+    # and DynamoDB refuses the mark that would say it failed
+    p.committer.error = AwsError("InternalServerError", 500)
+    # When it is dead-lettered
+    p.run([record])
+    # Then the row is in the pending index, so the sweeper sees it still pending
+    assert p.outcomes() == [Outcome.DEAD_LETTERED]
+    row = p.store.row(Table.WEBHOOK_LOG, "wh-1")
+    assert row["status"] == schema.RowStatus.QUEUED
+    assert row[schema.PENDING_SHARD] == schema.pending_shard("wh-1")
+    assert schema.PENDING_SINCE in row
+
+
+def test_a_webhook_row_that_cannot_be_put_where_the_sweeper_looks_is_not_dead_lettered_yet():
+    # Given DynamoDB refusing every write, the index entry included
+    p = Pipeline(task=raising(PermanentError("bad_input", "no")))
+    record = p.record(p.webhook("wh-1"), receives=2)
+    p.committer.error = p.committer.note_error = AwsError("InternalServerError", 500)
+    # When the record fails for good
+    p.run([record])
+    # Then it stays in its lane (retried, bounded by its receives) rather than parked where no
+    # sweep would ever look for its row
+    assert p.outcomes() == [Outcome.RETRIED]
+    assert p.queue.dead == []
+
+
+def test_a_dead_lettered_webhook_row_marked_failed_leaves_the_index():
+    p = Pipeline(task=raising(PermanentError("bad_input", "no")))
+    p.run([p.record(p.webhook("wh-1"))])
+    row = p.store.row(Table.WEBHOOK_LOG, "wh-1")
+    assert row["status"] == schema.RowStatus.FAILED
+    assert schema.PENDING_SHARD not in row

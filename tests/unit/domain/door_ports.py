@@ -148,6 +148,7 @@ class JobStore:
     jobs: dict[str, tuple[JobRequest, Job]] = field(default_factory=dict)
     queued: dict[tuple[str, str], int] = field(default_factory=dict)
     sender_hashes: dict[str, str | None] = field(default_factory=dict)
+    unsent: list[tuple[str, float]] = field(default_factory=list)
 
     def create(
         self,
@@ -175,6 +176,9 @@ class JobStore:
     def get(self, job_id: str) -> Job | None:
         found = self.jobs.get(job_id)
         return None if found is None else found[1]
+
+    def mark_unsent(self, job_id: str, at: float) -> None:
+        self.unsent.append((job_id, at))
 
 
 @dataclass

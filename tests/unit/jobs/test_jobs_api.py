@@ -220,6 +220,21 @@ def test_enqueue_failure_after_the_write_is_202_and_leaves_the_row_for_the_sweep
     assert schema.PENDING_SHARD in row
     assert inspect.messages("bulk") == []
     assert ("EnqueueFailed", {"Lane": "bulk"}) in metrics()
+    # And it is marked as never sent, as the door marks a delivery: the sweeper replays it after
+    # its grace period, not after a busy lane's patience (15 to 60 minutes)
+    assert float(row[schema.SEND_FAILED_AT]["N"]) == NOW
+
+
+def test_a_job_whose_send_failed_and_whose_mark_failed_is_still_202_and_pending(api, aws_calls, inspect):
+    aws_calls.fail("sqs.SendMessage")
+    aws_calls.fail("dynamodb.UpdateItem")
+
+    response = api(submit(job()), None)
+
+    assert response["statusCode"] == 202
+    row = inspect.job_row(body_of(response)["id"])
+    assert schema.PENDING_SHARD in row
+    assert schema.SEND_FAILED_AT not in row
 
 
 def test_a_failed_job_write_is_500_and_nothing_is_enqueued(api, aws_calls, inspect, metrics):

@@ -72,7 +72,7 @@ def test_plan_cost_section(lanectl):
     # Production passes tracing through: no traces are priced.
     assert _row(result.out, "messages", "cost")[9] == "$0.00"
     assert _row(result.out, "scheduled", "cost")[1] == "tick"
-    assert "54 alarms $5.40" in result.out
+    assert "63 alarms $6.30" in result.out
     assert "total: about $" in result.out
 
 

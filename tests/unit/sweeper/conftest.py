@@ -199,14 +199,15 @@ class Queues:
             sqs.send_message(QueueUrl=self.urls[lane], MessageBody=json.dumps({"other": n}), MessageGroupId="t")
 
 
-def metric(out: str, name: str, source: str) -> list[float]:
-    """Values of one metric for one Source in the embedded-metric documents on captured stdout."""
+def metric(out: str, name: str, source: str, lane: str | None = None) -> list[float]:
+    """Values of one metric for one Source (and one Lane, or none) in the embedded-metric
+    documents on captured stdout."""
     values: list[float] = []
     for line in out.splitlines():
         if not line.startswith('{"_aws"'):
             continue
         document = json.loads(line)
-        if document.get("Source") == source and name in document:
+        if document.get("Source") == source and document.get("Lane") == lane and name in document:
             values.extend(document[name])
     return values
 

@@ -63,7 +63,7 @@ def test_missing_settings_are_named(sweeper_environ):
             {
                 **sweeper_environ,
                 "SWEEPER_SETTINGS": '{"grace_seconds": 60, "patience_seconds": 10, '
-                '"max_replays": 3, "rows_per_run": 10, "patience_cap_seconds": 600}',
+                '"max_replays": 3, "page_rows": 10, "patience_cap_seconds": 600, "run_seconds": 50}',
             }
         )
     with pytest.raises(SettingsError, match="patience_cap_seconds"):
@@ -71,6 +71,6 @@ def test_missing_settings_are_named(sweeper_environ):
             {
                 **sweeper_environ,
                 "SWEEPER_SETTINGS": '{"grace_seconds": 8, "patience_seconds": 30, '
-                '"max_replays": 3, "rows_per_run": 10}',
+                '"max_replays": 3, "page_rows": 10, "run_seconds": 50}',
             }
         )

@@ -140,34 +140,71 @@ def test_rows_within_grace_are_not_touched(rows, queues, sweep):
     assert queues.depth("messages") == 0
 
 
-def test_replays_oldest_first_and_at_most_rows_per_run(rows, queues, sweeper_environ, clock):
+def _settings(**changes) -> str:
     import json
 
-    from pipeline.handlers.sweeper import create_handler
+    return json.dumps(
+        {
+            "grace_seconds": GRACE,
+            "patience_seconds": PATIENCE,
+            "patience_cap_seconds": CAP,
+            "max_replays": 3,
+            "page_rows": 3,
+            "run_seconds": 60,
+            **changes,
+        }
+    )
 
-    # Given five lost rows in different shards and a sweeper allowed three rows a run
-    for n, age in enumerate((50, 10, 40, 20, 30)):
-        rows.webhook(f"wh-{n}", age=GRACE + age)
-    environ = {
-        **sweeper_environ,
-        "SWEEPER_SETTINGS": json.dumps(
-            {
-                "grace_seconds": GRACE,
-                "patience_seconds": PATIENCE,
-                "patience_cap_seconds": CAP,
-                "max_replays": 3,
-                "rows_per_run": 3,
-            }
-        ),
-    }
+
+def test_one_sweep_replays_every_lost_row_a_page_at_a_time_with_send_message_batch(
+    rows, queues, sweeper_environ, clock
+):
+    from pipeline.handlers.sweeper import create_handler
+    from tests.support.aws import AwsCalls, handler_clients
+
+    # Given 40 lost rows across the shards, and a sweeper that reads three rows a page
+    for n in range(40):
+        rows.webhook(f"wh-{n}", age=GRACE + 1 + n, send_failed_at=int(clock.now) - 60)
+    clients = handler_clients(sweeper_environ)
+    calls = AwsCalls().watch(clients.dynamodb, clients.sqs)
 
     # When one sweep runs
-    report = create_handler(environ, clock=clock)({}, None)
+    report = create_handler({**sweeper_environ, "SWEEPER_SETTINGS": _settings()}, clock=clock, clients=clients)(
+        {}, None
+    )
 
-    # Then the three oldest are replayed, and the others wait for the next run
-    assert report["webhook"]["replayed"] == 3
-    assert sorted(e.id for e in queues.drain("messages")) == ["wh-0", "wh-2", "wh-4"]
-    assert rows.get("webhook", "wh-1")["replays"] == 0
+    # Then every one of them is replayed, not the oldest page's worth
+    assert report["webhook"]["replayed"] == 40
+    assert sorted(e.id for e in queues.drain("messages")) == sorted(f"wh-{n}" for n in range(40))
+    # in batches: never one SendMessage per row
+    assert "sqs.SendMessage" not in calls.calls
+    assert 0 < calls.calls.count("sqs.SendMessageBatch") < 40
+
+
+def test_a_sweep_out_of_time_resumes_where_it_stopped(rows, queues, sweeper_environ, clock):
+    from pipeline.handlers.sweeper import create_handler
+
+    # Given late rows at the head of every shard (their lane is busy and they are within patience),
+    # and lost rows behind them
+    queues.put_backlog("messages", 5)
+    for n in range(24):
+        rows.webhook(f"late-{n}", age=GRACE + 200 + n)
+    lost = [f"lost-{n}" for n in range(8)]
+    for n, row_id in enumerate(lost):
+        rows.webhook(row_id, age=GRACE + 1 + n, send_failed_at=int(clock.now) - 60)
+    # and a sweeper whose run ends after its first page
+    sweep = create_handler({**sweeper_environ, "SWEEPER_SETTINGS": _settings(run_seconds=1e-9)}, clock=clock)
+
+    # When sweeps run one after another
+    reports = []
+    for _ in range(24):
+        reports.append(sweep({}, None)["webhook"])
+        clock.advance(0.1)
+
+    # Then each one starts where the last stopped, and they reach the lost rows behind the late ones
+    assert all(report["overdue"] <= 3 for report in reports)
+    assert [rows.get("webhook", row_id)["replays"] for row_id in lost] == [1] * len(lost)
+    assert sum(report["replayed"] for report in reports) == len(lost)
 
 
 def test_age_of_the_oldest_pending_row_is_published_even_within_grace(rows, sweep, capsys, clock):
@@ -214,8 +251,8 @@ def test_row_finished_between_query_and_read_is_left_alone(rows, queues, sweeper
     # When the sweep goes on to read the row
     report = create_handler(sweeper_environ, clock=clock)({}, None)
 
-    # Then it sees the row finished and sends nothing
-    assert report["webhook"]["overdue"] == 1
+    # Then it sees the row finished (not overdue: overdue counts rows read pending) and sends nothing
+    assert report["webhook"]["overdue"] == 0
     assert report["webhook"]["replayed"] == 0
     assert queues.depth("messages") == 0
     assert schema.PENDING_SHARD not in rows.get("webhook", "wh-race")
@@ -236,3 +273,28 @@ def test_a_lost_row_of_any_lane_is_replayed_into_that_lane(rows, queues, sweep, 
     assert report["job"]["replayed"] == 1
     assert report["webhook"]["replayed"] == (1 if webhook else 0)
     assert sorted(e.id for e in queues.drain(lane)) == sorted([f"job-{lane}", *([f"wh-{lane}"] if webhook else [])])
+
+
+def test_each_lanes_oldest_pending_row_is_published_for_its_own_age_alarm(rows, queues, sweep, capsys, clock):
+    # Given an import job twenty minutes into a busy bulk lane's half-hour objective, and a
+    # message job pending ten minutes on an idle lane
+    queues.put_backlog("bulk", 1)
+    rows.job("job-bulk", lane="bulk", age=1200, replayed_at=int(clock.now) - 1)
+    rows.job("job-ai", lane="ai", age=GRACE + 100, replayed_at=int(clock.now) - 1)
+
+    # When the sweeper runs
+    sweep()
+
+    # Then each lane's age is published on its own, so each is alarmed against its own objective
+    out = capsys.readouterr().out
+    assert metric(out, metric_names.OLDEST_UNPROCESSED_AGE, "job", "bulk") == [1200.0]
+    assert metric(out, metric_names.OLDEST_UNPROCESSED_AGE, "job", "ai") == [GRACE + 100.0]
+    # and a lane with nothing pending reads 0, not missing
+    assert metric(out, metric_names.OLDEST_UNPROCESSED_AGE, "job", "messages") == [0.0]
+    # while deliveries are published only for the lanes the door routes to
+    published = {
+        lane
+        for lane in ENVIRONMENTS["local"].lane_names
+        if metric(out, metric_names.OLDEST_UNPROCESSED_AGE, "webhook", lane)
+    }
+    assert published == set(WEBHOOK_LANES)
