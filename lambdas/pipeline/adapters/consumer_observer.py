@@ -24,6 +24,7 @@ from typing import Any
 from pipeline import metric_names
 from pipeline.adapters.observability import MetricUnit
 from pipeline.domain.budgets import Grant
+from pipeline.domain.errors import describe
 from pipeline.domain.outcomes import RecordOutcome
 from pipeline.domain.records import Received
 from pipeline.metric_names import Outcome
@@ -99,8 +100,9 @@ class ConsumerObserver:
     def problem(self, message: str, exc: BaseException | None = None, **fields: Any) -> None:
         extra: dict[str, Any] = {"lane": self._lane, **fields}
         if exc is not None:
-            extra.update(error_class=type(exc).__name__, error=str(exc)[:500])
-        self._logger.error(message, extra=extra, exc_info=exc is not None)
+            # No traceback: its last line is the exception's text, which may quote the payload.
+            extra.update(error_class=type(exc).__name__, error=describe(exc))
+        self._logger.error(message, extra=extra)
 
     def out_of_time(self, records: int, remaining_seconds: float) -> None:
         self._logger.error(

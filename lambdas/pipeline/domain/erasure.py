@@ -33,7 +33,7 @@ CALLBACK_PATH = "/meta/data-deletion"
 """Meta's data-deletion callback; the status page is this path followed by `/<code>`."""
 LANE = "bulk"
 """The lane erasures run on: patient, and its tenant cap keeps them two at a time."""
-TENANT = "privacy"
+TENANT = jobs.RESERVED_TENANT
 KIND = jobs.RESERVED_KIND_PREFIX + "erase"
 META = "meta"
 OPERATOR = "operator"

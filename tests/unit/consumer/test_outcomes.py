@@ -296,3 +296,24 @@ def test_a_task_may_not_write_the_obligation_tables(lane):
     assert response == {"batchItemFailures": []}
     assert h.dead_letters()[0]["MessageAttributes"]["reason"]["StringValue"] == "task_wrote_obligation"
     assert h.row("jobs", "job-other") is None
+
+
+def test_a_problem_line_names_the_exception_without_its_payload_text():
+    lines: list[tuple[str, dict]] = []
+
+    class Logger:
+        def error(self, message, extra, exc_info=False):
+            lines.append((message, extra, exc_info))
+
+    from pipeline.adapters.consumer_observer import ConsumerObserver
+
+    try:
+        {"+447700900123": 1}["+447700900999"]
+    except KeyError as exc:
+        ConsumerObserver(Logger(), None, "messages").problem("drain count not recorded", exc)
+
+    [(_message, extra, exc_info)] = lines
+    assert "900999" not in repr(extra)
+    assert not exc_info
+    assert extra["error_class"] == "KeyError"
+    assert extra["error"].startswith("KeyError raised in test_outcomes.py:")
