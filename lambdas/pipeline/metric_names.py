@@ -28,6 +28,7 @@ JOB_FORBIDDEN = "JobForbidden"  # 403: a caller acting for a tenant it is not gr
 
 # Erasure (Meta's data-deletion callback and its status page)
 ERASURE_REQUESTED = "ErasureRequested"
+ERASURE_REPEATED = "ErasureRepeated"  # a request for a person whose erasure is pending: its code again
 ERASURE_REFUSED = "ErasureRefused"  # by Reason: signed_request_missing, _malformed, _mismatch, ...; busy
 
 # Consumers: one metric per record outcome, by Lane and Outcome

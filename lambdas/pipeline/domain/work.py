@@ -59,8 +59,9 @@ class Eraser(Protocol):
     """Finding and erasing one person's rows and items (adapters/erasure.py). Every call is safe to
     repeat: an erasure that dies half way is run again from where it last said it got to."""
 
-    def scan_rows(self, sender_hash: str, start: Mapping[str, Any] | None) -> RowsPage:
-        """A page of the webhook log's rows that name the person, from `start` (None: the top)."""
+    def scan_rows(self, sender_hashes: Sequence[str], start: Mapping[str, Any] | None) -> RowsPage:
+        """A page of the webhook log's rows that name any of `sender_hashes`, from `start` (None:
+        the top)."""
         ...
 
     def find(self, sender_hash: str) -> Erasable: ...

@@ -28,8 +28,8 @@ class PagedLog:
     scanned_from: list[Any] = field(default_factory=list)
     erased: list[str] = field(default_factory=list)
 
-    def scan_rows(self, sender_hash: str, start: Mapping[str, Any] | None) -> RowsPage:
-        assert sender_hash == PERSON
+    def scan_rows(self, sender_hashes: Sequence[str], start: Mapping[str, Any] | None) -> RowsPage:
+        assert list(sender_hashes) == [PERSON]
         self.scanned_from.append(start)
         index = 0 if start is None else int(start["page"])
         self.clock[0] -= self.page_seconds
