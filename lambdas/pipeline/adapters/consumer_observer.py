@@ -5,8 +5,10 @@ One structured line per record outcome, with `lane`, `tenant`, `outcome`, `attem
 Dead letters log at CRITICAL: abandoning work must be loud. The per-record counts are taken from
 these lines by the log group's metric filters (pipeline/metric_filters.py): `Records` by Lane and
 Outcome, `Retried` by Lane and ErrorClass, `Abandoned` by Lane; tenants never become dimensions.
-`OutOfTime` by Lane is the one count written as an EMF document, the moment it is known, because
-an invocation out of time may be stopped before it could say more.
+`OutOfTime` by Lane is written as an EMF document, the moment it is known, because an invocation
+out of time may be stopped before it could say more; `MetaIgnored` by Lane and Ignored (what a
+delivery held that its task did not act on, by name: tasks/meta.py) is written as EMF when the
+batch's counts are flushed, since a log-line filter cannot take a dimension from a key's name.
 
 An observe-mode budget adds a line with outcome `would_defer` (counted in `Records` too) for a
 record it would have deferred; the record's own outcome line still follows, so `would_defer`
@@ -19,6 +21,7 @@ import logging
 import threading
 import time
 from collections import Counter
+from collections.abc import Mapping
 from typing import Any
 
 from pipeline import metric_names
@@ -45,9 +48,9 @@ class ConsumerObserver:
         self._lock = threading.Lock()  # tasks on worker threads report budget observations too
         self._counts: Counter[tuple[str, tuple[tuple[str, str], ...]]] = Counter()
 
-    def _count(self, name: str, **dimensions: str) -> None:
+    def _count(self, name: str, amount: int = 1, **dimensions: str) -> None:
         with self._lock:
-            self._counts[(name, tuple(sorted({metric_names.LANE: self._lane, **dimensions}.items())))] += 1
+            self._counts[(name, tuple(sorted({metric_names.LANE: self._lane, **dimensions}.items())))] += amount
 
     def _fields(self, received: Received) -> dict[str, Any]:
         """Every record's line: what a dashboard or an on-call search keys on. Values that only
@@ -81,9 +84,14 @@ class ConsumerObserver:
             fields["visibility_seconds"] = outcome.visibility_seconds
         if outcome.defer_seconds is not None:
             fields["defer_seconds"] = outcome.defer_seconds
-        detail = {name: value for name, value in outcome.detail.items() if value not in (0, None, "")}
+        detail = {name: value for name, value in outcome.detail.items() if value not in (0, None, "", {})}
         if detail:
             fields["detail"] = detail
+        ignored = outcome.detail.get("ignored")
+        if isinstance(ignored, Mapping):  # what a Meta delivery held that its task did not act on, by name
+            for what, count in ignored.items():
+                if isinstance(count, int) and count > 0:
+                    self._count(metric_names.META_IGNORED, count, **{metric_names.IGNORED: str(what)})
         self._logger.log(_LEVELS.get(outcome.outcome, logging.INFO), f"record {outcome.outcome}", extra=fields)
 
     def over_budget(self, received: Received, grant: Grant) -> None:

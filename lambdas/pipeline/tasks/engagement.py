@@ -25,14 +25,18 @@ PROMPT_TEXT_LIMIT = 2000
 """Characters of a comment sent to the model: the label is in the first lines, and tokens cost."""
 
 
-def _comments(payload: object) -> tuple[list[meta.Comment], int]:
+def _comments(payload: object) -> tuple[list[meta.Comment], dict[str, int]]:
     if isinstance(payload, Mapping) and "entry" in payload:
         units = meta.read(payload)
-        return units.comments, units.ignored + len(units.messages) + len(units.statuses)
+        # The door routes a delivery with messages or statuses to the messages lane; any here are dropped.
+        units.ignored.update(
+            {"message.on_comment_lane": len(units.messages), "status.on_comment_lane": len(units.statuses)}
+        )
+        return units.comments, {name: count for name, count in units.ignored.items() if count}
     if isinstance(payload, Mapping) and payload.get("comment_id"):
         single = meta.Units()
         meta.add_comment(payload, single)  # same rules as a feed change
-        return single.comments, single.ignored
+        return single.comments, dict(single.ignored)
     raise PermanentError("not_a_comment", "payload is neither a Meta delivery nor a comment")
 
 

@@ -12,7 +12,6 @@ import boto3
 from pipeline import schema
 from pipeline.adapters import items
 from pipeline.adapters.erasure import DynamoEraser
-from pipeline.adapters.identity_links import IdentityLinks
 from pipeline.adapters.tables import TableNames
 from pipeline.adapters.webhook_log import WebhookLog
 from pipeline.domain import erasure, senders, stored_text, webhook
@@ -294,6 +293,8 @@ def test_a_repeat_while_an_erasure_is_pending_answers_its_code_and_makes_no_job(
 
 
 def test_meta_naming_an_app_scoped_id_erases_the_ids_the_product_linked_to_it(pipeline):
+    from pipeline.adapters.identity_links import IdentityLinks
+
     # Given Ana wrote on WhatsApp and on Messenger (page-scoped id), and the product linked both to
     # the app-scoped id Meta knows her by
     rows = _ana_and_ben(pipeline)
