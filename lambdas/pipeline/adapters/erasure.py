@@ -29,7 +29,7 @@ from pipeline.adapters import items
 from pipeline.adapters.tables import TableNames
 from pipeline.adapters.webhook_log import BODY_PARTS
 from pipeline.domain import erasure, retention, senders, webhook_body
-from pipeline.domain.effects import KEY_ATTRIBUTES, OnConflict, Put, Table, Write
+from pipeline.domain.effects import KEY_ATTRIBUTES, OnConflict, Put, Table, Update, Write
 from pipeline.domain.errors import TransientError
 from pipeline.domain.job_bookkeeping import queued_decrement
 from pipeline.domain.ports import CommitState, Committer
@@ -199,6 +199,24 @@ class DynamoEraser:
             if self._committer.commit(tombstone, released).state is CommitState.COMMITTED:
                 return True
         raise ErasureIncomplete(f"job {job_id} kept changing while it was being erased")
+
+    def note_progress(self, job_id: str, progress: Mapping[str, Any]) -> None:
+        """Only while the row is pending: a row finished meanwhile is left as it is."""
+        note = Update(
+            table=Table.JOBS,
+            key={schema.ID: job_id},
+            expression="SET #progress = :progress, #alive = :now",
+            condition="#status = :queued AND attribute_exists(#shard)",
+            names={
+                "#progress": schema.PROGRESS,
+                "#alive": schema.ALIVE_AT,
+                "#status": STATUS,
+                "#shard": schema.PENDING_SHARD,
+            },
+            values={":progress": dict(progress), ":now": self._clock(), ":queued": schema.RowStatus.QUEUED},
+            on_conflict=OnConflict.SKIP,
+        )
+        self._committer.commit(note, ())
 
     def delete(self, table: Table, keys: Sequence[Mapping[str, str]]) -> int:
         for start in range(0, len(keys), BATCH_WRITE_LIMIT):

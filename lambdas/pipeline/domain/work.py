@@ -74,6 +74,10 @@ class Eraser(Protocol):
         """Empty each job row to its tombstone (a queued one leaves its tenant's count)."""
         ...
 
+    def note_progress(self, job_id: str, progress: Mapping[str, Any]) -> None:
+        """Keep the erasure's progress, and the time, on its own pending job row."""
+        ...
+
     def delete(self, table: Table, keys: Sequence[Mapping[str, str]]) -> int:
         """Delete items of the data or state table."""
         ...

@@ -8,7 +8,9 @@ nothing, so no item about the person is made after their rows are gone. The webh
 by a scan for the rows naming the person (adapters/erasure.py says why a scan): page by page,
 each page's rows emptied before the next is read, and when the task's time runs short it stops
 and leaves the rest to its next run (errors.MoreToDo: the consumer re-sends the job with the
-place it got to, at no cost in attempts), so a log of any size is read whole. Then the indexes
+place it got to, at no cost in attempts), so a log of any size is read whole. The job's row keeps
+that place and the time too (`note_progress`), so the sweeper sees a long erasure alive rather
+than lost, and a replay of its row resumes (domain/sweep_verdict.py). Then the indexes
 and the person's partition are asked again (the indexes are eventually consistent, and a task may
 have been writing as this one read) until they hold nothing; a person still turning up after
 `ROUNDS` rounds is retried later.
@@ -92,7 +94,12 @@ def _scan_rows(ctx: TaskContext, sender_hashes: list[str], counts: Counter[str])
         left = ctx.remaining()
         slowest = max(slowest, before - left)
         if left < max(LEAST_LEFT_SECONDS, PAGE_MARGIN * slowest):
-            raise MoreToDo({SCAN_FROM: dict(cursor), ERASED: dict(counts)}, "the webhook log is read on next run")
+            progress = {SCAN_FROM: dict(cursor), ERASED: dict(counts)}
+            if ctx.envelope.source == "job":
+                # On the row too, with the time: the sweeper sees the job alive, and a replay of
+                # the row (its continuation lost) takes up from here rather than from the top.
+                ctx.eraser.note_progress(ctx.envelope.id, progress)
+            raise MoreToDo(progress, "the webhook log is read on next run")
 
 
 def _erase(ctx: TaskContext, found: Erasable, counts: Counter[str]) -> None:

@@ -331,3 +331,30 @@ def test_an_erasure_of_someone_nothing_is_held_about_says_no_data_held(pipeline)
     shown = json.loads(pipeline.erasure_status(code)["body"])
     assert (shown["status"], shown["erased"]) == ("no_data_held", None)
     assert shown["completed_at"] is not None
+
+
+def test_an_erasure_notes_its_progress_on_its_pending_job_row_and_never_on_a_finished_one(pipeline):
+    from pipeline.adapters.transactions import Committer
+
+    # Given a pending erasure job and an eraser over the real tables
+    code = json.loads(pipeline.forget(ANA)["body"])["confirmation_code"]
+    job_id = erasure.job_id(code)
+    dynamodb = boto3.client("dynamodb", region_name=REGION)
+    names = TableNames({Table.JOBS: "jobs", Table.WEBHOOK_LOG: "webhook-log", Table.DATA: "data", Table.STATE: "state"})
+    eraser = DynamoEraser(dynamodb, names, Committer(dynamodb, names), kept=None, clock=lambda: 1_800_000_123.5)  # type: ignore[arg-type]
+    progress = {"scan_from": {"id": {"S": "wh-4f1c"}}, "erased": {"webhook_rows": 5}}
+
+    # When it notes where it got to
+    eraser.note_progress(job_id, progress)
+
+    # Then the row keeps it, with the time, for the sweeper and for a replay
+    jobs_table = boto3.resource("dynamodb", region_name=REGION).Table("jobs")
+    row = jobs_table.get_item(Key={schema.ID: job_id}, ConsistentRead=True)["Item"]
+    assert row["progress"] == progress
+    assert float(row["alive_at"]) == 1_800_000_123.5
+
+    # And once the erasure is done, a late note changes nothing
+    pipeline.drain()
+    eraser.note_progress(job_id, {"scan_from": {"id": {"S": "wh-late"}}})
+    assert jobs_table.get_item(Key={schema.ID: job_id}, ConsistentRead=True)["Item"]["status"] == "done"
+    assert jobs_table.get_item(Key={schema.ID: job_id}, ConsistentRead=True)["Item"]["progress"] == progress
