@@ -23,7 +23,7 @@ Row layout (table key `id` = `wh-<sha256 of the raw body>`):
   delivery). They are on the row from the door's one write, so a delivery is found whether or not
   its task ever ran (a dead letter redriven after the erasure finds its row erased). A delivery
   naming more than senders.MAX_NAMED_ON_ROW carries none; its task records it in each person's
-  partition (tasks/privacy.py), as it does for every delivery naming several.
+  partition instead (tasks/privacy.py).
 
 The write is one conditional PutItem (a TransactWriteItems when the body needs parts) that returns
 the existing row when the body was seen before, so a redelivery costs no extra read.

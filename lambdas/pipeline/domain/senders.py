@@ -152,13 +152,6 @@ def named_on_row(payload: Any) -> tuple[str | None, tuple[str, ...]]:
     return None, tuple(sorted(people))
 
 
-def only_person(payload: Any) -> str | None:
-    """The one person a delivery names, or None for none or several. The door indexes its row by
-    them, free on the write it makes anyway; a delivery naming several is indexed by its task."""
-    people = people_in_delivery(payload)
-    return next(iter(people)) if len(people) == 1 else None
-
-
 def person_in_job(payload: Any) -> str | None:
     """The person a job's payload is about (see JOB_PERSON_FIELDS), or None."""
     if not isinstance(payload, Mapping):

@@ -77,6 +77,7 @@ class TaskStep:
                 on_over_budget=lambda grant: self._io.observer.over_budget(received, grant),
                 hasher=self._io.senders.hash,
                 eraser=self._io.eraser,
+                row_names_everyone=_names_everyone(obligation),
             )
             started = self._clock()
             result = run_with_limit(self._task, context, limit, name=f"{self._lane.name}:{envelope.kind}")
@@ -143,6 +144,11 @@ class TaskStep:
         if committed.skipped:
             detail["skipped_writes"] = committed.skipped
         return out.acked(outcome, attempt, **detail)
+
+
+def _names_everyone(obligation: Obligation) -> bool:
+    """Whether the record's webhook row carries every named person's hash (the door's `sender_hashes`)."""
+    return obligation.found is not None and not obligation.internal and schema.SENDER_HASHES in obligation.found
 
 
 def _sender_of(obligation: Obligation) -> str | None:

@@ -92,6 +92,9 @@ class TaskContext(Protocol):
     vendor: Vendor
     eraser: Eraser
     """Only the erasure task uses it (tasks/erase.py): the one task that removes what others wrote."""
+    row_names_everyone: bool
+    """The record's webhook row carries the hash of every person its delivery names
+    (schema.SENDER_HASHES), so the erasure's scan of the log finds it without an item per person."""
 
     def option(self, name: str, default: str) -> str:
         """One of the lane's task options from the catalogue, as text."""

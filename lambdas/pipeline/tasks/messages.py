@@ -16,7 +16,7 @@ Every write is `standalone` (re-applying it changes nothing), so a delivery larg
 transaction still commits; see adapters/transactions.py. Each item lives in the partition of the
 person it is about (the sender, the status's recipient, the comment's author; domain/senders.py),
 so an erasure request finds it with one query and it costs no index entry; a delivery naming
-several people gets an item per person pointing at it (tasks/privacy.py). Texts are kept through
+more people than its row holds gets an item per person pointing at it (tasks/privacy.py). Texts are kept through
 domain/stored_text.py: a long one deflated, so a 2 KB text's item is one write unit, not two.
 """
 

@@ -119,6 +119,7 @@ class FakeContext:
     options: Mapping[str, str] = field(default_factory=dict)
     items: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
     held: int = 0
+    row_names_everyone: bool = False
 
     def option(self, name: str, default: str) -> str:
         return self.options.get(name, default)
