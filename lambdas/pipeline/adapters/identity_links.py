@@ -9,7 +9,7 @@ gives a Page's page-scoped ids of an app-scoped one). It links them here, as has
 (`link`, or `lanectl erase --link`), and an erasure asked for by app-scoped id erases each.
 
 `linked` is a String Set, so linking a new id adds to it. The item expires with the data it points
-at (the effects retention, from its latest link).
+at (the effects retention, from its latest link), or goes with the erasure of the person.
 """
 
 from __future__ import annotations
@@ -23,12 +23,7 @@ from pipeline import schema
 from pipeline.domain import erasure, senders
 from pipeline.domain.erasure import IdentityLinksUnavailable
 
-PREFIX = "identity#"
 LINKED = "linked"
-
-
-def link_key(app_scoped_hash: str) -> str:
-    return f"{PREFIX}{app_scoped_hash}"
 
 
 class IdentityLinks:
@@ -39,7 +34,7 @@ class IdentityLinks:
     def resolve(self, app_scoped_hash: str) -> tuple[str, ...]:
         try:
             item = self._dynamodb.get_item(
-                TableName=self._table, Key={schema.PK: {"S": link_key(app_scoped_hash)}}, ConsistentRead=True
+                TableName=self._table, Key={schema.PK: {"S": erasure.link_key(app_scoped_hash)}}, ConsistentRead=True
             ).get("Item")
         except (ClientError, BotoCoreError) as exc:
             raise IdentityLinksUnavailable(f"identity links read failed: {exc}") from exc
@@ -55,7 +50,7 @@ class IdentityLinks:
         try:
             self._dynamodb.update_item(
                 TableName=self._table,
-                Key={schema.PK: {"S": link_key(app_scoped_hash)}},
+                Key={schema.PK: {"S": erasure.link_key(app_scoped_hash)}},
                 UpdateExpression="ADD #linked :hashes SET #ttl = :ttl",
                 ConditionExpression="attribute_not_exists(#linked) OR size(#linked) <= :room",
                 ExpressionAttributeNames={"#linked": LINKED, "#ttl": schema.TTL},

@@ -52,6 +52,8 @@ FAILED = "failed"
 MAX_LINKED = 50
 """Ids one erasure erases besides the one asked for; each is two terms of the log scan's filter (an
 `IN` of at most 100 values, and a `contains`)."""
+LINK_PREFIX = "identity#"
+"""State-table item of the ids the product linked to an app-scoped id (adapters/identity_links.py)."""
 OPEN_PREFIX = "erasure-open#"
 """State-table item per person with an erasure pending (`open_key`): which job, and the nonce its
 code is derived from, so a repeat of the request answers the same code without making a job."""
@@ -89,6 +91,10 @@ def is_code(value: object) -> bool:
 
 def job_id(code: str) -> str:
     return jobs.job_id(TENANT, code)
+
+
+def link_key(app_scoped_hash: str) -> str:
+    return f"{LINK_PREFIX}{app_scoped_hash}"
 
 
 def open_key(sender_hash: str) -> str:

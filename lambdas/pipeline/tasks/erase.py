@@ -30,7 +30,8 @@ partition of the data table (messages, statuses, comments and their triage, item
 deliveries naming them among others) and every data item that carries their hash (conversation
 turns and replies, items of jobs, and items written before the partitions), and the turn markers
 of their conversations. What stays is not readable about them:
-tombstones of the rows, done-markers keyed by digests, and counters.
+tombstones of the rows, done-markers keyed by digests, and counters. The links of an app-scoped id
+to the others (hashes only) go as well.
 """
 
 from __future__ import annotations
@@ -145,6 +146,8 @@ def run(ctx: TaskContext) -> TaskResult:
         _scan_rows(ctx, sender_hashes, counts)
     for sender_hash in sender_hashes:
         _erase_all(ctx, sender_hash, counts)
+    # Which ids were one person's goes with them too (not counted: it is hashes, and it may not exist).
+    ctx.eraser.delete(Table.STATE, [{schema.PK: erasure.link_key(sender_hash)} for sender_hash in sender_hashes])
     # Counts only: the detail is logged, and a hash is not for logs either.
     return TaskResult(follow_ups=_again(ctx, sender_hashes), detail={"erased": dict(counts)}, result=dict(counts))
 

@@ -321,6 +321,8 @@ def test_meta_naming_an_app_scoped_id_erases_the_ids_the_product_linked_to_it(pi
     assert shown["erased"]["webhook_rows"] == 4
     assert {table for table, _ in _mentions(after, (BEN, *BEN_SAYS))} >= {"webhook-log", "data"}
     assert rows
+    # and which ids were hers went with them
+    assert [i for i in pipeline.items("state") if i[schema.PK]["S"].startswith(erasure.LINK_PREFIX)] == []
 
 
 def test_an_erasure_of_someone_nothing_is_held_about_says_no_data_held(pipeline):
