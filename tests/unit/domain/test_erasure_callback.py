@@ -144,3 +144,13 @@ def test_the_app_scoped_id_is_erased_with_every_id_linked_to_it(callback):
     # Then one erasure is asked for, of the app-scoped id and of both linked ids
     assert callback.requests.requested == [("hash-of-10223344", erasure.META)]
     assert callback.requests.linked == [("hash-of-447700900123", "hash-of-6012345")]
+
+
+def test_freshness_is_measured_from_issued_at_up_to_the_limit_itself():
+    from pipeline.domain.signed_request import Refused, SignedRequest, check_fresh
+
+    check_fresh(SignedRequest("1", NOW - MAX_AGE), now=NOW, max_age_seconds=MAX_AGE)
+    check_fresh(SignedRequest("1", NOW + 60), now=NOW, max_age_seconds=MAX_AGE)  # a clock a minute ahead
+    for stale in (NOW - MAX_AGE - 0.5, NOW + 61):
+        with pytest.raises(Refused):
+            check_fresh(SignedRequest("1", stale), now=NOW, max_age_seconds=MAX_AGE)
