@@ -5,6 +5,7 @@ non-zero with a message that says what to do instead.
   lanectl dlq list|peek|redrive     what is dead-lettered, why, and putting it back (paced)
   lanectl lane pause|resume         stop a lane's consumer, and bring it back (optionally ramped)
   lanectl erase --sender ID         erase one person (Meta's data-deletion callback, for on-call)
+  lanectl erase --link ASID --to ID link an app-scoped id to an id the pipeline stores
   lanectl plan ENV                  capacity, queue bounds and cost from the catalogue
   lanectl preflight ENV             what would make a deploy fail
   lanectl local | demo              the pipeline on this machine (see ops/local.py, ops/demo.py)
@@ -97,7 +98,17 @@ def _dispatch(args: argparse.Namespace, runtime: Runtime) -> int:
     if args.command == "erase":
         if args.status is not None:
             return erase.status(ctx, args.status)
-        return erase.erase(ctx, sender=args.sender, sender_hash=args.sender_hash, wait_seconds=args.wait)
+        if args.link is not None:
+            return erase.link(ctx, app_scoped_id=args.link, to=args.to)
+        if args.to:
+            raise OpsError("--to goes with --link", errors.USAGE)
+        return erase.erase(
+            ctx,
+            sender=args.sender,
+            sender_hash=args.sender_hash,
+            app_scoped_id=args.app_scoped_id,
+            wait_seconds=args.wait,
+        )
     if args.command == "dlq":
         if args.action == "list":
             return dlq.list_dlqs(ctx, output=args.output)

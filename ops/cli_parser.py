@@ -122,9 +122,24 @@ def build_parser() -> argparse.ArgumentParser:
         "erase", parents=[common], help="erase everything about one person; prints a confirmation code"
     )
     who = erase.add_mutually_exclusive_group(required=True)
-    who.add_argument("--sender", help="a phone number in international form (+44 7700 900123) or a Meta id")
+    who.add_argument(
+        "--sender",
+        help="an id the pipeline stores: a WhatsApp phone number in international form (+44 7700 900123), "
+        "or a Messenger page-scoped, Instagram-scoped or comment author's id",
+    )
+    who.add_argument(
+        "--app-scoped-id",
+        help="the app-scoped id Meta's callback names a person by: erased with every id linked to it "
+        "(refused when none is)",
+    )
     who.add_argument("--sender-hash", help="the person's hash, from an earlier erasure's job row")
     who.add_argument("--status", metavar="CODE", help="show the status of an erasure by its confirmation code")
+    who.add_argument(
+        "--link",
+        metavar="APP_SCOPED_ID",
+        help="link an app-scoped id to the ids (--to) the pipeline stores for the same person; erases nothing",
+    )
+    erase.add_argument("--to", action="append", metavar="ID", help="with --link: an id to link (repeatable)")
     erase.add_argument(
         "--wait",
         type=_bounded_int(0, 900, "--wait"),

@@ -151,6 +151,7 @@ def erasure(env: Environment, resources: Resources, dumps: Dumps) -> dict[str, s
                 max_body_bytes=env.erasure.max_body_bytes,
                 secret_cache_seconds=env.webhook.secret_cache_seconds,
                 secret_refresh_seconds=env.webhook.secret_refresh_seconds,
+                max_request_age_seconds=env.erasure.max_request_age_seconds,
             )
         ),
     }

@@ -28,7 +28,10 @@ JOB_TENANT_LIMITED = "JobTenantLimited"  # by Lane: 429
 JOB_FORBIDDEN = "JobForbidden"  # 403: a caller acting for a tenant it is not granted
 
 # Erasure (Meta's data-deletion callback and its status page)
+META_IGNORED = "MetaIgnored"  # by Lane and Ignored (a name: field.mention, status.played, ...): what was not acted on
+IGNORED = "Ignored"
 ERASURE_REQUESTED = "ErasureRequested"
+ERASURE_REPEATED = "ErasureRepeated"  # a request for a person whose erasure is pending: its code again
 ERASURE_REFUSED = "ErasureRefused"  # by Reason: signed_request_missing, _malformed, _mismatch, ...; busy
 
 # Consumers: one metric per record outcome, by Lane and Outcome

@@ -30,6 +30,14 @@ TTL = "expires_at"
 
 # Webhook log, jobs and data: who an item is about (domain/senders.py)
 SENDER_HASH = "sender_hash"
+PROGRESS = "progress"
+"""On a job row whose task had more than one run's time (errors.MoreToDo): the progress its latest
+continuation carries, which a replay of the row carries too."""
+ALIVE_AT = "alive_at"
+"""On a job row beside `progress`: when its task last reported it (a heartbeat the sweeper reads)."""
+SENDER_HASHES = "sender_hashes"
+"""On a webhook-log row naming several people: each one's hash, as a Binary Set of the hashes'
+16 bytes (half the bytes of their hex), for the erasure's scan of the log."""
 SENDER_INDEX = "by_sender"
 """Sparse, keys only: every row and item that names exactly one person, by that person's hash,
 except the items kept in that person's own partition of the data table (domain/senders.py)."""

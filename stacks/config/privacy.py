@@ -72,8 +72,13 @@ class ErasureConfig:
     paged long before): past the lane's default expiry, so a paused lane delays it, not drops it."""
     max_body_bytes: int = 16 * 1024
     """Meta's callback is a form with one `signed_request` of a few hundred bytes."""
+    max_request_age_seconds: int = 300
+    """A `signed_request` whose `issued_at` is older is refused (403): Meta calls the moment a
+    person asks, so an older one is a captured request replayed."""
 
     def __post_init__(self) -> None:
+        if not 30 <= self.max_request_age_seconds <= 3600:
+            raise ValueError(f"erasure max_request_age_seconds must be 30..3600, got {self.max_request_age_seconds}")
         if not 1 <= self.deadline_days <= 30:
             raise ValueError(
                 f"erasure deadline_days must be 1..30 (Meta expects erasure within 30), got {self.deadline_days}"

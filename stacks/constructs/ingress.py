@@ -42,7 +42,9 @@ _ACCESS_LOG_FIELDS = {
     "latencyMs": "$context.responseLatency",
     "integrationLatencyMs": "$context.integrationLatency",
     "integrationError": "$context.integrationErrorMessage",
-    "caller": "$context.identity.caller",
+    # The account only: identity.caller and identity.user end in a role's session name, often a
+    # person's e-mail address; the jobs function logs the role without it (domain/callers.py).
+    "callerAccount": "$context.identity.accountId",
 }
 
 

@@ -84,7 +84,9 @@ class ErasureDoor(Construct):
         function = self.door.function
         # The erasure's job row with its count (one transaction), and the status page's read of it.
         grant_rows(function, tables.jobs, ("dynamodb:PutItem", "dynamodb:GetItem"))
-        grant_rows(function, tables.state, ("dynamodb:UpdateItem",))
+        # UpdateItem: the queued count; GetItem and PutItem: the person's open erasure and the ids
+        # linked to an app-scoped id.
+        grant_rows(function, tables.state, ("dynamodb:UpdateItem", "dynamodb:GetItem", "dynamodb:PutItem"))
         grant_secret(function, meta_secret)
         grant_secret(function, sender_key)
         grant_queue(function, queue, SEND)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import secrets
+import time
 import uuid
 
 import pytest
@@ -26,7 +27,8 @@ def _number() -> str:
 
 
 def _deletion_callback(pipeline, user_id: str, secret: str):
-    payload = {"algorithm": "HMAC-SHA256", "user_id": user_id, "issued_at": 1, "expires": 0}
+    # Issued now: the callback refuses one older than max_request_age_seconds as a replay.
+    payload = {"algorithm": "HMAC-SHA256", "user_id": user_id, "issued_at": int(time.time()), "expires": 0}
     body = f"signed_request={signed_request.sign(payload, secret)}".encode()
     return pipeline.client.request("POST", "/meta/data-deletion", body, FORM)
 

@@ -60,4 +60,11 @@ def test_each_route_is_throttled_on_its_own_and_the_stage_logs_access(synthesize
     assert routes <= set(stage["DependsOn"])
     access = props["AccessLogSettings"]
     assert access["DestinationArn"]["Fn::GetAtt"][1] == "Arn"
-    assert json.loads(access["Format"])["status"] == "$context.status"
+    logged = json.loads(access["Format"])
+    assert logged["status"] == "$context.status"
+    # And the caller is logged by account only: identity.caller and identity.user carry a role's
+    # session name (often a person's e-mail address); the jobs function logs the role without it
+    assert logged["callerAccount"] == "$context.identity.accountId"
+    assert not any(
+        "identity.caller" in value or "identity.user" in value or "principalOrgId" in value for value in logged.values()
+    )

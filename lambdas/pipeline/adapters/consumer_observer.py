@@ -8,7 +8,9 @@ Outcome, `Retried` by Lane and ErrorClass, `Abandoned` by Lane; tenants never be
 `OutOfTime` by Lane is written as an EMF document, the moment it is known, because an invocation
 out of time may be stopped before it could say more; `UnprocessableUnits` by Lane (units of a
 delivery skipped because they cannot be stored, from the outcome's `unprocessable` detail) is one
-too: it is rare, and a count rather than a line.
+too: it is rare, and a count rather than a line; and `MetaIgnored` by Lane and Ignored (what a
+delivery held that its task did not act on, by name: tasks/meta.py) is written as EMF when the
+batch's counts are flushed, since a log-line filter cannot take a dimension from a key's name.
 
 An observe-mode budget adds a line with outcome `would_defer` (counted in `Records` too) for a
 record it would have deferred; the record's own outcome line still follows, so `would_defer`
@@ -21,11 +23,13 @@ import logging
 import threading
 import time
 from collections import Counter
+from collections.abc import Mapping
 from typing import Any
 
 from pipeline import metric_names
 from pipeline.adapters.observability import MetricUnit
 from pipeline.domain.budgets import Grant
+from pipeline.domain.errors import describe
 from pipeline.domain.outcomes import RecordOutcome
 from pipeline.domain.records import Received
 from pipeline.metric_names import Outcome
@@ -82,12 +86,17 @@ class ConsumerObserver:
             fields["visibility_seconds"] = outcome.visibility_seconds
         if outcome.defer_seconds is not None:
             fields["defer_seconds"] = outcome.defer_seconds
-        detail = {name: value for name, value in outcome.detail.items() if value not in (0, None, "")}
+        detail = {name: value for name, value in outcome.detail.items() if value not in (0, None, "", {})}
         if detail:
             fields["detail"] = detail
         unprocessable = detail.get("unprocessable")
         if isinstance(unprocessable, int) and not isinstance(unprocessable, bool):
             self._count(metric_names.UNPROCESSABLE_UNITS, unprocessable)
+        ignored = outcome.detail.get("ignored")
+        if isinstance(ignored, Mapping):  # what a Meta delivery held that its task did not act on, by name
+            for what, count in ignored.items():
+                if isinstance(count, int) and count > 0:
+                    self._count(metric_names.META_IGNORED, count, **{metric_names.IGNORED: str(what)})
         self._logger.log(_LEVELS.get(outcome.outcome, logging.INFO), f"record {outcome.outcome}", extra=fields)
 
     def over_budget(self, received: Received, grant: Grant) -> None:
@@ -104,8 +113,9 @@ class ConsumerObserver:
     def problem(self, message: str, exc: BaseException | None = None, **fields: Any) -> None:
         extra: dict[str, Any] = {"lane": self._lane, **fields}
         if exc is not None:
-            extra.update(error_class=type(exc).__name__, error=str(exc)[:500])
-        self._logger.error(message, extra=extra, exc_info=exc is not None)
+            # No traceback: its last line is the exception's text, which may quote the payload.
+            extra.update(error_class=type(exc).__name__, error=describe(exc))
+        self._logger.error(message, extra=extra)
 
     def out_of_time(self, records: int, remaining_seconds: float) -> None:
         self._logger.error(

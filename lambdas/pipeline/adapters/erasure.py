@@ -1,7 +1,8 @@
 """One person's rows and items, found and erased (tasks/erase.py).
 
-Webhook rows are found by a scan of the webhook log, filtered on the row's `sender_hash` and read
-page by page: the log keeps raw deliveries only a week, so it is small, and erasures are rare, while
+Webhook rows are found by a scan of the webhook log, filtered on the row's `sender_hash` (a
+delivery naming one person) or `sender_hashes` (several), for every hash the erasure takes at once,
+and read page by page: the log keeps raw deliveries only a week, so it is small, and erasures are rare, while
 an index entry on every row would cost a write unit on every delivery (see README, "Personal
 data", for the sums). The scan is consistent, so a row written before it started is seen. Jobs
 and data items are found by a query of each table's keys-only index, and of the person's own
@@ -28,7 +29,7 @@ from pipeline.adapters import items
 from pipeline.adapters.tables import TableNames
 from pipeline.adapters.webhook_log import BODY_PARTS
 from pipeline.domain import erasure, retention, senders, webhook_body
-from pipeline.domain.effects import KEY_ATTRIBUTES, OnConflict, Put, Table, Write
+from pipeline.domain.effects import KEY_ATTRIBUTES, OnConflict, Put, Table, Update, Write
 from pipeline.domain.errors import TransientError
 from pipeline.domain.job_bookkeeping import queued_decrement
 from pipeline.domain.ports import CommitState, Committer
@@ -70,13 +71,24 @@ class DynamoEraser:
 
     # Finding
 
-    def scan_rows(self, sender_hash: str, start: Mapping[str, Any] | None) -> RowsPage:
+    def scan_rows(self, sender_hashes: Sequence[str], start: Mapping[str, Any] | None) -> RowsPage:
+        values: dict[str, Any] = {}
+        alone, among = [], []
+        for n, hashed in enumerate(sender_hashes):
+            values[f":h{n}"] = {"S": hashed}
+            values[f":b{n}"] = {"B": bytes.fromhex(hashed)}
+            alone.append(f":h{n}")
+            among.append(f"contains(#hashes, :b{n})")
         kwargs: dict[str, Any] = {
             "TableName": self._tables[Table.WEBHOOK_LOG],
-            "FilterExpression": "#hash = :hash",
+            "FilterExpression": f"#hash IN ({', '.join(alone)}) OR " + " OR ".join(among),
             "ProjectionExpression": "#id",
-            "ExpressionAttributeNames": {"#hash": schema.SENDER_HASH, "#id": schema.ID},
-            "ExpressionAttributeValues": {":hash": {"S": sender_hash}},
+            "ExpressionAttributeNames": {
+                "#hash": schema.SENDER_HASH,
+                "#hashes": schema.SENDER_HASHES,
+                "#id": schema.ID,
+            },
+            "ExpressionAttributeValues": values,
             "ConsistentRead": True,
         }
         if self._scan_page_items is not None:
@@ -144,8 +156,8 @@ class DynamoEraser:
         rows = parts = 0
         for log_id in log_ids:
             row = self._row(Table.WEBHOOK_LOG, log_id)
-            if row is None:
-                continue  # TTL deleted it meanwhile
+            if row is None or row.get(STATUS) == schema.RowStatus.ERASED:
+                continue  # TTL deleted it meanwhile, or it was found twice (by its hash and its index item)
             count = int(row.get(BODY_PARTS) or 1)
             parts += self.delete(
                 Table.WEBHOOK_LOG, [{schema.ID: webhook_body.part_id(log_id, n)} for n in range(1, count)]
@@ -187,6 +199,24 @@ class DynamoEraser:
             if self._committer.commit(tombstone, released).state is CommitState.COMMITTED:
                 return True
         raise ErasureIncomplete(f"job {job_id} kept changing while it was being erased")
+
+    def note_progress(self, job_id: str, progress: Mapping[str, Any]) -> None:
+        """Only while the row is pending: a row finished meanwhile is left as it is."""
+        note = Update(
+            table=Table.JOBS,
+            key={schema.ID: job_id},
+            expression="SET #progress = :progress, #alive = :now",
+            condition="#status = :queued AND attribute_exists(#shard)",
+            names={
+                "#progress": schema.PROGRESS,
+                "#alive": schema.ALIVE_AT,
+                "#status": STATUS,
+                "#shard": schema.PENDING_SHARD,
+            },
+            values={":progress": dict(progress), ":now": self._clock(), ":queued": schema.RowStatus.QUEUED},
+            on_conflict=OnConflict.SKIP,
+        )
+        self._committer.commit(note, ())
 
     def delete(self, table: Table, keys: Sequence[Mapping[str, str]]) -> int:
         for start in range(0, len(keys), BATCH_WRITE_LIMIT):

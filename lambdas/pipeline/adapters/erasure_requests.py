@@ -1,15 +1,25 @@
 """Asking for an erasure and reading its status, for Meta's callback (handlers/erasure.py) and for
-`lanectl erase` alike: a job row written before its message is sent, as any job's is."""
+`lanectl erase` alike: a job row written before its message is sent, as any job's is.
+
+A person with an erasure pending is answered that erasure's code again (adapters/open_erasures.py):
+a replayed or repeated request costs two reads, not a job and a full scan of the log."""
 
 from __future__ import annotations
 
+import secrets
+from collections.abc import Callable
 from typing import Any
 
+from pipeline import schema
 from pipeline.adapters.jobs_table import Created, Duplicate, JobsTable, TenantLimited
 from pipeline.adapters.lane_queue import QueueSender
+from pipeline.adapters.open_erasures import OpenErasure, OpenErasures
 from pipeline.domain import erasure, jobs, retention
 from pipeline.domain.envelope import Outgoing
 from pipeline.domain.erasure import ErasuresBusy, Requested
+
+NONCE_BYTES = 16
+CLAIM_ATTEMPTS = 3
 
 
 class ErasureRequests:
@@ -19,28 +29,53 @@ class ErasureRequests:
         queue: QueueSender,
         queue_url: str,
         *,
+        open_erasures: OpenErasures,
+        code_key: Callable[[], bytes],
         queued_limit: int,
         deadline_seconds: float,
         keep_seconds: int,
     ) -> None:
+        """`code_key`: the sender key (adapters/sender_key.py), which codes are derived under."""
         self._jobs = jobs_table
         self._queue = queue
         self._queue_url = queue_url
+        self._open = open_erasures
+        self._code_key = code_key
         self._queued_limit = queued_limit
         self._deadline_seconds = deadline_seconds
         self._keep_seconds = keep_seconds
 
-    def request(self, sender_hash: str, requested_by: str, *, now: float, code: str | None = None) -> Requested:
-        """Write the erasure's row, then send it. Raises ErasuresBusy, or JobsTableUnavailable
-        when nothing could be written."""
-        code = code or erasure.new_code()
-        job_id = erasure.job_id(code)
-        job = erasure.request(sender_hash, requested_by, now=now, deadline_seconds=self._deadline_seconds)
+    def request(self, sender_hash: str, requested_by: str, *, now: float, linked: tuple[str, ...] = ()) -> Requested:
+        """Write the erasure's row, then send it; or answer the pending one's code. Raises
+        ErasuresBusy, or JobsTableUnavailable when nothing could be written."""
+        job = erasure.request(
+            sender_hash, requested_by, now=now, deadline_seconds=self._deadline_seconds, linked=linked
+        )
         expires_at = retention.expiry(now, self._keep_seconds, not_before=job.deadline)
+        for _ in range(CLAIM_ATTEMPTS):
+            held = self._open.get(sender_hash)
+            if held is not None and self._pending(held):
+                return Requested(code=self._code(sender_hash, held), job_id=held.job_id, sent=True, repeated=True)
+            nonce = secrets.token_hex(NONCE_BYTES)
+            code = erasure.code_for(self._code_key(), sender_hash, nonce)
+            opened = OpenErasure(job_id=erasure.job_id(code), nonce=nonce)
+            if self._open.claim(sender_hash, opened, held, expires_at):
+                return self._create(opened.job_id, code, job, now, expires_at)
+        raise ErasuresBusy("other requests for this person keep arriving at once; try again")
+
+    def _pending(self, held: OpenErasure) -> bool:
+        found = self._jobs.get(held.job_id)
+        return found is not None and found.status == schema.RowStatus.QUEUED
+
+    def _code(self, sender_hash: str, held: OpenErasure) -> str:
+        return erasure.code_for(self._code_key(), sender_hash, held.nonce)
+
+    def _create(self, job_id: str, code: str, job: jobs.JobRequest, now: float, expires_at: int) -> Requested:
         result = self._jobs.create(job_id, job, now, self._queued_limit, expires_at)
         if isinstance(result, TenantLimited):
+            # The open item now names a job that does not exist: the next request claims it anew.
             raise ErasuresBusy(f"{self._queued_limit} erasures are already queued")
-        assert isinstance(result, Created | Duplicate)  # a duplicate is a code drawn twice: the same job
+        assert isinstance(result, Created | Duplicate)  # a duplicate is a nonce drawn twice: the same job
         try:
             self._queue.send(self._queue_url, Outgoing(jobs.envelope(job_id, job, now)))
         except Exception:  # the row is written and pending: the sweeper replays it

@@ -40,6 +40,7 @@ CREATED_AT = "created_at"
 UPDATED_AT = "updated_at"
 DEADLINE = "deadline"
 LAST_ERROR = "last_error"
+ERROR_CLASS = "error_class"
 PAYLOAD = "payload"
 REPLAYS = "replays"
 REQUEST_HASH = "request_hash"
@@ -97,6 +98,7 @@ def job_from_item(item: dict[str, Any]) -> Job:
         deadline=_num(item, DEADLINE),
         last_error=_str(item, LAST_ERROR),
         result=_counts(item, RESULT),
+        error_class=_str(item, ERROR_CLASS),
     )
 
 

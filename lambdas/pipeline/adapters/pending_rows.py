@@ -50,6 +50,8 @@ _LOADED = (
     REPLAYS,
     REPLAYED_AT,
     schema.TTL,
+    schema.PROGRESS,
+    schema.ALIVE_AT,
 )
 ABANDON_REASON = "abandon_reason"
 
@@ -284,6 +286,7 @@ class PendingRows:
             problem = f"cannot rebuild its message: {exc}"
         replayed_at = item.get(REPLAYED_AT)
         expires_at = item.get(schema.TTL)
+        alive_at = item.get(schema.ALIVE_AT)
         return PendingRow(
             source=self.source,
             id=str(item[schema.ID]),
@@ -297,6 +300,7 @@ class PendingRows:
             envelope=envelope,
             problem=problem,
             expires_at=None if expires_at is None else float(expires_at),
+            alive_at=None if alive_at is None else float(alive_at),
         )
 
     # Writing, each conditional on the row being as we read it

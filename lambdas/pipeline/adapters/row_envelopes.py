@@ -3,7 +3,8 @@
 The row is the record, so everything a consumer needs is on it. Webhook deliveries travel by
 reference (the body may be large or compressed; the consumer loads it from the row), jobs
 inline when the payload is small. A replay carries the attempts the row has recorded, so a replayed
-job is not treated as fresh by the consumer's retry accounting.
+job is not treated as fresh by the consumer's retry accounting, and the progress its task noted
+(schema.PROGRESS), so a long job is taken up where it got to.
 """
 
 from __future__ import annotations
@@ -103,4 +104,11 @@ def job_envelope(item: Mapping[str, Any]) -> Envelope:
         attempt=_attempts(item),
         payload=payload if inline else None,
         ref=None if inline else row_id,
+        progress=_progress(item),
     )
+
+
+def _progress(item: Mapping[str, Any]) -> dict[str, Any] | None:
+    """What the job's task last said it got to (schema.PROGRESS): a replay takes up from there."""
+    progress = plain(item.get(schema.PROGRESS))
+    return progress if isinstance(progress, dict) else None

@@ -17,10 +17,13 @@ Row layout (table key `id` = `wh-<sha256 of the raw body>`):
   about 970 and one.
 - `expires_at` (schema.TTL) on the row and on each part: the raw-delivery retention, counted from
   receipt. A redelivery of the same bytes finds the row and leaves its expiry as it was.
-- `sender_hash` (schema.SENDER_HASH) when the delivery names exactly one person: what an erasure's
-  scan of the log looks for (no index holds it: that would be a write unit per delivery). A
-  delivery naming several has none; the consumer records those in each person's partition when it
-  processes them (tasks/privacy.py).
+- `sender_hash` (schema.SENDER_HASH) when the delivery names exactly one person, and
+  `sender_hashes` (schema.SENDER_HASHES, a Binary Set of 16-byte hashes) when it names several:
+  what an erasure's scan of the log looks for (no index holds them: that would be a write unit per
+  delivery). They are on the row from the door's one write, so a delivery is found whether or not
+  its task ever ran (a dead letter redriven after the erasure finds its row erased). A delivery
+  naming more than senders.MAX_NAMED_ON_ROW carries none; its task records it in each person's
+  partition instead (tasks/privacy.py).
 
 The write is one conditional PutItem (a TransactWriteItems when the body needs parts) that returns
 the existing row when the body was seen before, so a redelivery costs no extra read.
@@ -73,6 +76,8 @@ def _row(entry: LogEntry) -> dict[str, Any]:
         item[BODY_PARTS] = {"N": str(len(entry.body.parts))}
     if entry.sender_hash is not None:
         item[schema.SENDER_HASH] = {"S": entry.sender_hash}
+    if entry.named:
+        item[schema.SENDER_HASHES] = {"BS": [bytes.fromhex(hashed) for hashed in entry.named]}
     if entry.route is None:
         item[STATUS] = {"S": schema.RowStatus.UNPARSEABLE}
         item[UNPARSEABLE_REASON] = {"S": entry.unparseable_reason or "unknown"}

@@ -17,10 +17,12 @@ dead-lettered as `row_missing`, with the payload it carries.
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 import re
 import secrets
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -33,7 +35,7 @@ CALLBACK_PATH = "/meta/data-deletion"
 """Meta's data-deletion callback; the status page is this path followed by `/<code>`."""
 LANE = "bulk"
 """The lane erasures run on: patient, and its tenant cap keeps them two at a time."""
-TENANT = "privacy"
+TENANT = jobs.RESERVED_TENANT
 KIND = jobs.RESERVED_KIND_PREFIX + "erase"
 META = "meta"
 OPERATOR = "operator"
@@ -44,7 +46,17 @@ _CODE = re.compile(rf"[0-9a-f]{{{CODE_HEX_DIGITS}}}")
 
 PENDING = "pending"
 DONE = "done"
+NO_DATA_HELD = "no_data_held"
+"""Done, and nothing was held about the person: said so, rather than `done` over zero counts."""
 FAILED = "failed"
+MAX_LINKED = 50
+"""Ids one erasure erases besides the one asked for; each is two terms of the log scan's filter (an
+`IN` of at most 100 values, and a `contains`)."""
+LINK_PREFIX = "identity#"
+"""State-table item of the ids the product linked to an app-scoped id (adapters/identity_links.py)."""
+OPEN_PREFIX = "erasure-open#"
+"""State-table item per person with an erasure pending (`open_key`): which job, and the nonce its
+code is derived from, so a repeat of the request answers the same code without making a job."""
 
 _LOG_ROW_KEPT = ("lane", "tenant", "kind", "received_at")
 _JOB_ROW_KEPT = ("lane", "tenant", "kind", "created_at", "deadline", "attempts", "deferrals")
@@ -55,12 +67,18 @@ class ErasuresBusy(RuntimeError):
     """As many erasures are queued as the lane lets one tenant queue: try again later."""
 
 
+class IdentityLinksUnavailable(RuntimeError):
+    """The links from app-scoped ids to the ids the pipeline stores could not be read."""
+
+
 @dataclass(frozen=True)
 class Requested:
     code: str
     job_id: str
     sent: bool
     """False when the send failed: the row is pending, and the sweeper sends it."""
+    repeated: bool = False
+    """An erasure of the person was already pending: this is its code, and no job was made."""
 
 
 def new_code(token_hex: Callable[[int], str] = secrets.token_hex) -> str:
@@ -75,12 +93,41 @@ def job_id(code: str) -> str:
     return jobs.job_id(TENANT, code)
 
 
-def request(sender_hash: str, requested_by: str, *, now: float, deadline_seconds: float) -> JobRequest:
-    """The job that erases the person `sender_hash` names. It has a deadline of its own, well past
-    the lane's default expiry: an erasure delayed by a paused lane must still run."""
+def link_key(app_scoped_hash: str) -> str:
+    return f"{LINK_PREFIX}{app_scoped_hash}"
+
+
+def open_key(sender_hash: str) -> str:
+    return f"{OPEN_PREFIX}{sender_hash}"
+
+
+def code_for(key: bytes, sender_hash: str, nonce: str) -> str:
+    """The confirmation code of the erasure of `sender_hash` whose open item holds `nonce`: derived
+    under the sender key, so no table holds a code (the status page's only credential)."""
+    message = f"erasure-code\x00{sender_hash}\x00{nonce}".encode()
+    return hmac.new(key, message, hashlib.sha256).hexdigest()[:CODE_HEX_DIGITS]
+
+
+def hashes_of(sender_hash: str, linked: Sequence[str]) -> list[str]:
+    """Every hash one erasure erases: the one asked for first, then each linked one once."""
+    found = list(dict.fromkeys([sender_hash, *linked]))
+    if len(found) > MAX_LINKED + 1:
+        raise ValueError(f"an erasure takes at most {MAX_LINKED} linked ids, got {len(found) - 1}")
+    return found
+
+
+def request(
+    sender_hash: str, requested_by: str, *, now: float, deadline_seconds: float, linked: Sequence[str] = ()
+) -> JobRequest:
+    """The job that erases the person `sender_hash` names, and every id `linked` to them. It has a
+    deadline of its own, well past the lane's default expiry: an erasure delayed by a paused lane
+    must still run."""
     if requested_by not in REQUESTED_BY:
         raise ValueError(f"requested_by must be one of {REQUESTED_BY}")
-    payload = {"sender_hash": sender_hash, "requested_by": requested_by}
+    payload: dict[str, Any] = {"sender_hash": sender_hash, "requested_by": requested_by}
+    others = hashes_of(sender_hash, linked)[1:]
+    if others:
+        payload["linked"] = others
     return JobRequest(
         lane=LANE,
         kind=KIND,
@@ -100,12 +147,12 @@ def _iso(epoch: float | None) -> str | None:
 
 
 def public_status(code: str, job: Job) -> dict[str, Any]:
-    """What the person holding the code is shown: pending, done or failed, when, and once done how
-    much was erased (counts by kind: nothing about what it was)."""
+    """What the person holding the code is shown: pending, done (or no data held) or failed, when,
+    and once done how much was erased (counts by kind: nothing about what it was)."""
     if job.status == schema.RowStatus.QUEUED:
         status = PENDING
     elif job.status == schema.RowStatus.DONE:
-        status = DONE
+        status = DONE if any((job.result or {}).values()) else NO_DATA_HELD
     else:  # failed, expired or abandoned: an operator is paged by the erasure lane's alarms
         status = FAILED
     return {
@@ -113,7 +160,7 @@ def public_status(code: str, job: Job) -> dict[str, Any]:
         "status": status,
         "requested_at": _iso(job.created_at),
         "completed_at": None if status == PENDING else _iso(job.updated_at),
-        "erased": dict(job.result) if status == DONE and job.result else None,
+        "erased": dict(job.result or {}) if status == DONE else None,
     }
 
 

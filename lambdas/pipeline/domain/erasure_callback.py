@@ -13,10 +13,10 @@ from dataclasses import dataclass
 
 from pipeline import metric_names
 from pipeline.domain import erasure, http, signed_request
-from pipeline.domain.erasure import ErasuresBusy
+from pipeline.domain.erasure import ErasuresBusy, IdentityLinksUnavailable
 from pipeline.domain.http import HttpRequest, Reply
 from pipeline.domain.meta_secret import MetaSecrets, SecretsMisconfigured, SecretsUnavailable
-from pipeline.domain.ports import Erasures, SecretSource, SenderHasher, Telemetry
+from pipeline.domain.ports import Erasures, IdentityLinks, SecretSource, SenderHasher, Telemetry
 from pipeline.domain.senders import SenderKeyUnavailable
 from pipeline.domain.signed_request import Refusal, Refused
 from pipeline.metric_names import ErasureFailure
@@ -29,15 +29,23 @@ class ErasureCallbackPorts:
     secrets: SecretSource
     senders: SenderHasher
     requests: Erasures
+    links: IdentityLinks
 
 
 class ErasureCallback:
     """One request's answer; made per request, so nothing of one request reaches the next."""
 
     def __init__(
-        self, max_body_bytes: int, ports: ErasureCallbackPorts, telemetry: Telemetry, clock: Callable[[], float]
+        self,
+        max_body_bytes: int,
+        ports: ErasureCallbackPorts,
+        telemetry: Telemetry,
+        clock: Callable[[], float],
+        *,
+        max_age_seconds: float,
     ) -> None:
         self._max_body_bytes = max_body_bytes
+        self._max_age_seconds = max_age_seconds
         self._ports = ports
         self._telemetry = telemetry
         self._clock = clock
@@ -83,6 +91,7 @@ class ErasureCallback:
         try:
             signed = signed_request.from_form(raw)
             person = self._verified(signed)
+            signed_request.check_fresh(person, now=self._clock(), max_age_seconds=self._max_age_seconds)
         except Refused as exc:
             return self._refuse(exc.refusal.status, exc.refusal.value, str(exc))
         try:
@@ -90,8 +99,15 @@ class ErasureCallback:
         except SenderKeyUnavailable as exc:
             self._telemetry.error("cannot read the sender key", error=str(exc))
             raise http.Failed(ErasureFailure.SECRETS_UNAVAILABLE) from exc
+        # The id Meta sends is app-scoped; what is stored is keyed by the ids the product linked it
+        # to (phone numbers, page- and Instagram-scoped ids), so those are erased with it.
         try:
-            requested = self._ports.requests.request(sender_hash, erasure.META, now=self._clock())
+            linked = self._ports.links.resolve(sender_hash)
+        except IdentityLinksUnavailable as exc:
+            self._telemetry.error("cannot read the identity links", error=str(exc))
+            raise http.Failed(ErasureFailure.TABLE_UNAVAILABLE) from exc
+        try:
+            requested = self._ports.requests.request(sender_hash, erasure.META, now=self._clock(), linked=linked)
         except ErasuresBusy as exc:
             self._telemetry.warning("erasure refused: the lane's queue of erasures is full", error=str(exc))
             self._telemetry.count(metric_names.ERASURE_REFUSED, **{metric_names.REASON: "busy"})
@@ -99,8 +115,14 @@ class ErasureCallback:
                 503, "too many erasures are waiting; try again later", headers={"retry-after": str(BUSY_RETRY_SECONDS)}
             )
         # The job id, never the code or the person: the code is the status page's credential.
-        self._telemetry.info("erasure requested", outcome="requested", id=requested.job_id, sent=requested.sent)
-        self._telemetry.count(metric_names.ERASURE_REQUESTED)
+        self._telemetry.info(
+            "erasure requested",
+            outcome="repeated" if requested.repeated else "requested",
+            id=requested.job_id,
+            sent=requested.sent,
+            linked=len(linked),
+        )
+        self._telemetry.count(metric_names.ERASURE_REPEATED if requested.repeated else metric_names.ERASURE_REQUESTED)
         base = request.base_url() or ""
         return http.json_response(
             200, {"url": f"{base}{erasure.CALLBACK_PATH}/{requested.code}", "confirmation_code": requested.code}

@@ -21,8 +21,10 @@ botocore's own (network-level) exception types.
 
 from __future__ import annotations
 
+import traceback
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import PurePath
 from typing import Any
 
 MESSAGE_LIMIT = 500
@@ -119,6 +121,36 @@ def _text(exc: BaseException) -> str:
     return (str(exc) or type(exc).__name__)[:MESSAGE_LIMIT]
 
 
+def _where(exc: BaseException) -> str:
+    """The exception's type, where it was raised, and the last line of the pipeline's own code it
+    passed through when it was raised elsewhere (a library parsing what a task gave it)."""
+    frames = traceback.extract_tb(exc.__traceback__) if exc.__traceback__ is not None else []
+    if not frames:
+        return type(exc).__name__
+    raised = frames[-1]
+    text = f"{type(exc).__name__} raised in {_frame(raised)}"
+    ours = [frame for frame in frames if "pipeline" in PurePath(frame.filename).parts]
+    if ours and ours[-1] is not raised:
+        text += f" via {_frame(ours[-1])}"
+    return text
+
+
+def _frame(frame: traceback.FrameSummary) -> str:
+    return f"{PurePath(frame.filename).name}:{frame.lineno} ({frame.name})"
+
+
+def describe(exc: BaseException) -> str:
+    """Text about `exc` fit for a log line, a row or a dead letter. The pipeline's own errors and
+    AWS's say what they were written to say; any other exception's text is whatever the code that
+    raised it put in, often the payload value it choked on (a phone number, a name, a message), so
+    it is told by its type and where it was raised instead. A dropped connection says which host."""
+    if isinstance(exc, PermanentError | TransientError) or _aws_error(exc) is not None:
+        return _text(exc)
+    if type(exc).__module__.startswith(("botocore", "urllib3")) or isinstance(exc, TimeoutError | ConnectionError):
+        return _text(exc)
+    return _where(exc)[:MESSAGE_LIMIT]
+
+
 def _aws_error(exc: BaseException) -> tuple[str, int] | None:
     response = getattr(exc, "response", None)
     if not isinstance(response, Mapping):
@@ -158,5 +190,5 @@ def classify(exc: BaseException) -> Classified:
     if isinstance(exc, TimeoutError | ConnectionError):
         return Classified(True, name, "network", _text(exc))
     if isinstance(exc, _INPUT_ERRORS):
-        return Classified(False, name, "bad_input", _text(exc))
-    return Classified(True, name, "unexpected", _text(exc))
+        return Classified(False, name, "bad_input", describe(exc))
+    return Classified(True, name, "unexpected", describe(exc))

@@ -24,6 +24,9 @@ QUEUED = "queued"
 """Number attribute on a tenant's counter item: that tenant's jobs on the lane not yet terminal."""
 RESERVED_KIND_PREFIX = "privacy."
 """Kinds the pipeline makes itself (an erasure, domain/erasure.py); the jobs API refuses them."""
+RESERVED_TENANT = "privacy"
+"""The erasures' tenant (domain/erasure.py): its queued limit is what keeps Meta's callbacks
+answered, so no producer may spend it."""
 
 # The job row stores the payload as a native DynamoDB value (the sweeper replays it from there),
 # so it must fit DynamoDB's document limits. The row itself is one level, leaving 31 for payload.
@@ -181,6 +184,8 @@ def parse_request(
     tenant = body.get("tenant")
     if not tenant_ids.is_valid(tenant):
         problems.append(f"tenant must be 1-{tenant_ids.MAX_LENGTH} letters, digits, '_', '.', ':', '@' or '-'")
+    elif tenant == RESERVED_TENANT:
+        problems.append(f"tenant {RESERVED_TENANT} is the pipeline's own (erasures); use the tenant the job is for")
     if body.get("payload") is None:
         problems.append("payload is required (any JSON value but null)")
     deadline = _deadline(body.get("deadline"), now, problems)
@@ -215,8 +220,18 @@ class Job:
     updated_at: float
     deadline: float | None
     last_error: str | None
+    """As the row keeps it, `<reason>: <text>`: the text is for operators only (to_public)."""
     result: Mapping[str, int] | None = None
     """The task's counts, once done (TaskResult.result); None before, or when it reported none."""
+    error_class: str | None = None
+
+    @property
+    def error_reason(self) -> str | None:
+        """The short reason of the last error, without its text: an AWS error's text names roles,
+        tables and accounts, and an exception's may quote the payload."""
+        if self.last_error is None:
+            return None
+        return self.last_error.split(":", 1)[0].strip() or None
 
     def to_public(self) -> dict[str, Any]:
         return {
@@ -230,7 +245,8 @@ class Job:
             "created_at": self.created_at,
             "updated_at": self.updated_at,
             "deadline": self.deadline,
-            "last_error": self.last_error,
+            "last_error": self.error_reason,
+            "error_class": self.error_class,
             "result": None if self.result is None else dict(self.result),
         }
 

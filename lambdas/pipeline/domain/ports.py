@@ -148,6 +148,13 @@ class CallTimes(Protocol):
         ...
 
 
+class IdentityLinks(Protocol):
+    def resolve(self, app_scoped_hash: str) -> tuple[str, ...]:
+        """The hashes of the ids the product linked to an app-scoped id (adapters/identity_links.py):
+        none when it linked none. Raises IdentityLinksUnavailable."""
+        ...
+
+
 class SenderHasher(Protocol):
     def hash(self, sender: str) -> str:
         """A person's index key (domain/senders.py); the key behind it is read on first use, so a
@@ -214,8 +221,10 @@ class LaneStates(Protocol):
 
 
 class Erasures(Protocol):
-    def request(self, sender_hash: str, requested_by: str, *, now: float, code: str | None = None) -> Requested:
-        """Write an erasure job and send it. Raises ErasuresBusy or JobsTableUnavailable."""
+    def request(self, sender_hash: str, requested_by: str, *, now: float, linked: tuple[str, ...] = ()) -> Requested:
+        """Write an erasure job of `sender_hash` and the `linked` hashes, and send it; or, while
+        an erasure of `sender_hash` is pending, answer that one. Raises ErasuresBusy or
+        JobsTableUnavailable."""
         ...
 
     def status(self, code: str) -> dict[str, Any] | None: ...

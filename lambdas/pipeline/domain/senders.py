@@ -37,8 +37,16 @@ JOB_PERSON_FIELDS = ("sender", "from", "author", "recipient", "conversation")
 that says so with `sender`."""
 
 
+MIN_ID_DIGITS = 6
+"""Shorter is no phone number with its country code and no Meta id."""
+
+
 class SenderKeyUnavailable(RuntimeError):
     """The key could not be read, or what was read is not a usable key."""
+
+
+class UnusableId(ValueError):
+    """An id nothing the pipeline stores is keyed by; the message says what to give instead."""
 
 
 def normalise(sender: str) -> str:
@@ -52,6 +60,23 @@ def normalise(sender: str) -> str:
             return rest
         return digits
     return text
+
+
+def usable_id(sender: str) -> str:
+    """`sender` normalised, if it can name what the pipeline stores: every id a webhook carries
+    (phone numbers with their country code, Meta's ids) is digits. Raises UnusableId."""
+    text = sender.strip()
+    normalised = normalise(text)
+    if not normalised.isdigit():
+        raise UnusableId(
+            "not an id the pipeline stores (those are digits: a phone number in international form, or "
+            "one of Meta's ids); an email address or a name finds nothing"
+        )
+    if _PHONE_SPELLING.fullmatch(text) and text.startswith("0") and not text.startswith(INTERNATIONAL_PREFIX):
+        raise UnusableId("a national phone number (starting 0) matches nobody: give it with its country code (+44 ...)")
+    if len(normalised) < MIN_ID_DIGITS:
+        raise UnusableId("too short for a phone number with its country code or one of Meta's ids")
+    return normalised
 
 
 def sender_hash(key: bytes, sender: str) -> str:
@@ -113,11 +138,21 @@ def people_in_delivery(payload: Any) -> frozenset[str]:
     return frozenset(normalise(person) for person in found if person) - businesses - {""}
 
 
-def only_person(payload: Any) -> str | None:
-    """The one person a delivery names, or None for none or several. The door indexes its row by
-    them, free on the write it makes anyway; a delivery naming several is indexed by its task."""
+MAX_NAMED_ON_ROW = 2_500
+"""Hashes a webhook row carries at most (16 bytes each, 40 KB): what the 50 KB its body part leaves
+of DynamoDB's item limit holds with room to spare. A delivery naming more (a campaign's statuses
+beyond that) carries none, and is found through the per-person items its task writes."""
+
+
+def named_on_row(payload: Any) -> tuple[str | None, tuple[str, ...]]:
+    """Who a delivery's row is indexed by: (the one person, ()) or (None, every person, sorted)
+    when it names several, or (None, ()) when it names none or too many for a row."""
     people = people_in_delivery(payload)
-    return next(iter(people)) if len(people) == 1 else None
+    if len(people) == 1:
+        return next(iter(people)), ()
+    if len(people) > MAX_NAMED_ON_ROW:
+        return None, ()
+    return None, tuple(sorted(people))
 
 
 def person_in_job(payload: Any) -> str | None:

@@ -26,6 +26,8 @@ from pipeline.domain import signature
 from pipeline.domain.signature import SignatureCheck
 
 FIELD = "signed_request"
+CLOCK_SKEW_SECONDS = 60
+"""How far ahead of this clock Meta's `issued_at` may be and still count as now."""
 ALGORITHM = "HMAC-SHA256"
 MAX_LENGTH = 8192
 """Meta's are a few hundred characters; anything much longer is not Meta."""
@@ -39,12 +41,15 @@ class Refusal(StrEnum):
     MISMATCH = "signed_request_mismatch"
     UNSUPPORTED = "signed_request_unsupported"
     """Signed correctly, but not with HMAC-SHA256, or naming no user."""
+    STALE = "signed_request_stale"
+    """Signed correctly, but issued too long ago (or in the future, or not saying when): a
+    captured request replayed, which would otherwise make a new erasure every time."""
 
     @property
     def status(self) -> int:
-        """401 for no usable signature, 403 for a wrong one, as the webhook door answers; 400 for
-        a signed request that asks for something this callback does not do."""
-        if self is Refusal.MISMATCH:
+        """401 for no usable signature, 403 for a wrong or stale one, as the webhook door answers;
+        400 for a signed request that asks for something this callback does not do."""
+        if self in (Refusal.MISMATCH, Refusal.STALE):
             return 403
         return 400 if self is Refusal.UNSUPPORTED else 401
 
@@ -117,3 +122,11 @@ def verify(signed: str, keys: Iterable[bytes]) -> SignedRequest:
     issued = payload.get("issued_at")
     issued_at = float(issued) if isinstance(issued, int | float) and not isinstance(issued, bool) else None
     return SignedRequest(user_id=str(user).strip(), issued_at=issued_at)
+
+
+def check_fresh(request: SignedRequest, *, now: float, max_age_seconds: float) -> None:
+    """Raises Refused(STALE) unless the request was issued within `max_age_seconds` of `now`.
+    Meta calls the callback the moment a person asks, so an older one is a replay."""
+    issued = request.issued_at
+    if issued is None or issued < now - max_age_seconds or issued > now + CLOCK_SKEW_SECONDS:
+        raise Refused(Refusal.STALE)

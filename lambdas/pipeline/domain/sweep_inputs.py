@@ -73,6 +73,9 @@ class PendingRow:
     """Why no envelope could be built from the row; such a row can only be abandoned."""
     expires_at: float | None = None
     """When the row's retention runs out (schema.TTL); None for a row written without one."""
+    alive_at: float | None = None
+    """When its task last said it was still at it, re-sending itself with its progress
+    (schema.ALIVE_AT): a continuation went on the lane then."""
 
     def expired(self, now: float) -> bool:
         return self.expires_at is not None and self.expires_at <= now
@@ -84,8 +87,14 @@ class PendingRow:
 
     @property
     def last_sent(self) -> float:
-        """When its latest message (the original or a replay) went on the lane."""
-        return self.pending_since if self.replayed_at is None else max(self.pending_since, self.replayed_at)
+        """When its latest message (the original, a replay, or its task's continuation) went on the lane."""
+        return max(t for t in (self.pending_since, self.replayed_at, self.alive_at) if t is not None)
+
+    @property
+    def last_touched(self) -> float | None:
+        """When the sweeper replayed it or its task re-sent it, whichever was later; None for neither."""
+        touched = [t for t in (self.replayed_at, self.alive_at) if t is not None]
+        return max(touched) if touched else None
 
 
 class ReplayFailed(RuntimeError):

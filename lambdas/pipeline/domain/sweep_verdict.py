@@ -37,6 +37,12 @@ Patience runs from the row's latest send, not its first: a replay waits behind t
 the original did, so it gets the same patience, not just the grace period (with only the grace
 period, a busy lane's replayed row was replayed again each grace period until it was abandoned).
 
+A task with more to do than one run's time (a long erasure) re-sends itself with its progress,
+and notes that progress and the time on its row (schema.PROGRESS, schema.ALIVE_AT). Each note is a
+send like any other: its patience runs from it, so a row whose task keeps reporting is late, not
+lost, however long ago it was written, and is neither replayed from scratch nor abandoned. One
+whose continuation was lost is replayed after all, carrying the progress from its row.
+
 A row that has been replayed `max_replays` times and is still pending most likely kills whatever
 processes it, so it is marked abandoned, loudly, instead of being fed to the consumer forever.
 """
@@ -53,7 +59,8 @@ from pipeline.policy.sweeper import SweeperSettings
 
 class Verdict(StrEnum):
     SETTLING = "settling"
-    """Replayed less than a grace period ago: that replay has not had its chance yet."""
+    """Replayed, or re-sent by its own task, less than a grace period ago: that copy has not had its
+    chance yet."""
     LATE = "late"
     """Its lane is busy (or unreadable) and has not shown it lost: most likely queued."""
     REPLAY = "replay"
@@ -100,7 +107,8 @@ def judge(
     settings: SweeperSettings,
 ) -> Verdict:
     """`history(since)` is asked only about a busy lane's row past its patience and short of the cap."""
-    if row.replayed_at is not None and now - row.replayed_at < settings.grace_seconds:
+    touched = row.last_touched
+    if touched is not None and now - touched < settings.grace_seconds:
         return Verdict.SETTLING
     if (
         not lane.empty

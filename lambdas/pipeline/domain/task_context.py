@@ -33,6 +33,7 @@ class TaskRun:
         on_over_budget: Callable[[Grant], None],
         hasher: Callable[[str], str],
         eraser: Eraser,
+        row_names_everyone: bool = False,
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self.envelope = envelope
@@ -41,6 +42,7 @@ class TaskRun:
         self.now = now
         self.vendor: Vendor = _Watched(vendor, self)
         self.eraser = eraser
+        self.row_names_everyone = row_names_everyone
         self.called_out = False
         """Whether the task called the vendor or held its dependency: such work is not safe to
         repeat just because its writes are (see marks.effect_is_mark)."""

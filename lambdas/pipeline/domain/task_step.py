@@ -93,6 +93,7 @@ class TaskStep:
                 on_over_budget=lambda grant: self._io.observer.over_budget(received, grant),
                 hasher=self._io.senders.hash,
                 eraser=self._io.eraser,
+                row_names_everyone=_names_everyone(obligation),
             )
             started = self._clock()
             result = run_with_limit(self._task, context, limit, name=f"{self._lane.name}:{envelope.kind}")
@@ -186,6 +187,11 @@ def _continues(progress: Mapping[str, Any] | None, writes: Sequence[Write], done
     """Re-sent at once, carrying how many of `writes` landed: the copy commits the rest."""
     outcome = out.deferred(0, attempt, out.CONTINUES, commit_plan.progress_after(progress, writes, done))
     return replace(outcome, detail={**outcome.detail, "committed_writes": done, "writes": len(writes)})
+
+
+def _names_everyone(obligation: Obligation) -> bool:
+    """Whether the record's webhook row carries every named person's hash (the door's `sender_hashes`)."""
+    return obligation.found is not None and not obligation.internal and schema.SENDER_HASHES in obligation.found
 
 
 def _sender_of(obligation: Obligation) -> str | None:

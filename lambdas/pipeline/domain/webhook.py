@@ -47,6 +47,8 @@ class LogEntry:
     unparseable_reason: str | None = None
     sender_hash: str | None = None
     """The one person the delivery names, hashed (domain/senders.py); None for none or several."""
+    named: tuple[str, ...] = ()
+    """Every person a delivery naming several names, hashed; empty for none or one."""
 
 
 @dataclass(frozen=True)

@@ -141,9 +141,12 @@ class WebhookDoor:
         telemetry = self._telemetry.bind(**{CORRELATION_ID: log_id})
         parsed = webhook.parse(raw, self._rules.max_json_depth)
         route = None if parsed.payload is None else routing.route(parsed.payload)
-        person = senders.only_person(parsed.payload)
+        person, several = senders.named_on_row(parsed.payload)
         try:
             sender_hash = None if person is None else self._ports.senders.hash(person)
+            # Every person a delivery names, on the row the door writes anyway: the erasure's scan
+            # of the log finds it by any of them, processed or not (dead-lettered, say).
+            named = tuple(sorted({self._ports.senders.hash(one) for one in several}))
         except SenderKeyUnavailable as exc:
             # The row would be unfindable by an erasure request; Meta retries the delivery.
             telemetry.error("cannot read the sender key; answering 500 so Meta retries", error=str(exc))
@@ -156,6 +159,7 @@ class WebhookDoor:
             expires_at=retention.expiry(now, self._rules.raw_deliveries_seconds),
             unparseable_reason=None if parsed.problem is None else parsed.problem.value,
             sender_hash=sender_hash,
+            named=named,
         )
         try:
             recorded = self._ports.log.record(entry)

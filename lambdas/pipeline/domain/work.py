@@ -59,8 +59,9 @@ class Eraser(Protocol):
     """Finding and erasing one person's rows and items (adapters/erasure.py). Every call is safe to
     repeat: an erasure that dies half way is run again from where it last said it got to."""
 
-    def scan_rows(self, sender_hash: str, start: Mapping[str, Any] | None) -> RowsPage:
-        """A page of the webhook log's rows that name the person, from `start` (None: the top)."""
+    def scan_rows(self, sender_hashes: Sequence[str], start: Mapping[str, Any] | None) -> RowsPage:
+        """A page of the webhook log's rows that name any of `sender_hashes`, from `start` (None:
+        the top)."""
         ...
 
     def find(self, sender_hash: str) -> Erasable: ...
@@ -71,6 +72,10 @@ class Eraser(Protocol):
 
     def erase_jobs(self, job_ids: Sequence[str]) -> int:
         """Empty each job row to its tombstone (a queued one leaves its tenant's count)."""
+        ...
+
+    def note_progress(self, job_id: str, progress: Mapping[str, Any]) -> None:
+        """Keep the erasure's progress, and the time, on its own pending job row."""
         ...
 
     def delete(self, table: Table, keys: Sequence[Mapping[str, str]]) -> int:
@@ -87,6 +92,9 @@ class TaskContext(Protocol):
     vendor: Vendor
     eraser: Eraser
     """Only the erasure task uses it (tasks/erase.py): the one task that removes what others wrote."""
+    row_names_everyone: bool
+    """The record's webhook row carries the hash of every person its delivery names
+    (schema.SENDER_HASHES), so the erasure's scan of the log finds it without an item per person."""
 
     def option(self, name: str, default: str) -> str:
         """One of the lane's task options from the catalogue, as text."""

@@ -10,7 +10,13 @@ and the answer is what Meta asks for: `{"url": <status page>, "confirmation_code
 shows both to the person. The erasure itself runs on its lane (tasks/erase.py).
 
 The status page needs no credential but the code: 128 random bits, from which the job's id is
-derived (the row does not hold the code). It shows pending, done or failed, and when.
+derived (the row does not hold the code, and no table does: it is derived under the sender key
+from a nonce, adapters/open_erasures.py). It shows pending, done, no data held or failed, and when.
+
+A `signed_request` issued more than `max_request_age_seconds` ago is refused 403 (a replay), and
+a request for a person whose erasure is pending answers that erasure's code, making no job. Meta's
+`user_id` is app-scoped: the erasure takes it and every id the product linked to it
+(adapters/identity_links.py).
 """
 
 from __future__ import annotations
@@ -24,9 +30,11 @@ from aws_lambda_powertools.metrics import EphemeralMetrics
 from pipeline import metric_names, settings
 from pipeline.adapters.clients import Clients
 from pipeline.adapters.erasure_requests import ErasureRequests
+from pipeline.adapters.identity_links import IdentityLinks
 from pipeline.adapters.jobs_table import JobsTable
 from pipeline.adapters.lane_queue import QueueSender
 from pipeline.adapters.observability import logger_for, metrics_for
+from pipeline.adapters.open_erasures import OpenErasures
 from pipeline.adapters.secrets import MetaSecretSource
 from pipeline.adapters.sender_key import SenderKey
 from pipeline.domain.erasure_callback import ErasureCallback, ErasureCallbackPorts
@@ -51,7 +59,9 @@ def build_handler(
     clock: Callable[[], float] = time.time,
 ) -> Handler:
     return http_handler(
-        lambda request, telemetry: ErasureCallback(config.max_body_bytes, ports, telemetry, clock).answer(request),
+        lambda request, telemetry: ErasureCallback(
+            config.max_body_bytes, ports, telemetry, clock, max_age_seconds=config.max_request_age_seconds
+        ).answer(request),
         logger,
         metrics,
         FAILURES,
@@ -70,6 +80,7 @@ def create_handler(
         raise settings.SettingsError(f"{settings.EnvVar.LANE_QUEUES} lacks the erasure lane {config.lane}")
     tables = settings.Tables.from_environ(environ)
     clients = clients or Clients(region=settings.region(environ), credentials=settings.credentials(environ))
+    sender_key = SenderKey(clients.secretsmanager, settings.require(environ, settings.EnvVar.SENDER_KEY_ARN))
     ports = ErasureCallbackPorts(
         secrets=MetaSecretSource(
             clients.secretsmanager,
@@ -78,15 +89,18 @@ def create_handler(
             cache_seconds=config.secret_cache_seconds,
             refresh_seconds=config.secret_refresh_seconds,
         ),
-        senders=SenderKey(clients.secretsmanager, settings.require(environ, settings.EnvVar.SENDER_KEY_ARN)),
+        senders=sender_key,
         requests=ErasureRequests(
             JobsTable(clients.dynamodb, tables.jobs, tables.state),
             QueueSender(clients.sqs),
             queue_urls[config.lane],
+            open_erasures=OpenErasures(clients.dynamodb, tables.state),
+            code_key=sender_key.key,
             queued_limit=config.queued_limit,
             deadline_seconds=config.deadline_seconds,
             keep_seconds=kept.erasure_requests_seconds,
         ),
+        links=IdentityLinks(clients.dynamodb, tables.state),
     )
     return build_handler(config, ports, logger_for(environ, SERVICE), metrics_for(environ, SERVICE), clock)
 

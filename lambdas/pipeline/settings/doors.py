@@ -59,10 +59,14 @@ class ErasureSettings:
     max_body_bytes: int
     secret_cache_seconds: float
     secret_refresh_seconds: float
+    max_request_age_seconds: float = 300.0
+    """A signed_request issued longer ago is refused as a replay."""
 
     def __post_init__(self) -> None:
         if self.queued_limit < 1 or self.deadline_seconds <= 0 or self.max_body_bytes < 1:
             raise ValueError("erasure settings need queued_limit >= 1, deadline_seconds > 0, max_body_bytes >= 1")
+        if self.max_request_age_seconds <= 0:
+            raise ValueError("erasure settings need max_request_age_seconds > 0")
         if not 1 <= self.secret_refresh_seconds <= self.secret_cache_seconds:
             raise ValueError("erasure settings need 1 <= secret_refresh_seconds <= secret_cache_seconds")
 

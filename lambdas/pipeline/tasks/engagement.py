@@ -26,10 +26,13 @@ PROMPT_TEXT_LIMIT = 2000
 
 
 def _comments(payload: object) -> meta.Units:
-    """The comments to triage; what else the payload held is counted as ignored."""
+    """The comments to triage; what else the payload held is counted as ignored, by name."""
     if isinstance(payload, Mapping) and "entry" in payload:
         units = meta.read(payload)
-        units.ignored += len(units.messages) + len(units.statuses)
+        # The door routes a delivery with messages or statuses to the messages lane; any here are dropped.
+        units.ignored.update(
+            {"message.on_comment_lane": len(units.messages), "status.on_comment_lane": len(units.statuses)}
+        )
         return units
     if isinstance(payload, Mapping) and payload.get("comment_id"):
         single = meta.Units()
@@ -63,7 +66,8 @@ def run(ctx: TaskContext) -> TaskResult:
     units = _comments(ctx.payload)
     unique = {comment.id: comment for comment in units.comments}
     index = privacy.delivery_index(ctx)
-    skipped = {"ignored": units.ignored, "unprocessable": units.unprocessable}
+    ignored = {name: count for name, count in units.ignored.items() if count}
+    skipped = {"ignored": ignored, "unprocessable": units.unprocessable}
     if not unique:
         return TaskResult(writes=index, detail={"comments": 0, **skipped})
     labels: dict[str, str] = {}

@@ -1,20 +1,25 @@
 """Erasure: everything about one person, found by their hash and erased (`privacy.erase` jobs on
-the bulk lane; see domain/erasure.py for how a request becomes one).
+the bulk lane; see domain/erasure.py for how a request becomes one). A person asked for by an
+app-scoped id is also every id linked to it (`linked`, adapters/identity_links.py): one scan of
+the log for all of them, then each one's indexes and partition.
 
 Rows first, then items: a message still on its way to a lane finds its row erased and writes
 nothing, so no item about the person is made after their rows are gone. The webhook log is read
 by a scan for the rows naming the person (adapters/erasure.py says why a scan): page by page,
 each page's rows emptied before the next is read, and when the task's time runs short it stops
 and leaves the rest to its next run (errors.MoreToDo: the consumer re-sends the job with the
-place it got to, at no cost in attempts), so a log of any size is read whole. Then the indexes
+place it got to, at no cost in attempts), so a log of any size is read whole. The job's row keeps
+that place and the time too (`note_progress`), so the sweeper sees a long erasure alive rather
+than lost, and a replay of its row resumes (domain/sweep_verdict.py). Then the indexes
 and the person's partition are asked again (the indexes are eventually consistent, and a task may
 have been writing as this one read) until they hold nothing; a person still turning up after
 `ROUNDS` rounds is retried later.
 
-A delivery that names several people carries no hash on its row (its row cannot hold one for
-each); its task writes an item per person pointing at it, so one still queued when the erasure
-runs is not found, and its task then stores what it says about the person. So the erasure runs
-again `erase_again_seconds` later (a lane option: 15 minutes, SQS's longest delay), as internal
+A delivery that names several people carries every one's hash on its row (schema.SENDER_HASHES),
+so the scan finds it whether or not its task has run. Beyond senders.MAX_NAMED_ON_ROW people it
+carries none, and only the item per person its task writes points at it: one still queued when
+the erasure runs is not found, and its task then stores what it says about the person. So the
+erasure runs again `erase_again_seconds` later (a lane option: 15 minutes, SQS's longest delay), as internal
 work of its own, for the items and what they point at; lanes that hold a delivery longer than
 that have paged long before. The second run does not read the log again: rows that name the
 person were emptied by the first, and a message they send afterwards is new.
@@ -25,7 +30,8 @@ partition of the data table (messages, statuses, comments and their triage, item
 deliveries naming them among others) and every data item that carries their hash (conversation
 turns and replies, items of jobs, and items written before the partitions), and the turn markers
 of their conversations. What stays is not readable about them:
-tombstones of the rows, done-markers keyed by digests, and counters.
+tombstones of the rows, done-markers keyed by digests, and counters. The links of an app-scoped id
+to the others (hashes only) go as well.
 """
 
 from __future__ import annotations
@@ -59,20 +65,27 @@ class StillFinding(TransientError):
     reason = "erasure_still_finding"
 
 
-def _sender_hash(payload: Any) -> str:
+def _sender_hashes(payload: Any) -> list[str]:
+    """The hash asked for, then each linked to it (domain/erasure.request)."""
     if not isinstance(payload, Mapping) or not senders.is_hash(payload.get("sender_hash")):
         raise PermanentError("bad_erasure", "payload must carry the sender_hash to erase")
-    return str(payload["sender_hash"])
+    linked = payload.get("linked") or []
+    if not isinstance(linked, list) or not all(senders.is_hash(value) for value in linked):
+        raise PermanentError("bad_erasure", "the payload's linked must be a list of sender hashes")
+    try:
+        return erasure.hashes_of(str(payload["sender_hash"]), linked)
+    except ValueError as exc:
+        raise PermanentError("bad_erasure", str(exc)) from exc
 
 
-def _scan_rows(ctx: TaskContext, sender_hash: str, counts: Counter[str]) -> None:
-    """Empty every row of the log that names the person, from where an earlier run stopped."""
+def _scan_rows(ctx: TaskContext, sender_hashes: list[str], counts: Counter[str]) -> None:
+    """Empty every row of the log that names any of them, from where an earlier run stopped."""
     progress = ctx.envelope.progress or {}
     cursor: Mapping[str, Any] | None = progress.get(SCAN_FROM)
     slowest = 0.0
     while True:
         before = ctx.remaining()
-        page = ctx.eraser.scan_rows(sender_hash, cursor)
+        page = ctx.eraser.scan_rows(sender_hashes, cursor)
         rows, parts = ctx.eraser.erase_log_rows(page.log_ids)
         counts["webhook_rows"] += rows
         counts["body_parts"] += parts
@@ -82,7 +95,12 @@ def _scan_rows(ctx: TaskContext, sender_hash: str, counts: Counter[str]) -> None
         left = ctx.remaining()
         slowest = max(slowest, before - left)
         if left < max(LEAST_LEFT_SECONDS, PAGE_MARGIN * slowest):
-            raise MoreToDo({SCAN_FROM: dict(cursor), ERASED: dict(counts)}, "the webhook log is read on next run")
+            progress = {SCAN_FROM: dict(cursor), ERASED: dict(counts)}
+            if ctx.envelope.source == "job":
+                # On the row too, with the time: the sweeper sees the job alive, and a replay of
+                # the row (its continuation lost) takes up from here rather than from the top.
+                ctx.eraser.note_progress(ctx.envelope.id, progress)
+            raise MoreToDo(progress, "the webhook log is read on next run")
 
 
 def _erase(ctx: TaskContext, found: Erasable, counts: Counter[str]) -> None:
@@ -103,7 +121,7 @@ def _erase(ctx: TaskContext, found: Erasable, counts: Counter[str]) -> None:
     counts["markers"] += ctx.eraser.delete(Table.STATE, list(markers.values()))
 
 
-def _again(ctx: TaskContext, sender_hash: str) -> tuple[FollowUp, ...]:
+def _again(ctx: TaskContext, sender_hashes: list[str]) -> tuple[FollowUp, ...]:
     """The second pass, after the first only (it is internal work: its id is done once)."""
     envelope = ctx.envelope
     if envelope.source == "internal":
@@ -116,20 +134,28 @@ def _again(ctx: TaskContext, sender_hash: str) -> tuple[FollowUp, ...]:
         source="internal",
         created_at=ctx.now,
         deadline=envelope.deadline,
-        payload={"sender_hash": sender_hash},
+        payload={"sender_hash": sender_hashes[0], **({"linked": sender_hashes[1:]} if sender_hashes[1:] else {})},
     )
     return (FollowUp(again, delay_seconds=int(ctx.option(AGAIN_OPTION, AGAIN_SECONDS))),)
 
 
 def run(ctx: TaskContext) -> TaskResult:
-    sender_hash = _sender_hash(ctx.payload)
+    sender_hashes = _sender_hashes(ctx.payload)
     counts: Counter[str] = Counter((ctx.envelope.progress or {}).get(ERASED) or {})
     if ctx.envelope.source != "internal":  # the second pass leaves the log alone (see above)
-        _scan_rows(ctx, sender_hash, counts)
+        _scan_rows(ctx, sender_hashes, counts)
+    for sender_hash in sender_hashes:
+        _erase_all(ctx, sender_hash, counts)
+    # Which ids were one person's goes with them too (not counted: it is hashes, and it may not exist).
+    ctx.eraser.delete(Table.STATE, [{schema.PK: erasure.link_key(sender_hash)} for sender_hash in sender_hashes])
+    # Counts only: the detail is logged, and a hash is not for logs either.
+    return TaskResult(follow_ups=_again(ctx, sender_hashes), detail={"erased": dict(counts)}, result=dict(counts))
+
+
+def _erase_all(ctx: TaskContext, sender_hash: str, counts: Counter[str]) -> None:
     for _ in range(ROUNDS):
         found = ctx.eraser.find(sender_hash)
         if found.empty:
-            # Counts only: the detail is logged, and a hash is not for logs either.
-            return TaskResult(follow_ups=_again(ctx, sender_hash), detail={"erased": dict(counts)}, result=dict(counts))
+            return
         _erase(ctx, found, counts)
     raise StillFinding(f"items about the person still turn up after {ROUNDS} rounds")

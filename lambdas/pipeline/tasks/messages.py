@@ -7,6 +7,8 @@
   only: the write is conditional on the stored rank being lower. Meta does not promise order, so
   a `delivered` arriving after `read` fails its condition, and that write alone is skipped; the
   rest of the delivery commits.
+- An echo (Messenger's and Instagram's copy of the business's own message) is stored as the
+  business's outgoing message (`direction`, `recipient`) in the customer's partition.
 - Comments in a delivery that also carried messages land here (the door never lets a message
   wait behind a comment flood) and are stored for triage, untriaged.
 
@@ -14,7 +16,7 @@ Every write is `standalone` (re-applying it changes nothing), so a delivery larg
 transaction still commits; see adapters/transactions.py. Each item lives in the partition of the
 person it is about (the sender, the status's recipient, the comment's author; domain/senders.py),
 so an erasure request finds it with one query and it costs no index entry; a delivery naming
-several people gets an item per person pointing at it (tasks/privacy.py). Texts are kept through
+more people than its row holds gets an item per person pointing at it (tasks/privacy.py). Texts are kept through
 domain/stored_text.py: a long one deflated, so a 2 KB text's item is one write unit, not two.
 """
 
@@ -60,17 +62,21 @@ def comment_key(tenant: str, comment_id: str, person: str | None) -> dict[str, s
 
 
 def store_message(tenant: str, message: meta.InboundMessage, now: float, sender_hash: str | None = None) -> Put:
+    """`sender_hash`: the hash of the customer the message is about (`message.person`)."""
+    item: dict[str, Any] = {
+        **message_key(tenant, message.id, sender_hash),
+        "channel": message.channel,
+        "sender": message.sender,
+        "type": message.type,
+        "text": stored_text.stored(message.text),
+        "sent_at": message.timestamp,
+        "stored_at": now,
+    }
+    if message.direction == meta.OUTGOING:  # inbound, the usual case, is left unsaid
+        item.update(direction=meta.OUTGOING, recipient=message.recipient)
     return Put(
         table=Table.DATA,
-        item={
-            **message_key(tenant, message.id, sender_hash),
-            "channel": message.channel,
-            "sender": message.sender,
-            "type": message.type,
-            "text": stored_text.stored(message.text),
-            "sent_at": message.timestamp,
-            "stored_at": now,
-        },
+        item=item,
         condition="attribute_not_exists(#pk)",
         names={"#pk": schema.PK},
         on_conflict=OnConflict.SKIP,
@@ -131,16 +137,15 @@ def run(ctx: TaskContext) -> TaskResult:
     # exactly as it would in the table.
     messages = {m.id: m for m in units.messages}
     statuses: dict[str, meta.StatusUpdate] = {}
-    unknown_statuses = 0
     for update in units.statuses:
         if update.status not in STATUS_RANK:
-            unknown_statuses += 1
+            units.ignore("status", update.status)  # WhatsApp's `played`, `deleted`, ...
             continue
         held = statuses.get(update.message_id)
         if held is None or STATUS_RANK[update.status] > STATUS_RANK[held.status]:
             statuses[update.message_id] = update
     comments = {c.id: c for c in units.comments}
-    writes: list[Write] = [store_message(tenant, m, ctx.now, ctx.sender_hash(m.sender)) for m in messages.values()]
+    writes: list[Write] = [store_message(tenant, m, ctx.now, ctx.sender_hash(m.person)) for m in messages.values()]
     writes += [apply_status(tenant, s, ctx.now, ctx.sender_hash(s.recipient)) for s in statuses.values()]
     writes += [store_untriaged(tenant, c, ctx.now, ctx.sender_hash(c.author)) for c in comments.values()]
     writes += privacy.delivery_index(ctx)
@@ -150,7 +155,7 @@ def run(ctx: TaskContext) -> TaskResult:
             "messages": len(messages),
             "statuses": len(statuses),
             "comments": len(comments),
-            "ignored": units.ignored + unknown_statuses,
+            "ignored": dict(units.ignored),
             "unprocessable": units.unprocessable,
         },
     )

@@ -7,10 +7,21 @@ failing the delivery: the rest of it is still good, and no retry would add the m
 A unit whose ids UTF-8 cannot carry (an unpaired surrogate, which JSON can spell) is skipped and
 counted as `unprocessable`: no table would take the item, and no retry would mend it. Its text
 is a different matter: a text is kept, made well formed (domain/stored_text.py).
+
+Everything a delivery holds that the pipeline does not act on is counted in `Units.ignored` by a
+name saying what it was (`field.mention`, `status.played`, `messaging.read`, `message.no_id`):
+the consumer turns those into the `MetaIgnored` metric by name, so an operator sees what is
+dropped, and a field Meta starts sending shows up there first.
+
+A Messenger or Instagram echo (`message.is_echo`: Meta's copy of a message the business itself
+sent, `sender` the business and `recipient` the customer) is the business's outgoing message to
+that customer: stored as such, in the customer's partition, where their erasure finds it.
 """
 
 from __future__ import annotations
 
+import re
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,6 +31,13 @@ from pipeline.domain.errors import PermanentError
 
 COMMENT_FIELDS = frozenset({"feed", "comments", "live_comments", "mentions"})
 COMMENT_VERBS = frozenset({"add", "edited"})
+INBOUND = "inbound"
+OUTGOING = "outgoing"
+_NAME = re.compile(r"[a-z0-9_]{1,40}")
+OTHER = "other"
+"""What a name Meta sent is counted as when it is not a plain field name: a metric's dimension
+must stay a small set."""
+_EVENT_ENDS = frozenset({"sender", "recipient", "timestamp"})
 
 
 @dataclass(frozen=True)
@@ -31,6 +49,14 @@ class InboundMessage:
     text: str
     channel: str
     """whatsapp, messenger or instagram."""
+    recipient: str = ""
+    direction: str = INBOUND
+    """OUTGOING for an echo: `sender` is the business, `recipient` the customer."""
+
+    @property
+    def person(self) -> str:
+        """The customer the message is about, whichever way it went."""
+        return self.recipient if self.direction == OUTGOING else self.sender
 
 
 @dataclass(frozen=True)
@@ -54,9 +80,15 @@ class Units:
     messages: list[InboundMessage] = field(default_factory=list)
     statuses: list[StatusUpdate] = field(default_factory=list)
     comments: list[Comment] = field(default_factory=list)
-    ignored: int = 0
+    ignored: Counter[str] = field(default_factory=Counter)
+    """What was not acted on, by name (see the module docstring)."""
     unprocessable: int = 0
     """Units skipped because an id of theirs cannot be stored (see the module's docstring)."""
+
+    def ignore(self, kind: str, name: object) -> None:
+        """Count one unit of `kind` (field, status, messaging, ...) named `name` by Meta."""
+        text = name if isinstance(name, str) else ""
+        self.ignored[f"{kind}.{text if _NAME.fullmatch(text) else OTHER}"] += 1
 
 
 def _text(value: Any) -> str:
@@ -89,7 +121,7 @@ def _whatsapp(value: Mapping[str, Any], units: Units) -> None:
     for message in _dicts(value.get("messages")):
         message_id = _text(message.get("id"))
         if not message_id:
-            units.ignored += 1
+            units.ignore("message", "no_id")
             continue
         sender = _text(message.get("from"))
         if not _storable(units, message_id, sender):
@@ -109,7 +141,7 @@ def _whatsapp(value: Mapping[str, Any], units: Units) -> None:
     for status in _dicts(value.get("statuses")):
         message_id, name = _text(status.get("id")), _text(status.get("status"))
         if not message_id or not name:
-            units.ignored += 1
+            units.ignore("status", "no_id")
             continue
         recipient = _text(status.get("recipient_id"))
         if not _storable(units, message_id, recipient):
@@ -118,14 +150,18 @@ def _whatsapp(value: Mapping[str, Any], units: Units) -> None:
 
 
 def add_comment(value: Mapping[str, Any], units: Units) -> None:
-    if value.get("item", "comment") != "comment" or value.get("verb", "add") not in COMMENT_VERBS:
-        units.ignored += 1  # reactions, removals, posts: not for triage
+    item, verb = value.get("item", "comment"), value.get("verb", "add")
+    if item != "comment":
+        units.ignore("feed_item", item)  # reactions, posts, likes: not for triage
+        return
+    if verb not in COMMENT_VERBS:
+        units.ignore("comment_verb", verb)  # removals, hides
         return
     # Page feed changes name the comment `comment_id`; Instagram's `comments` field calls it `id`
     # and hangs it off a `media` object instead of a post.
     comment_id = _text(value.get("comment_id") or value.get("id"))
     if not comment_id:
-        units.ignored += 1
+        units.ignore("comment", "no_id")
         return
     author = _text(_mapping(value.get("from")).get("id"))
     post_id = _text(value.get("post_id") or _mapping(value.get("media")).get("id"))
@@ -144,14 +180,16 @@ def add_comment(value: Mapping[str, Any], units: Units) -> None:
 def _messaging(event: Mapping[str, Any], channel: str, units: Units) -> None:
     message = event.get("message")
     if not isinstance(message, Mapping):
-        units.ignored += 1  # deliveries, reads, postbacks: nothing to store
+        # Deliveries, reads, postbacks, reactions: nothing to store, named by their own key.
+        units.ignore("messaging", next((key for key in event if key not in _EVENT_ENDS), None))
         return
     message_id = _text(message.get("mid"))
     if not message_id:
-        units.ignored += 1
+        units.ignore("message", "no_id")
         return
     sender = _text(_mapping(event.get("sender")).get("id"))
-    if not _storable(units, message_id, sender):
+    recipient = _text(_mapping(event.get("recipient")).get("id"))
+    if not _storable(units, message_id, sender, recipient):
         return
     units.messages.append(
         InboundMessage(
@@ -161,6 +199,8 @@ def _messaging(event: Mapping[str, Any], channel: str, units: Units) -> None:
             type="text" if "text" in message else "attachment",
             text=_text(message.get("text")),
             channel=channel,
+            recipient=recipient,
+            direction=OUTGOING if message.get("is_echo") is True else INBOUND,
         )
     )
 
@@ -175,14 +215,15 @@ def read(payload: Any) -> Units:
     for entry in _dicts(payload["entry"]):
         for change in _dicts(entry.get("changes")):
             value = change.get("value")
+            name = change.get("field")
             if not isinstance(value, Mapping):
-                units.ignored += 1
-            elif change.get("field") in COMMENT_FIELDS:
+                units.ignore("field", name)
+            elif name in COMMENT_FIELDS:
                 add_comment(value, units)
-            elif change.get("field") == "messages":
+            elif name == "messages":
                 _whatsapp(value, units)
             else:
-                units.ignored += 1
+                units.ignore("field", name)
         for event in _dicts(entry.get("messaging")):
             _messaging(event, channel, units)
     return units

@@ -1,9 +1,11 @@
 """What the tasks add to their writes so an erasure request finds them (domain/senders.py).
 
 Every item about a person says so: it lives in their partition (domain/senders.py), or carries
-their `sender_hash`. A delivery naming one person is indexed by the door, on its row; one naming
-several (a campaign's statuses, batched messages) gets an item per person here, in their partition
-and pointing at its row, written with the task's other writes.
+their `sender_hash`. A delivery is indexed by the door, on its row: `sender_hash` for one person,
+`sender_hashes` for several. Only a row without them (naming more than senders.MAX_NAMED_ON_ROW
+people, or logged before rows carried them) gets an item per person here, in their partition and
+pointing at its row, written with the task's other writes: a write unit per person that a row
+carrying the hashes does without (bench/row_hashes.py has the figures).
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ def about(ctx: TaskContext, person: str, item: Mapping[str, Any]) -> dict[str, A
 
 def delivery_index(ctx: TaskContext) -> tuple[Put, ...]:
     """An index item per person for a delivery that names more than one."""
-    if ctx.envelope.source != WEBHOOK:
+    if ctx.envelope.source != WEBHOOK or ctx.row_names_everyone:
         return ()
     people = senders.people_in_delivery(ctx.payload)
     if len(people) < 2:

@@ -296,3 +296,63 @@ def test_a_task_may_not_write_the_obligation_tables(lane):
     assert response == {"batchItemFailures": []}
     assert h.dead_letters()[0]["MessageAttributes"]["reason"]["StringValue"] == "task_wrote_obligation"
     assert h.row("jobs", "job-other") is None
+
+
+def test_a_problem_line_names_the_exception_without_its_payload_text():
+    lines: list[tuple[str, dict]] = []
+
+    class Logger:
+        def error(self, message, extra, exc_info=False):
+            lines.append((message, extra, exc_info))
+
+    from pipeline.adapters.consumer_observer import ConsumerObserver
+
+    try:
+        {"+447700900123": 1}["+447700900999"]
+    except KeyError as exc:
+        ConsumerObserver(Logger(), None, "messages").problem("drain count not recorded", exc)
+
+    [(_message, extra, exc_info)] = lines
+    assert "900999" not in repr(extra)
+    assert not exc_info
+    assert extra["error_class"] == "KeyError"
+    assert extra["error"].startswith("KeyError raised in test_outcomes.py:")
+
+
+def test_what_a_task_ignored_is_counted_by_name():
+    from pipeline.adapters.consumer_observer import ConsumerObserver
+    from pipeline.domain import outcomes
+    from pipeline.domain.records import Received
+    from pipeline.metric_names import Outcome
+
+    class Metrics:
+        def __init__(self) -> None:
+            self.documents: list[tuple[dict, dict]] = []
+            self._dimensions: dict = {}
+            self._metrics: dict = {}
+
+        def add_dimension(self, name, value):
+            self._dimensions[name] = value
+
+        def add_metric(self, name, unit, value):
+            self._metrics[name] = value
+
+        def flush_metrics(self):
+            self.documents.append((self._dimensions, self._metrics))
+            self._dimensions, self._metrics = {}, {}
+
+    class Logger:
+        def log(self, level, message, extra):
+            pass
+
+    metrics = Metrics()
+    observer = ConsumerObserver(Logger(), metrics, "messages")
+    received = Received(message_id="m-1", receipt_handle="r", body="{}", receive_count=1, sent_at=None, envelope=None)
+    for _ in range(2):
+        observer.outcome(received, outcomes.acked(Outcome.DONE, 1, ignored={"status.played": 2, "field.mention": 1}))
+    observer.flush()
+
+    assert sorted(metrics.documents, key=lambda d: d[0]["Ignored"]) == [
+        ({"Lane": "messages", "Ignored": "field.mention"}, {"MetaIgnored": 2}),
+        ({"Lane": "messages", "Ignored": "status.played"}, {"MetaIgnored": 4}),
+    ]

@@ -310,3 +310,25 @@ def test_a_dead_lettered_webhook_row_marked_failed_leaves_the_index():
     row = p.store.row(Table.WEBHOOK_LOG, "wh-1")
     assert row["status"] == schema.RowStatus.FAILED
     assert schema.PENDING_SHARD not in row
+
+
+def test_an_exception_built_from_payload_values_leaves_no_payload_text_anywhere():
+    # Given a task whose bug raises an exception quoting what it read from the payload
+    p = Pipeline(task=raising(ValueError("no contact for +44 7700 900123 (Jane Doe): 'call me back'")))
+    record = p.record(p.job("job-quoted", tenant="acme", kind="resize"), receives=2)
+
+    # When it is dead-lettered
+    assert p.run([record]) == []
+
+    # Then the reason, the class and where it was raised are kept, and none of the payload's text:
+    # not in the DLQ's attributes, the row's last error, nor the outcome the log line is made of
+    ((_, attributes),) = p.queue.dead
+    row = p.store.row(Table.JOBS, "job-quoted")
+    outcome = p.outcome(record["messageId"])
+    for text in (attributes["error"], row["last_error"], outcome.error.message):
+        assert "7700" not in text
+        assert "Jane" not in text
+        assert "call me" not in text
+        assert "ValueError raised in" in text
+        assert "test_pipeline_failures.py" in text
+    assert (attributes["reason"], attributes["error_class"]) == ("bad_input", "ValueError")

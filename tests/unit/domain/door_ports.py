@@ -190,17 +190,27 @@ class LaneStates:
 
 
 @dataclass
+class Links:
+    linked: dict[str, tuple[str, ...]] = field(default_factory=dict)
+
+    def resolve(self, app_scoped_hash: str) -> tuple[str, ...]:
+        return self.linked.get(app_scoped_hash, ())
+
+
+@dataclass
 class Erasures:
     busy: bool = False
     requested: list[tuple[str, str]] = field(default_factory=list)
+    linked: list[tuple[str, ...]] = field(default_factory=list)
     statuses: dict[str, dict[str, Any]] = field(default_factory=dict)
     status_reads: int = 0
 
-    def request(self, sender_hash: str, requested_by: str, *, now: float, code: str | None = None) -> Requested:
+    def request(self, sender_hash: str, requested_by: str, *, now: float, linked: tuple[str, ...] = ()) -> Requested:
         if self.busy:
             raise ErasuresBusy("2 erasures are already queued")
         self.requested.append((sender_hash, requested_by))
-        code = code or f"{len(self.requested):032x}"
+        self.linked.append(linked)
+        code = f"{len(self.requested):032x}"
         return Requested(code=code, job_id=erasure.job_id(code), sent=True)
 
     def status(self, code: str) -> dict[str, Any] | None:

@@ -10,19 +10,34 @@ from pipeline.domain.erasure_callback import BUSY_RETRY_SECONDS, ErasureCallback
 from pipeline.domain.meta_secret import MetaSecrets, SecretsUnavailable
 from pipeline.domain.signed_request import sign
 from pipeline.metric_names import ErasureFailure
-from tests.unit.domain.door_ports import APP_SECRET, NOW, VERIFY_TOKEN, Erasures, Hasher, Secrets, Telemetry, body_of
+from tests.unit.domain.door_ports import (
+    APP_SECRET,
+    NOW,
+    VERIFY_TOKEN,
+    Erasures,
+    Hasher,
+    Links,
+    Secrets,
+    Telemetry,
+    body_of,
+)
 from tests.unit.privacy.conftest import deletion_callback, erasure_status, meta_payload
 
 
 class Callback:
     def __init__(self) -> None:
-        self.secrets, self.senders, self.requests = Secrets(), Hasher(), Erasures()
+        self.secrets, self.senders, self.requests, self.links = Secrets(), Hasher(), Erasures(), Links()
         self.telemetry = Telemetry()
 
     def __call__(self, event: dict) -> http.Reply:
-        ports = ErasureCallbackPorts(secrets=self.secrets, senders=self.senders, requests=self.requests)
-        rules = ErasureCallback(16 * 1024, ports, self.telemetry, lambda: NOW)
+        ports = ErasureCallbackPorts(
+            secrets=self.secrets, senders=self.senders, requests=self.requests, links=self.links
+        )
+        rules = ErasureCallback(16 * 1024, ports, self.telemetry, lambda: NOW, max_age_seconds=MAX_AGE)
         return rules.answer(http.HttpRequest.from_event(event))
+
+
+MAX_AGE = 300
 
 
 @pytest.fixture
@@ -91,3 +106,51 @@ def test_the_status_page_shows_a_known_code_and_never_asks_about_a_malformed_one
     assert (known.status, body_of(known)) == (200, {"status": "pending"})
     assert malformed.status == 404
     assert callback.requests.status_reads == 1
+
+
+@pytest.mark.parametrize(
+    ("issued_at", "why"),
+    [
+        (NOW - MAX_AGE - 1, "older than the limit"),
+        (NOW + 120, "issued in the future, past any clock skew"),
+        (None, "no issued_at to tell its age by"),
+    ],
+)
+def test_a_stale_signed_request_is_refused_and_asks_for_nothing(callback, issued_at, why):
+    payload = {**meta_payload("10223344"), "issued_at": issued_at}
+    if issued_at is None:
+        del payload["issued_at"]
+
+    reply = callback(deletion_callback(sign(payload, APP_SECRET)))
+
+    assert reply.status == 403, why
+    assert body_of(reply)["message"] == "signed request stale"
+    assert (callback.senders.asked, callback.requests.requested) == ([], [])
+    assert ("ErasureRefused", {"Reason": "signed_request_stale"}) in callback.telemetry.counts
+
+
+def test_a_signed_request_within_the_limit_is_taken(callback):
+    payload = {**meta_payload("10223344"), "issued_at": NOW - MAX_AGE + 5}
+
+    assert callback(deletion_callback(sign(payload, APP_SECRET))).status == 200
+
+
+def test_the_app_scoped_id_is_erased_with_every_id_linked_to_it(callback):
+    # Given the product linked Meta's app-scoped id to the person's WhatsApp number and page-scoped id
+    callback.links.linked["hash-of-10223344"] = ("hash-of-447700900123", "hash-of-6012345")
+
+    callback(deletion_callback(sign(meta_payload("10223344"), APP_SECRET)))
+
+    # Then one erasure is asked for, of the app-scoped id and of both linked ids
+    assert callback.requests.requested == [("hash-of-10223344", erasure.META)]
+    assert callback.requests.linked == [("hash-of-447700900123", "hash-of-6012345")]
+
+
+def test_freshness_is_measured_from_issued_at_up_to_the_limit_itself():
+    from pipeline.domain.signed_request import Refused, SignedRequest, check_fresh
+
+    check_fresh(SignedRequest("1", NOW - MAX_AGE), now=NOW, max_age_seconds=MAX_AGE)
+    check_fresh(SignedRequest("1", NOW + 60), now=NOW, max_age_seconds=MAX_AGE)  # a clock a minute ahead
+    for stale in (NOW - MAX_AGE - 0.5, NOW + 61):
+        with pytest.raises(Refused):
+            check_fresh(SignedRequest("1", stale), now=NOW, max_age_seconds=MAX_AGE)

@@ -98,6 +98,20 @@ class Inspect:
     def job_row(self, job_id: str) -> dict | None:
         return self._dynamodb.get_item(TableName=self._resources.jobs_table, Key={schema.ID: {"S": job_id}}).get("Item")
 
+    def fail(self, job_id: str, last_error: str, error_class: str) -> None:
+        """What a consumer writes on a job's row when it dead-letters it."""
+        self._dynamodb.update_item(
+            TableName=self._resources.jobs_table,
+            Key={schema.ID: {"S": job_id}},
+            UpdateExpression="SET #status = :failed, #error = :error, #class = :class",
+            ExpressionAttributeNames={"#status": "status", "#error": "last_error", "#class": "error_class"},
+            ExpressionAttributeValues={
+                ":failed": {"S": schema.RowStatus.FAILED},
+                ":error": {"S": last_error},
+                ":class": {"S": error_class},
+            },
+        )
+
     def job_rows(self) -> list[dict]:
         return self._dynamodb.scan(TableName=self._resources.jobs_table)["Items"]
 

@@ -61,8 +61,41 @@ def test_get_answers_the_jobs_status(api):
         "updated_at": NOW,
         "deadline": None,
         "last_error": None,
+        "error_class": None,
         "result": None,
     }
+
+
+def test_get_shows_a_failed_jobs_reason_and_class_never_the_error_text(api, inspect):
+    # Given a job dead-lettered on an AWS error whose text names a role, a table and an account
+    job_id = body_of(api(submit(job()), None))["id"]
+    aws_text = (
+        "An error occurred (AccessDeniedException) when calling the PutItem operation: User: "
+        "arn:aws:sts::123456789012:assumed-role/lanes-consumer/i-0abc is not authorized to perform: "
+        "dynamodb:PutItem on resource: arn:aws:dynamodb:eu-west-1:123456789012:table/lanes-data"
+    )
+    inspect.fail(job_id, f"aws_deployment: {aws_text}", "AccessDeniedException")
+
+    # When its producer reads it
+    shown = body_of(api(status(job_id), None))
+
+    # Then it sees why in a word and the class, and nothing of AWS's text
+    assert (shown["status"], shown["last_error"], shown["error_class"]) == (
+        "failed",
+        "aws_deployment",
+        "AccessDeniedException",
+    )
+    assert "arn:" not in json.dumps(shown)
+    assert "123456789012" not in json.dumps(shown)
+
+
+def test_the_erasure_tenant_is_refused_to_producers(api, inspect):
+    # A producer granted every tenant still cannot fill the erasure tenant's queue
+    response = api(submit(job(tenant="privacy")), None)
+
+    assert response["statusCode"] == 400
+    assert "tenant privacy is the pipeline's own" in body_of(response)["message"]
+    assert inspect.job_rows() == []
 
 
 def test_unknown_jobs_are_404(api, aws_calls):

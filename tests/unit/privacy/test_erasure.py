@@ -18,7 +18,7 @@ from pipeline.domain import erasure, senders, stored_text, webhook
 from pipeline.domain.effects import Table
 from tests.support.aws import REGION, SENDER_KEY
 from tests.unit.ingress.conftest import encode
-from tests.unit.tasks.payloads import comment_change, feed, status, text_message, whatsapp
+from tests.unit.tasks.payloads import comment_change, feed, messenger_message, status, text_message, whatsapp
 
 from .conftest import HOST, TABLES, deletion_callback
 
@@ -120,9 +120,10 @@ def test_meta_asks_and_afterwards_nothing_readable_about_the_person_remains(pipe
     assert (shown["status"], shown["confirmation_code"]) == ("done", code)
     assert shown["completed_at"] is not None
     # and says how much went, by kind: her three rows and the card's body part, her two jobs,
-    # eight items (two messages, a status, a comment, three of the reply turn's and its
-    # conversation's unanswered set) and one marker
-    assert shown["erased"] == {"webhook_rows": 3, "body_parts": 1, "jobs": 2, "items": 8, "markers": 1}
+    # seven items (two messages, a status, a comment, three of the reply turn's and its
+    # conversation's unanswered set; the batch naming her and Ben is found by the hashes on its
+    # row, with no item pointing at it) and one marker
+    assert shown["erased"] == {"webhook_rows": 3, "body_parts": 1, "jobs": 2, "items": 7, "markers": 1}
     after = _readable(pipeline)
     assert _mentions(after, (ANA, *ANA_SAYS)) == []
     assert not any("#part" in text for text in after["webhook-log"])
@@ -186,6 +187,34 @@ def test_a_delivery_still_queued_when_its_sender_is_erased_is_never_stored(pipel
     assert pipeline.dead_letters() == {name: [] for name in pipeline.lanes}
 
 
+def test_a_delivery_naming_several_people_still_queued_when_one_is_erased_stores_nothing_of_them(pipeline):
+    # Given a batch holding a message from Ana and one from Ben, logged by the door, its message
+    # waiting on the messages lane (or dead-lettered, to be redriven later)
+    batch = whatsapp(
+        messages=[
+            text_message("wamid.a-late", ANA_SAYS[0], sender=ANA),
+            text_message("wamid.b-late", BEN_SAYS[0], sender=BEN),
+        ]
+    )
+    pipeline.deliver(batch)
+
+    # When Ana is erased first, both passes, and the messages lane runs after
+    pipeline.forget(ANA)
+    pipeline.drain(lanes=("bulk",))
+    pipeline.drain()
+
+    # Then the log's scan found the batch by her hash on its row, and it was erased whole: nothing
+    # of Ana was stored (Ben's message in it goes too: the raw body is not cut apart)
+    assert _mentions(_readable(pipeline), (ANA, ANA_SAYS[0])) == []
+    row = (
+        boto3.resource("dynamodb", region_name=REGION)
+        .Table("webhook-log")
+        .get_item(Key={schema.ID: webhook.log_id(encode(batch))}, ConsistentRead=True)["Item"]
+    )
+    assert row["status"] == schema.RowStatus.ERASED
+    assert pipeline.dead_letters() == {name: [] for name in pipeline.lanes}
+
+
 def test_a_forged_or_unsigned_callback_is_refused_and_nothing_is_written_or_sent(pipeline, metrics):
     # Given callbacks that Meta did not sign: with a guessed secret, with no signed request, garbled
     forged = pipeline.forget(ANA, secret="guessed-secret")
@@ -230,7 +259,7 @@ def test_the_scan_of_the_log_pages_through_every_row_and_finds_only_the_persons(
     found: list[str] = []
     pages, start = 0, None
     while True:
-        page = eraser.scan_rows(senders.sender_hash(SENDER_KEY.encode(), ANA), start)
+        page = eraser.scan_rows([senders.sender_hash(SENDER_KEY.encode(), ANA)], start)
         found.extend(page.log_ids)
         pages += 1
         start = page.resume_from
@@ -244,3 +273,92 @@ def test_the_scan_of_the_log_pages_through_every_row_and_finds_only_the_persons(
 
 def pipeline_text(n: int, sender: str) -> dict:
     return whatsapp(messages=[text_message(f"wamid.{sender}.{n}", f"note {n}", sender=sender)])
+
+
+def test_a_repeat_while_an_erasure_is_pending_answers_its_code_and_makes_no_job(pipeline, metrics):
+    # Given Meta asked for Ana's erasure, and asks again (a retry, or the same request replayed)
+    first = json.loads(pipeline.forget(ANA)["body"])["confirmation_code"]
+    again = json.loads(pipeline.forget(ANA)["body"])["confirmation_code"]
+
+    # Then both answers carry the one pending erasure's code, and one job was made
+    assert again == first
+    assert len([r for r in pipeline.items("jobs") if r["kind"]["S"] == erasure.KIND]) == 1
+    assert ("ErasureRepeated", {}) in metrics()
+    # and no table holds the code (the status page's only credential)
+    assert _mentions(_readable(pipeline), (first,)) == []
+
+    # When that erasure is done, a new request is a new erasure with its own code
+    pipeline.drain()
+    later = json.loads(pipeline.forget(ANA)["body"])["confirmation_code"]
+    assert later != first
+    assert len([r for r in pipeline.items("jobs") if r["kind"]["S"] == erasure.KIND]) == 2
+
+
+def test_meta_naming_an_app_scoped_id_erases_the_ids_the_product_linked_to_it(pipeline):
+    from pipeline.adapters.identity_links import IdentityLinks
+
+    # Given Ana wrote on WhatsApp and on Messenger (page-scoped id), and the product linked both to
+    # the app-scoped id Meta knows her by
+    rows = _ana_and_ben(pipeline)
+    app_scoped, page_scoped = "10223344556677", "6012345678"
+    assert pipeline.deliver(messenger_message(page_scoped, "m-mid-1", "my messenger secret"))["statusCode"] == 200
+    pipeline.drain()
+    key = SENDER_KEY.encode()
+    IdentityLinks(boto3.client("dynamodb", region_name=REGION), "state").link(
+        senders.sender_hash(key, app_scoped),
+        [senders.sender_hash(key, ANA), senders.sender_hash(key, page_scoped)],
+        expires_at=2_000_000_000,
+    )
+
+    # When Meta calls the callback with the app-scoped id, and the erasure runs
+    code = json.loads(pipeline.forget(app_scoped)["body"])["confirmation_code"]
+    pipeline.drain()
+
+    # Then nothing readable of Ana is left, on either channel, and the status says what went
+    after = _readable(pipeline)
+    assert _mentions(after, (ANA, *ANA_SAYS, page_scoped, "my messenger secret")) == []
+    shown = json.loads(pipeline.erasure_status(code)["body"])
+    assert shown["status"] == "done"
+    assert shown["erased"]["webhook_rows"] == 4
+    assert {table for table, _ in _mentions(after, (BEN, *BEN_SAYS))} >= {"webhook-log", "data"}
+    assert rows
+    # and which ids were hers went with them
+    assert [i for i in pipeline.items("state") if i[schema.PK]["S"].startswith(erasure.LINK_PREFIX)] == []
+
+
+def test_an_erasure_of_someone_nothing_is_held_about_says_no_data_held(pipeline):
+    _ana_and_ben(pipeline)
+
+    code = json.loads(pipeline.forget("10299999999999")["body"])["confirmation_code"]
+    pipeline.drain()
+
+    shown = json.loads(pipeline.erasure_status(code)["body"])
+    assert (shown["status"], shown["erased"]) == ("no_data_held", None)
+    assert shown["completed_at"] is not None
+
+
+def test_an_erasure_notes_its_progress_on_its_pending_job_row_and_never_on_a_finished_one(pipeline):
+    from pipeline.adapters.transactions import Committer
+
+    # Given a pending erasure job and an eraser over the real tables
+    code = json.loads(pipeline.forget(ANA)["body"])["confirmation_code"]
+    job_id = erasure.job_id(code)
+    dynamodb = boto3.client("dynamodb", region_name=REGION)
+    names = TableNames({Table.JOBS: "jobs", Table.WEBHOOK_LOG: "webhook-log", Table.DATA: "data", Table.STATE: "state"})
+    eraser = DynamoEraser(dynamodb, names, Committer(dynamodb, names), kept=None, clock=lambda: 1_800_000_123.5)  # type: ignore[arg-type]
+    progress = {"scan_from": {"id": {"S": "wh-4f1c"}}, "erased": {"webhook_rows": 5}}
+
+    # When it notes where it got to
+    eraser.note_progress(job_id, progress)
+
+    # Then the row keeps it, with the time, for the sweeper and for a replay
+    jobs_table = boto3.resource("dynamodb", region_name=REGION).Table("jobs")
+    row = jobs_table.get_item(Key={schema.ID: job_id}, ConsistentRead=True)["Item"]
+    assert row["progress"] == progress
+    assert float(row["alive_at"]) == 1_800_000_123.5
+
+    # And once the erasure is done, a late note changes nothing
+    pipeline.drain()
+    eraser.note_progress(job_id, {"scan_from": {"id": {"S": "wh-late"}}})
+    assert jobs_table.get_item(Key={schema.ID: job_id}, ConsistentRead=True)["Item"]["status"] == "done"
+    assert jobs_table.get_item(Key={schema.ID: job_id}, ConsistentRead=True)["Item"]["progress"] == progress

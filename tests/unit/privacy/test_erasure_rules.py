@@ -80,6 +80,31 @@ def test_a_done_erasure_shows_when_it_finished_and_how_much_went():
     assert (shown["status"], shown["completed_at"], shown["erased"]) == ("done", "2026-01-01T00:00:41Z", counted)
 
 
+@pytest.mark.parametrize("counted", [None, {}, {"webhook_rows": 0, "items": 0}])
+def test_a_done_erasure_that_found_nothing_says_no_data_held_not_done(counted):
+    shown = erasure.public_status(CODE, _job(schema.RowStatus.DONE, counted))
+
+    assert (shown["status"], shown["completed_at"], shown["erased"]) == ("no_data_held", "2026-01-01T00:00:41Z", None)
+
+
+def test_a_request_with_linked_ids_names_each_once_after_the_one_asked_for():
+    other, third = "1" * 32, "2" * 32
+
+    job = erasure.request(HASH, erasure.META, now=REQUESTED, deadline_seconds=60, linked=[other, HASH, third, other])
+
+    assert job.payload == {"sender_hash": HASH, "requested_by": "meta", "linked": [other, third]}
+    with pytest.raises(ValueError, match="at most 50 linked ids"):
+        erasure.request(HASH, erasure.META, now=REQUESTED, deadline_seconds=60, linked=[f"{n:032x}" for n in range(51)])
+
+
+def test_a_code_is_derived_under_the_key_from_the_person_and_the_nonce():
+    code = erasure.code_for(b"k" * 32, HASH, "nonce-1")
+
+    assert erasure.is_code(code)
+    assert code == erasure.code_for(b"k" * 32, HASH, "nonce-1")
+    assert len({code, erasure.code_for(b"j" * 32, HASH, "nonce-1"), erasure.code_for(b"k" * 32, HASH, "nonce-2")}) == 3
+
+
 @pytest.mark.parametrize("status", [schema.RowStatus.FAILED, schema.RowStatus.EXPIRED, schema.RowStatus.ABANDONED])
 def test_an_erasure_that_did_not_finish_shows_failed_and_no_counts(status):
     shown = erasure.public_status(CODE, _job(status, {"webhook_rows": 1}))

@@ -86,11 +86,28 @@ def test_on_call_erases_a_person_by_their_number_and_reads_the_result_by_code(pi
     ("argv", "expected", "message"),
     [
         (("--sender", "  "), 2, "give the person as --sender"),
+        (("--sender", "ana@example.com"), 2, "--sender: not an id the pipeline stores"),
+        (("--sender", "07700 900123"), 2, "--sender: a national phone number (starting 0) matches nobody"),
+        (("--sender", "1234"), 2, "--sender: too short"),
+        (("--app-scoped-id", "10223344556677"), 2, "no ids are linked to this app-scoped id"),
+        (("--link", "10223344556677"), 2, "--link needs at least one --to"),
+        (("--sender", ANA, "--to", "15550002"), 2, "--to goes with --link"),
         (("--sender-hash", "ABC"), 2, "--sender-hash must be 32 lowercase hex digits"),
         (("--status", "not-a-code"), 2, "a confirmation code is 32 lowercase hex digits"),
         (("--status", "0" * 32), 1, "no erasure has the code"),
     ],
-    ids=["blank-sender", "bad-hash", "bad-code", "unknown-code"],
+    ids=[
+        "blank-sender",
+        "email",
+        "national-number",
+        "too-short",
+        "unlinked-app-scoped-id",
+        "link-to-nothing",
+        "to-without-link",
+        "bad-hash",
+        "bad-code",
+        "unknown-code",
+    ],
 )
 def test_bad_input_is_refused_with_what_to_give_instead(pipeline, stack, lanectl, argv, expected, message):
     code, _, err = lanectl("erase", "--env", "dev", *argv)
@@ -98,3 +115,25 @@ def test_bad_input_is_refused_with_what_to_give_instead(pipeline, stack, lanectl
     assert code == expected
     assert message in err
     assert [r for r in pipeline.items("jobs") if r["kind"]["S"] == erasure.KIND] == []
+
+
+def test_an_app_scoped_id_linked_to_a_number_erases_what_is_stored_under_the_number(pipeline, stack, lanectl):
+    # Given Ana's WhatsApp message was stored, and the product linked her app-scoped id to her number
+    pipeline.deliver(whatsapp(messages=[text_message("wamid.1", "hello", sender=ANA)]))
+    pipeline.drain()
+    assert lanectl("erase", "--env", "dev", "--link", "10223344556677", "--to", "+1 555 0001")[:2] == (
+        0,
+        "linked 1 ids to the app-scoped id\n",
+    )
+
+    # When on-call erases her by the app-scoped id
+    code, out, _ = lanectl("erase", "--env", "dev", "--app-scoped-id", "10223344556677", "--wait", "0")
+
+    # Then it says what it takes, and once run, her message is gone
+    assert code == 0
+    assert "erasing the id asked for and 1 linked to it" in out
+    confirmation = re.search(r"confirmation code ([0-9a-f]{32})", out).group(1)
+    pipeline.drain()
+    _, out, _ = lanectl("erase", "--env", "dev", "--status", confirmation)
+    assert "\nerased: body parts 0, items 1, jobs 0, markers 0, webhook rows 1\n" in "\n" + out
+    assert not [i for i in pipeline.items("data") if "hello" in json.dumps(i)]

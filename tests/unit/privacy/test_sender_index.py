@@ -7,7 +7,10 @@ from __future__ import annotations
 import boto3
 
 from pipeline import schema
+from pipeline.adapters.erasure import DynamoEraser
+from pipeline.adapters.tables import TableNames
 from pipeline.domain import senders, webhook
+from pipeline.domain.effects import Table
 from tests.support.aws import REGION, SENDER_KEY
 from tests.unit.ingress.conftest import encode
 from tests.unit.tasks.payloads import comment_change, feed, status, text_message, whatsapp
@@ -48,14 +51,21 @@ def _person(person: str) -> str:
 
 def _scanned(person: str) -> set[str]:
     """The webhook log's rows that carry `person`'s hash, read as an erasure reads them."""
-    response = boto3.client("dynamodb", region_name=REGION).scan(
-        TableName="webhook-log",
-        FilterExpression="#h = :h",
-        ExpressionAttributeNames={"#h": schema.SENDER_HASH},
-        ExpressionAttributeValues={":h": {"S": senders.sender_hash(KEY, person)}},
-        ConsistentRead=True,
+    eraser = DynamoEraser(
+        boto3.client("dynamodb", region_name=REGION),
+        TableNames({Table.WEBHOOK_LOG: "webhook-log"}),
+        committer=None,  # type: ignore[arg-type]  # finding only
+        kept=None,  # type: ignore[arg-type]
+        clock=lambda: 0.0,
     )
-    return {item[schema.ID]["S"] for item in response["Items"]}
+    found: set[str] = set()
+    start = None
+    while True:
+        page = eraser.scan_rows([senders.sender_hash(KEY, person)], start)
+        found.update(page.log_ids)
+        start = page.resume_from
+        if start is None:
+            return found
 
 
 def _found(table: str, person: str) -> set[str]:
@@ -81,18 +91,39 @@ def test_a_delivery_from_one_person_is_found_by_its_row_and_by_what_was_stored(p
     assert _indexed("data", ANA) == set()
 
 
-def test_a_delivery_naming_two_people_is_found_by_each_through_their_index_items(pipeline):
+def test_a_delivery_naming_two_people_is_found_by_each_on_its_row_with_no_item_per_person(pipeline):
     # Given one delivery carrying a message from Ana and one from Ben
+    batch = whatsapp(messages=[text_message("wamid.a", "hi", sender=ANA), text_message("wamid.b", "hello", sender=BEN)])
+    pipeline.deliver(batch)
+    log_id = webhook.log_id(encode(batch))
+
+    # Then, processed or not, its row is found by each of them (it carries both hashes, and no one
+    # hash it would attribute its writes to)
+    assert _found("webhook-log", ANA) == {log_id} == _found("webhook-log", BEN)
+    row = boto3.client("dynamodb", region_name=REGION).get_item(
+        TableName="webhook-log", Key={schema.ID: {"S": log_id}}
+    )["Item"]
+    assert schema.SENDER_HASH not in row
+    assert len(row[schema.SENDER_HASHES]["BS"]) == 2
+    # And once processed each finds their message in their partition, and no item per person was
+    # written to point at the row: a write unit each, which the row's hashes make unnecessary
+    pipeline.drain()
+    for person, wamid in ((ANA, "wamid.a"), (BEN, "wamid.b")):
+        assert _found("data", person) == {f"{_person(person)}|msg#waba-100#{wamid}"}
+
+
+def test_a_delivery_naming_more_people_than_a_row_holds_gets_an_item_per_person(pipeline, monkeypatch):
+    # Given a row may hold one hash only (as a delivery beyond MAX_NAMED_ON_ROW would find)
+    monkeypatch.setattr(senders, "MAX_NAMED_ON_ROW", 1)
     batch = whatsapp(messages=[text_message("wamid.a", "hi", sender=ANA), text_message("wamid.b", "hello", sender=BEN)])
     pipeline.deliver(batch)
     pipeline.drain()
     log_id = webhook.log_id(encode(batch))
 
-    # Then the row itself carries no index key, and each person finds their message and the row
+    # Then the row carries none, and each person's partition points at it
     assert _found("webhook-log", ANA) == set() == _found("webhook-log", BEN)
     for person, wamid in ((ANA, "wamid.a"), (BEN, "wamid.b")):
         pk, sk = senders.delivery_index_key(senders.sender_hash(KEY, person), log_id)
-        assert pk == _person(person)
         assert _found("data", person) == {f"{pk}|msg#waba-100#{wamid}", f"{pk}|{sk}"}
 
 

@@ -77,6 +77,22 @@ def comment_change(comment_id: str, text: str, post: str = "post-1", verb: str =
     }
 
 
+def messenger_message(
+    sender: str, mid: str, text: str, *, page: str = PAGE, echo: bool = False, ts: int = 1_700_000_000_000
+) -> dict:
+    """A Messenger text event, from `sender` (a page-scoped id) to the Page; with `echo`, Meta's
+    copy of the Page's own message to `sender` (sender and recipient swapped, `is_echo`)."""
+    message: dict[str, Any] = {"mid": mid, "text": text}
+    ends = {"sender": {"id": sender}, "recipient": {"id": page}}
+    if echo:
+        message.update(is_echo=True, app_id=1517776481860111)
+        ends = {"sender": {"id": page}, "recipient": {"id": sender}}
+    return {
+        "object": "page",
+        "entry": [{"id": page, "time": ts, "messaging": [{**ends, "timestamp": ts, "message": message}]}],
+    }
+
+
 def feed(*changes: dict, page: str = PAGE) -> dict:
     return {"object": "page", "entry": [{"id": page, "time": 1_700_000_000, "changes": list(changes)}]}
 
@@ -103,6 +119,7 @@ class FakeContext:
     options: Mapping[str, str] = field(default_factory=dict)
     items: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
     held: int = 0
+    row_names_everyone: bool = False
 
     def option(self, name: str, default: str) -> str:
         return self.options.get(name, default)

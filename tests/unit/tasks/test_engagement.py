@@ -79,7 +79,11 @@ def test_reactions_and_removals_are_not_triaged():
     result = engagement.run(ctx)
     assert result.writes == ()
     assert ctx.held == 0  # no comment, no model call, no budget taken
-    assert result.detail == {"comments": 0, "ignored": 2, "unprocessable": 0}
+    assert result.detail == {
+        "comments": 0,
+        "ignored": {"feed_item.reaction": 1, "comment_verb.remove": 1},
+        "unprocessable": 0,
+    }
 
 
 def test_something_that_is_not_a_comment_is_permanent():

@@ -27,9 +27,13 @@ class PagedLog:
     clock: list[float] = field(default_factory=lambda: [10.0])
     scanned_from: list[Any] = field(default_factory=list)
     erased: list[str] = field(default_factory=list)
+    noted: list[tuple[str, Mapping[str, Any]]] = field(default_factory=list)
 
-    def scan_rows(self, sender_hash: str, start: Mapping[str, Any] | None) -> RowsPage:
-        assert sender_hash == PERSON
+    def note_progress(self, job_id: str, progress: Mapping[str, Any]) -> None:
+        self.noted.append((job_id, dict(progress)))
+
+    def scan_rows(self, sender_hashes: Sequence[str], start: Mapping[str, Any] | None) -> RowsPage:
+        assert list(sender_hashes) == [PERSON]
         self.scanned_from.append(start)
         index = 0 if start is None else int(start["page"])
         self.clock[0] -= self.page_seconds
@@ -105,3 +109,23 @@ def test_the_second_pass_leaves_the_log_alone():
     result = erase.run(ctx)
 
     assert (log.scanned_from, log.erased, result.follow_ups) == ([], [], ())
+
+
+def test_a_run_that_stops_keeps_its_progress_on_its_job_row_and_says_it_is_alive():
+    # Given an erasure job with more log than one run's time
+    log = PagedLog([("wh-1",), ("wh-2",), ("wh-3",)], clock=[3.5])
+    ctx = ErasureContext(_job(), {"sender_hash": PERSON}, lane="bulk", eraser=log)
+
+    # When it stops part way
+    with pytest.raises(MoreToDo) as stopped:
+        erase.run(ctx)
+
+    # Then its row got the same progress its continuation carries (and, with it, a heartbeat):
+    # the sweeper sees it alive, and a replay of the row resumes rather than starts again
+    assert log.noted == [(ctx.envelope.id, stopped.value.progress)]
+
+
+def test_the_second_pass_has_no_row_to_note_progress_on():
+    log = PagedLog([("wh-1",)])
+    erase.run(ErasureContext(_job(source="internal"), {"sender_hash": PERSON}, lane="bulk", eraser=log))
+    assert log.noted == []

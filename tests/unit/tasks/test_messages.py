@@ -18,12 +18,15 @@ from tests.support.aws import REGION
 from tests.unit.consumer.handler_output import metric_total, stdout_records
 from tests.unit.tasks.payloads import (
     FAKE_KEY,
+    PAGE,
     WABA,
     FakeContext,
     comment_at,
     comment_change,
     envelope,
+    feed,
     message_at,
+    messenger_message,
     person,
     status,
     status_at,
@@ -142,7 +145,7 @@ def test_the_task_writes_one_item_per_message_and_keeps_the_highest_status():
     updates = [w for w in result.writes if isinstance(w, Update)]
     assert [(p.item[schema.PK], p.item[schema.SK]) for p in puts] == [message_at("wamid.A", key=FAKE_KEY)]
     assert [u.values[":status"] for u in updates] == ["read"]
-    assert result.detail["ignored"] == 2
+    assert result.detail["ignored"] == {"status.no_id": 1, "status.deleted": 1}
     assert all(w.standalone for w in result.writes)
 
 
@@ -173,7 +176,7 @@ def test_messenger_messages_are_stored_by_their_mid():
     [put] = result.writes
     assert put.item["channel"] == "instagram"
     assert put.item["sent_at"] == 1_700_000_000
-    assert result.detail["ignored"] == 1
+    assert result.detail["ignored"] == {"messaging.read": 1}
 
 
 def test_a_payload_without_entries_is_permanent():
@@ -255,3 +258,42 @@ def test_a_unit_that_cannot_be_stored_is_skipped_and_counted_never_its_delivery(
     assert LONE_SURROGATE not in json.dumps(done[-1].detail, ensure_ascii=False)
     printed = stdout_records(capsys.readouterr().out)
     assert metric_total(printed, metric_names.UNPROCESSABLE_UNITS, Lane="messages") == 2
+
+
+def test_an_echo_is_stored_as_the_businesss_outgoing_message_in_the_customers_partition():
+    # Given Meta's echo of a message the Page sent to a customer (sender: the Page)
+    payload = messenger_message("psid-77", "mid.echo-1", "your order ships today", echo=True)
+
+    [put] = messages.run(FakeContext(envelope("messages", "page.messaging", tenant=PAGE), payload)).writes
+
+    # Then it is the Page's outgoing message, kept in the customer's partition (their erasure finds it)
+    assert put.item[schema.PK] == person("psid-77", key=FAKE_KEY)
+    assert (put.item["direction"], put.item["sender"], put.item["recipient"]) == ("outgoing", PAGE, "psid-77")
+    assert put.item["text"] == "your order ships today"
+
+
+def test_an_inbound_message_stays_as_it_was_stored():
+    payload = messenger_message("psid-77", "mid.in-1", "when do you ship?")
+
+    [put] = messages.run(FakeContext(envelope("messages", "page.messaging", tenant=PAGE), payload)).writes
+
+    assert put.item[schema.PK] == person("psid-77", key=FAKE_KEY)
+    assert "direction" not in put.item  # inbound is the usual case, and every byte is paid for
+    assert put.item["sender"] == "psid-77"
+
+
+def test_everything_the_pipeline_does_not_act_on_is_counted_by_name():
+    # Given a WhatsApp delivery with a voice note's `played` status, and a Page delivery with a
+    # `mention` change, a read receipt and a reaction
+    played = whatsapp(statuses=[status("wamid.v1", "played"), status("wamid.v2", "read")])
+    page = feed({"field": "mention", "value": {"post_id": "p-1", "item": "post"}})
+    page["entry"][0]["messaging"] = [
+        {"sender": {"id": "psid-1"}, "recipient": {"id": PAGE}, "timestamp": 1, "read": {"watermark": 1}},
+        {"sender": {"id": "psid-1"}, "recipient": {"id": PAGE}, "timestamp": 2, "reaction": {"mid": "m"}},
+    ]
+
+    by_whatsapp = messages.run(FakeContext(envelope("messages", "whatsapp.messages"), played)).detail["ignored"]
+    by_page = messages.run(FakeContext(envelope("messages", "page.feed"), page)).detail["ignored"]
+
+    assert by_whatsapp == {"status.played": 1}
+    assert by_page == {"field.mention": 1, "messaging.read": 1, "messaging.reaction": 1}
