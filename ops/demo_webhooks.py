@@ -117,7 +117,7 @@ def comment_flood(d: Demo) -> None:
         of the campaign's backlog, so the quiet page is triaged without waiting for the campaign.""",
     )
     # A model that answers at once would leave no backlog to be fair about.
-    d.s.configure_lane("engagement", options={"vendor_latency_ms": str(TRIAGE_MS)})
+    d.s.configure_model(latency_ms=TRIAGE_MS)
     flood, quiet = f"page-{uuid.uuid4().hex[:6]}", f"page-{uuid.uuid4().hex[:6]}"
     deferred_before = d.s.outcome_count("engagement", "deferred")
     started = time.monotonic()
@@ -139,7 +139,7 @@ def comment_flood(d: Demo) -> None:
     quiet_done = poll(lambda: triaged(quiet, 2), 40, interval=0.5)
     flood_done = poll(lambda: triaged(flood, 30), 90, interval=0.5)
     deferred = d.s.outcome_count("engagement", "deferred") - deferred_before
-    d.s.configure_lane("engagement", options={"vendor_latency_ms": None})
+    d.s.configure_model(latency_ms=0)
     wall = time.time() - time.monotonic()
     quiet_wait = max(quiet_done) - (quiet_sent + wall) if quiet_done else float("inf")
     flood_last = max(flood_done) - (started + wall) if flood_done else float("inf")

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ops.model_cost import ModelCost, model_costs
 from ops.prices import LIST_PRICES, Prices
 from ops.pricing import Cost, FixedCost, entry, fixed_cost, lane_cost, row_kib
 from stacks.config.environments import Environment
@@ -83,11 +84,14 @@ class EnvironmentCost:
     edge: EdgeCost
     edge_enabled: bool
     erasure: ErasureCost
+    models: dict[str, ModelCost]
+    """The model calls of each lane that has a model (ops/model_cost.py)."""
 
     @property
     def total(self) -> float:
         lanes = sum(cost.total for cost in self.lanes.values())
-        return lanes + self.fixed.total + (self.edge.total if self.edge_enabled else 0.0)
+        tokens = sum(cost.total for cost in self.models.values())
+        return lanes + tokens + self.fixed.total + (self.edge.total if self.edge_enabled else 0.0)
 
 
 def environment_cost(env: Environment, average_fraction: float, prices: Prices = LIST_PRICES) -> EnvironmentCost:
@@ -109,4 +113,5 @@ def environment_cost(env: Environment, average_fraction: float, prices: Prices =
         edge=edge_cost(env.lanes, average_fraction, prices),
         edge_enabled=env.edge.enabled,
         erasure=erasure_cost(env, average_fraction, prices),
+        models=model_costs(env, average_fraction, prices),
     )

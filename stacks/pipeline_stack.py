@@ -68,7 +68,7 @@ class PipelineStack(Stack):
                 environment=runtime_env.consumer(env, lane, resources, dumps),
                 on_call=self.on_call,
             )
-            grant_consumer(consumer.consumer.function, lane, self.tables, self.sender_key)
+            grant_consumer(consumer.consumer.function, lane, self.tables, self.sender_key, env.model(lane.name))
             self.consumers[lane.name] = consumer
             if lane.tick:
                 ticks = Ticks(

@@ -122,7 +122,9 @@ def jobs(env: Environment, resources: Resources, dumps: Dumps) -> dict[str, str]
 
 
 def consumer(env: Environment, lane: Lane, resources: Resources, dumps: Dumps) -> dict[str, str]:
+    model = env.model(lane.name)
     return {
+        **({EnvVar.MODEL: codec.dumps(model.settings)} if model is not None else {}),
         **_common(env, resources, f"consumer-{lane.name}"),
         **_retention(env),
         EnvVar.SENDER_KEY_ARN: resources.sender_key_arn,

@@ -49,6 +49,8 @@ class Outcome:
 
 RETRIED_BY_CLASS = "Retried"  # by Lane and ErrorClass
 ABANDONED = "Abandoned"  # by Source (webhook/job) from the sweeper; by Lane from consumers
+MODEL_INPUT_TOKENS = "ModelInputTokens"  # by Lane: tokens the lane's model calls read (prompt and system prompt)
+MODEL_OUTPUT_TOKENS = "ModelOutputTokens"  # by Lane: tokens its model calls wrote
 OUT_OF_TIME = "OutOfTime"  # by Lane: consumer invocations whose batch had not settled when their time ran out
 
 # Sweeper

@@ -27,6 +27,7 @@ from ops.runtime import background, moto_patches, sdk_models, wiring
 from ops.runtime.alarms import INSUFFICIENT, OK, ActionRun, AlarmDefinition, AlarmEvaluator
 from ops.runtime.api import ApiServer, throttle
 from ops.runtime.capture import OutputCapture
+from ops.runtime.converse_fake import FAKE as MODEL
 from ops.runtime.deploy import ACCOUNT, LOCAL_API_ID, REGION, Deployment, deploy
 from ops.runtime.functions import FunctionHost
 from ops.runtime.iam import played
@@ -104,6 +105,9 @@ class LocalRuntime:
             None if log_dir is None else log_dir / INBOX_FILE, on_page=self._page, on_undeliverable=self.event
         )
         """What the on-call topic's subscribers at this machine received (ops/runtime/on_call.py)."""
+        self.model = MODEL
+        """The model every function's Converse calls reach (ops/runtime/converse_fake.py): its
+        latency, failures and rate limit are set per run, and it records every call."""
         self.queue_samples: dict[str, QueueSample] = {}
         """Each queue's latest sample (a second old at most), for the live view."""
 
@@ -130,6 +134,7 @@ class LocalRuntime:
         from moto import mock_aws
 
         moto_patches.install()
+        self.model.reset()
         sdk_models.share()
         self._process.tune_interpreter()
         self._mock = mock_aws()

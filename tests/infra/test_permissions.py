@@ -93,3 +93,38 @@ def test_no_function_may_look_up_a_queue_or_describe_a_secret(synthesized):
             actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
             assert "sqs:GetQueueUrl" not in actions
             assert "secretsmanager:DescribeSecret" not in actions
+
+
+def _bedrock_grants(synthesized) -> dict[str, list[tuple[list[str], list]]]:
+    """Bedrock statements by the LANE of the consumer whose role has them ('' for other functions)."""
+    lane_of_role = {}
+    for function in synthesized.resources("AWS::Lambda::Function").values():
+        variables = function["Properties"].get("Environment", {}).get("Variables", {})
+        lane = json.loads(variables["LANE"])["name"] if "LANE" in variables else ""
+        lane_of_role[function["Properties"]["Role"]["Fn::GetAtt"][0]] = lane
+    found: dict[str, list[tuple[list[str], list]]] = {}
+    for policy in synthesized.resources("AWS::IAM::Policy").values():
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
+            actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
+            if not any(a.startswith("bedrock:") for a in actions):
+                continue
+            resources = statement["Resource"] if isinstance(statement["Resource"], list) else [statement["Resource"]]
+            for role in policy["Properties"]["Roles"]:
+                found.setdefault(lane_of_role.get(role["Ref"], role["Ref"]), []).append((actions, resources))
+    return found
+
+
+def test_only_the_model_lanes_may_invoke_a_model_and_only_their_own(synthesized):
+    env = synthesized.env
+    grants = _bedrock_grants(synthesized)
+    # Exactly the lanes with a model in the environment's config have a Bedrock grant
+    assert set(grants) == {model.lane for model in env.models}
+    for model in env.models:
+        [(actions, resources)] = grants[model.lane]
+        # Converse is authorised as InvokeModel: nothing else of Bedrock, on that model alone
+        assert actions == ["bedrock:InvokeModel"]
+        text = json.dumps(resources)
+        assert f"foundation-model/{model.foundation_model}" in text
+        assert "*" not in text.replace("bedrock:*::", "")
+        others = [m for m in env.models if m.settings.model_id != model.settings.model_id]
+        assert not any(other.settings.model_id in text for other in others)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -13,7 +14,7 @@ from pipeline.domain.effects import TASK_TABLES, Table
 from pipeline.domain.envelope import Envelope
 from pipeline.domain.errors import DependencyBusy
 from pipeline.domain.ports import Budgets, Reader
-from pipeline.domain.work import Eraser, Vendor
+from pipeline.domain.work import Eraser, TaskModel, Vendor
 
 
 class TaskRun:
@@ -39,11 +40,14 @@ class TaskRun:
         self.payload = payload
         self.lane = lane
         self.now = now
-        self.vendor: Vendor = _Watched(vendor, self)
+        self.vendor: TaskModel = _Watched(vendor, self)
         self.eraser = eraser
         self.called_out = False
         """Whether the task called the vendor or held its dependency: such work is not safe to
         repeat just because its writes are (see marks.effect_is_mark)."""
+        self.input_tokens = 0
+        self.output_tokens = 0
+        """What the task's model calls spent, as the model counted them."""
         self._options = options
         self._reader = reader
         self._budgets = budgets
@@ -100,4 +104,12 @@ class _Watched:
 
     def complete(self, prompt: str, *, timeout: float) -> str:
         self._run.called_out = True
-        return self._vendor.complete(prompt, timeout=timeout)
+        answer = self._vendor.complete(prompt, timeout=timeout)
+        # A task may call from several threads of its own (engagement labels a page's comments).
+        with _TOKENS:
+            self._run.input_tokens += answer.input_tokens
+            self._run.output_tokens += answer.output_tokens
+        return answer.text
+
+
+_TOKENS = threading.Lock()

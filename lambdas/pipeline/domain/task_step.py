@@ -8,6 +8,7 @@ idempotent by key, those writes alone (marks.effect_is_mark).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 
 from pipeline import schema
@@ -61,6 +62,20 @@ class TaskStep:
         limit = min(full, left - reserve)
         if limit < self._config.least_start_seconds:
             return out.not_started(attempt, left)
+        spent: list[TaskRun] = []
+        try:
+            return self._run(received, obligation, attempt, limit, full, spent)
+        finally:
+            # Tokens are spent once the model answered, whatever becomes of the record.
+            for context in spent:
+                if context.input_tokens or context.output_tokens:
+                    self._io.observer.model_tokens(context.input_tokens, context.output_tokens)
+
+    def _run(
+        self, received: Received, obligation: Obligation, attempt: int, limit: float, full: float, spent: list[TaskRun]
+    ) -> RecordOutcome:
+        envelope = received.envelope
+        assert envelope is not None
         try:
             payload = self._io.store.payload(envelope, obligation.found)
             context = TaskRun(
@@ -78,6 +93,7 @@ class TaskStep:
                 hasher=self._io.senders.hash,
                 eraser=self._io.eraser,
             )
+            spent.append(context)
             started = self._clock()
             result = run_with_limit(self._task, context, limit, name=f"{self._lane.name}:{envelope.kind}")
             self._service.observe(envelope.kind, self._clock() - started)
@@ -94,9 +110,10 @@ class TaskStep:
         except Exception as exc:
             return self._settle.failed(received, obligation, classify(exc))
         try:
-            return self._commit(received, obligation, result, attempt, called_out=context.called_out)
+            committed = self._commit(received, obligation, result, attempt, called_out=context.called_out)
         except Exception as exc:
             return self._settle.failed(received, obligation, classify(exc))
+        return _with_tokens(committed, context)
 
     def _commit(
         self, received: Received, obligation: Obligation, result: TaskResult, attempt: int, *, called_out: bool
@@ -150,3 +167,15 @@ def _sender_of(obligation: Obligation) -> str | None:
     found = obligation.found
     value = None if found is None or obligation.internal else found.get(schema.SENDER_HASH)
     return value if senders.is_hash(value) else None
+
+
+def _with_tokens(outcome: RecordOutcome, context: TaskRun) -> RecordOutcome:
+    """The record's line says what its model calls cost (the consumer's line per record)."""
+    if not (context.input_tokens or context.output_tokens):
+        return outcome
+    detail = {
+        **outcome.detail,
+        "model_input_tokens": context.input_tokens,
+        "model_output_tokens": context.output_tokens,
+    }
+    return dataclasses.replace(outcome, detail=detail)

@@ -4,7 +4,7 @@ A task is a plain function `run(ctx: TaskContext) -> TaskResult`:
 
 - It reads what it needs through `ctx` (the envelope, its payload resolved from the row if it
   travelled by reference, the lane's options, consistent reads of the data and state tables).
-- It calls anything external (the AI vendor) itself, inside `with ctx.dependency():` when the
+- It calls anything external (the model) itself, inside `with ctx.dependency():` when the
   call spends a shared dependency budget. An exhausted budget raises `DependencyBusy` out of
   that block, and the consumer defers the record at no attempt's cost.
 - It returns its writes and follow-up messages instead of performing them. The consumer sends
@@ -24,10 +24,18 @@ from typing import Any, Protocol
 
 from pipeline.domain.effects import Table, Write
 from pipeline.domain.envelope import Envelope
+from pipeline.domain.model import Completion
 
 
 class Vendor(Protocol):
-    """The external model a task may call (simulated here; see adapters/vendor.py)."""
+    """The model behind a lane (adapters/bedrock.py): one prompt in, its answer and token counts out."""
+
+    def complete(self, prompt: str, *, timeout: float) -> Completion: ...
+
+
+class TaskModel(Protocol):
+    """The model as a task sees it (`ctx.vendor`): the answer's text. The consumer counts the
+    tokens each call spent for the lane's metric and the record's line."""
 
     def complete(self, prompt: str, *, timeout: float) -> str: ...
 
@@ -84,7 +92,7 @@ class TaskContext(Protocol):
     lane: str
     now: float
     """Epoch seconds when the task started; use it for every timestamp the task writes."""
-    vendor: Vendor
+    vendor: TaskModel
     eraser: Eraser
     """Only the erasure task uses it (tasks/erase.py): the one task that removes what others wrote."""
 

@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from pipeline import settings
+from pipeline.adapters.bedrock import ConverseModel, NoModel, converse_client
 from pipeline.adapters.call_times import CallTimes
 from pipeline.adapters.clients import Clients
 from pipeline.adapters.consumer_observer import ConsumerObserver
@@ -25,7 +26,6 @@ from pipeline.adapters.sender_key import SenderKey
 from pipeline.adapters.state_table import LaneCounts, LaneDrain
 from pipeline.adapters.tables import ItemReader, ObligationReader, TableNames
 from pipeline.adapters.transactions import Committer
-from pipeline.adapters.vendor import SimulatedVendor
 from pipeline.domain import budgets
 from pipeline.domain.consumer import Adapters, Consumer, ConsumerConfig
 from pipeline.domain.effects import Table
@@ -55,13 +55,22 @@ def create_handler(
     rng: random.Random | None = None,
     clock: Callable[[], float] = time.time,
 ) -> Handler:
-    """Build one consumer instance. The keyword arguments are seams for tests and the local
-    runtime (a seeded RNG, a fake vendor or clock, clients with event hooks); Lambda passes none."""
+    """Build one consumer instance. The keyword arguments are seams for tests (a seeded RNG, a
+    stand-in model or clock, clients with event hooks); Lambda and the local runtime pass none,
+    so the lane's model is Bedrock's Converse API (the local runtime's fake of it is moto's)."""
     config = settings.ConsumerSettings.from_environ(environ)
     lane = config.lane
     task = task_for(lane.task, tasks)
     rng = rng or random.Random()  # noqa: S311 (jitter, not secrets)
-    clients = clients or Clients(region=config.region, credentials=settings.credentials(environ))
+    keys = settings.credentials(environ)
+    clients = clients or Clients(region=config.region, credentials=keys)
+    if vendor is None:
+        model = config.model
+        vendor = (
+            ConverseModel(converse_client(config.region, keys, model), model)
+            if model is not None
+            else NoModel(lane.name)
+        )
     logger = logger_for(environ, f"consumer-{lane.name}")
     metrics = metrics_for(environ, f"consumer-{lane.name}")
     observer = ConsumerObserver(logger, metrics, lane.name)
@@ -99,7 +108,7 @@ def create_handler(
             queue=SqsLaneQueue(clients.sqs, config.queue_url, config.dlq_url),
             drain=LaneDrain(LaneCounts(dynamodb, config.tables.state), lane.name),
             observer=observer,
-            vendor=vendor or SimulatedVendor.from_options(lane.options, random.Random(rng.random())),  # noqa: S311
+            vendor=vendor,
             calls=calls,
             senders=SenderKey(clients.secretsmanager, settings.require(environ, settings.EnvVar.SENDER_KEY_ARN)),
             # Every lane has one; only the erasure task calls it, and only its lane may (IAM).

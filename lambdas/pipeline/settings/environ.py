@@ -36,6 +36,8 @@ class EnvVar:
     SWEEPER = "SWEEPER_SETTINGS"
     ERASURE = "ERASURE_SETTINGS"
     IDEMPOTENCY_TTL_SECONDS = "IDEMPOTENCY_TTL_SECONDS"
+    MODEL = "MODEL_SETTINGS"
+    """JSON: the lane's model (ModelSettings); absent on lanes whose task calls none."""
     RETENTION = "RETENTION_SETTINGS"
     """JSON: seconds each kind of data is kept (RetentionSettings)."""
     METRICS_NAMESPACE = "POWERTOOLS_METRICS_NAMESPACE"

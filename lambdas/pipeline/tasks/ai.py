@@ -12,7 +12,7 @@ three model calls and three replies. Two kinds of work on this lane do it:
 - `ai.turn` (internal): reads the marker. Newer than this turn's message → superseded, a cheap
   no-op. Older → the stamp has not landed yet (the follow-up is sent before the stamp commits,
   so that a crash repeats the turn rather than loses it) → transient, retried shortly. Equal →
-  this is the newest message: call the vendor, holding a slot of the shared `llm` budget, then
+  this is the newest message: call the model, holding a slot of the shared `llm` budget, then
   commit the reply together with a check that the marker is still ours. A message that arrived
   during the call fails that check, and the reply is dropped in favour of the newer turn.
 
