@@ -13,6 +13,7 @@ from ops.pricing import Cost, FixedCost, entry, fixed_cost, lane_cost, row_kib
 from stacks.config.environments import Environment
 from stacks.config.lanes import Lane
 from stacks.config.on_call import sns_delivers
+from stacks.runtime_env import SENDING_TASKS
 
 EDGE_RULES = 2
 """The edge's web ACL: the webhook path only, and the rate per source address."""
@@ -108,7 +109,11 @@ def environment_cost(env: Environment, average_fraction: float, prices: Prices =
             for lane in env.lanes
         },
         fixed=fixed_cost(
-            len(env.lanes), env.sweeper.period_seconds, prices, undelivered_pages_alarm=sns_delivers(env.on_call)
+            len(env.lanes),
+            env.sweeper.period_seconds,
+            prices,
+            undelivered_pages_alarm=sns_delivers(env.on_call),
+            sending_lanes=sum(1 for lane in env.lanes if lane.policy.task in SENDING_TASKS),
         ),
         edge=edge_cost(env.lanes, average_fraction, prices),
         edge_enabled=env.edge.enabled,

@@ -293,17 +293,19 @@ def fixed_cost(
     usage: Usage = ASSUMED,
     *,
     undelivered_pages_alarm: bool = False,
+    sending_lanes: int = 0,
 ) -> FixedCost:
     polls = lane_count * usage.idle_pollers * prices.seconds_per_month / 20
     sweeps = prices.seconds_per_month / sweeper_period_seconds
     # Per lane: age, quiet tenants' age, dead letters, consumer errors, throttles, out of time, jobs
     # shed. Global: unprocessed webhook and job age, a sweeper silent on either, abandoned webhooks
     # and jobs, refused signatures, and each 5xx reason of the doors (webhook, jobs API,
-    # data-deletion callback); where SNS mails or posts pages itself, the pages it could not deliver.
+    # data-deletion callback); where SNS mails or posts pages itself, the pages it could not deliver;
+    # per lane that sends replies through Meta, its unanswered replies.
     doors = (
         len(metric_names.WebhookFailure.ALL) + len(metric_names.JobFailure.ALL) + len(metric_names.ErasureFailure.ALL)
     )
-    alarm_count = 7 * lane_count + 7 + doors + int(undelivered_pages_alarm)
+    alarm_count = 7 * lane_count + 7 + doors + int(undelivered_pages_alarm) + sending_lanes
     return FixedCost(
         idle_polling=polls / 1_000_000 * prices.sqs_per_million_requests,
         sweeper=sweeps * (1.0 * 0.5 * prices.lambda_per_gb_second + prices.lambda_per_million_requests / 1_000_000),

@@ -51,6 +51,8 @@ RETRIED_BY_CLASS = "Retried"  # by Lane and ErrorClass
 ABANDONED = "Abandoned"  # by Source (webhook/job) from the sweeper; by Lane from consumers
 MODEL_INPUT_TOKENS = "ModelInputTokens"  # by Lane: tokens the lane's model calls read (prompt and system prompt)
 MODEL_OUTPUT_TOKENS = "ModelOutputTokens"  # by Lane: tokens its model calls wrote
+REPLIES_SENT = "RepliesSent"  # by Lane: replies Meta accepted (tasks/replies.py), from the outcome lines
+REPLIES_UNANSWERED = "RepliesUnanswered"  # by Lane: turns whose reply was never sent, or whose send was never confirmed
 OUT_OF_TIME = "OutOfTime"  # by Lane: consumer invocations whose batch had not settled when their time ran out
 
 # Sweeper

@@ -115,6 +115,9 @@ class Environment:
     """How long each kind of data is kept (stacks/config/privacy.py)."""
     erasure: ErasureConfig = field(default_factory=ErasureConfig)
     idempotency_ttl_seconds: int = 7 * 24 * 3600
+    graph_api_url: str = "https://graph.facebook.com/v21.0"
+    """Meta's Graph API and its version, where replies are sent (the local runtime points its
+    functions at its fake of it)."""
     models: tuple[LaneModel, ...] = DEFAULT_MODELS
     """The model each lane's task calls (stacks/config/models.py); a lane not named has none."""
     on_call: tuple[OnCallEndpoint, ...] = ()

@@ -31,12 +31,14 @@ class TaskAccess:
     """`ctx.read`: one consistent GetItem on the state table (the ai task's turn marker)."""
     checks_state: bool = False
     """Its writes carry a Check on the state table (the newest-turn check): ConditionCheckItem."""
+    reads_data: bool = False
+    """`ctx.read` of the data table: the reply a send reads (tasks/replies.py)."""
 
 
 TASK_ACCESS = {
     "messages": TaskAccess(keys_people=True, checks_state=True),
     "engagement": TaskAccess(keys_people=True),
-    "ai": TaskAccess(keys_people=True, reads_state=True, checks_state=True),
+    "ai": TaskAccess(keys_people=True, reads_state=True, checks_state=True, reads_data=True),
     "bulk": TaskAccess(keys_people=False),
     "scheduled": TaskAccess(keys_people=False),
 }
@@ -65,6 +67,8 @@ def grant_consumer(
     tables: PipelineTables,
     sender_key: secretsmanager.ISecret,
     model: LaneModel | None = None,
+    *,
+    access_token: secretsmanager.ISecret | None = None,
 ) -> None:
     try:
         access = TASK_ACCESS[lane.policy.task]
@@ -94,10 +98,17 @@ def grant_consumer(
         state.append("dynamodb:ConditionCheckItem")
     grant_rows(function, tables.state, state)
     # Effects: a conditional put or update each, alone or in the done-mark's transaction.
-    grant_rows(function, tables.data, ("dynamodb:PutItem", "dynamodb:UpdateItem"))
+    grant_rows(
+        function,
+        tables.data,
+        ("dynamodb:PutItem", "dynamodb:UpdateItem") + (("dynamodb:GetItem",) if access.reads_data else ()),
+    )
     if access.keys_people:
         grant_secret(function, sender_key)
     if lane.name == erasure_rules.LANE:
         grant_erasure(function, tables)
     if model is not None:
         grant_model(function, model)
+    if access_token is not None:
+        # Replies are sent through Meta with it (adapters/graph_api.py).
+        grant_secret(function, access_token)

@@ -128,3 +128,27 @@ def test_only_the_model_lanes_may_invoke_a_model_and_only_their_own(synthesized)
         assert "*" not in text.replace("bedrock:*::", "")
         others = [m for m in env.models if m.settings.model_id != model.settings.model_id]
         assert not any(other.settings.model_id in text for other in others)
+
+
+def test_only_the_lanes_that_send_replies_read_the_access_token_and_the_data_table(synthesized):
+    from stacks.runtime_env import SENDING_TASKS
+
+    lane_of_role = {}
+    for function in synthesized.resources("AWS::Lambda::Function").values():
+        variables = function["Properties"].get("Environment", {}).get("Variables", {})
+        lane_of_role[function["Properties"]["Role"]["Fn::GetAtt"][0]] = (
+            json.loads(variables["LANE"]) if "LANE" in variables else None
+        )
+    readers = set()
+    for policy in synthesized.resources("AWS::IAM::Policy").values():
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
+            if "MetaAccessToken" in json.dumps(statement["Resource"]):
+                assert statement["Action"] == "secretsmanager:GetSecretValue"
+                readers.update(policy["Properties"]["Roles"][0]["Ref"] for _ in [0])
+    sending = {role for role, lane in lane_of_role.items() if lane and lane["task"] in SENDING_TASKS}
+    assert readers == sending != set()
+    # The reply a send reads is in the data table: only the sending lanes read it there
+    for lane in synthesized.env.lanes:
+        consumer = _table_actions(synthesized, "pipeline.handlers.consumer.handler", {lane.name})
+        reads_data = "dynamodb:GetItem" in consumer.get("DataTable", set())
+        assert reads_data == (lane.policy.task in SENDING_TASKS), lane.name

@@ -10,11 +10,12 @@ from typing import Any
 
 from pipeline.domain import senders
 from pipeline.domain.budgets import Budget, Grant
-from pipeline.domain.effects import TASK_TABLES, Table
+from pipeline.domain.effects import TASK_TABLES, Table, Write
 from pipeline.domain.envelope import Envelope
 from pipeline.domain.errors import DependencyBusy
+from pipeline.domain.meta_send import ReplyTo, Sent
 from pipeline.domain.ports import Budgets, Reader
-from pipeline.domain.work import Eraser, TaskModel, Vendor
+from pipeline.domain.work import Eraser, MetaSender, TaskModel, Vendor
 
 
 class TaskRun:
@@ -28,6 +29,8 @@ class TaskRun:
         now: float,
         vendor: Vendor,
         reader: Reader,
+        meta: MetaSender,
+        write_now: Callable[[Write], bool],
         budgets: Budgets,
         dependency: Budget | None,
         limit_seconds: float,
@@ -42,6 +45,8 @@ class TaskRun:
         self.now = now
         self.vendor: TaskModel = _Watched(vendor, self)
         self.eraser = eraser
+        self.meta: MetaSender = _Sending(meta, self)
+        self._write_now = write_now
         self.called_out = False
         """Whether the task called the vendor or held its dependency: such work is not safe to
         repeat just because its writes are (see marks.effect_is_mark)."""
@@ -65,6 +70,11 @@ class TaskRun:
         if table not in TASK_TABLES:
             raise ValueError(f"tasks read the data and state tables, not {table}")
         return self._reader.read(table, key)
+
+    def write_now(self, write: Write) -> bool:
+        if write.table not in TASK_TABLES:
+            raise ValueError(f"tasks write the data and state tables, not {write.table}")
+        return self._write_now(write)
 
     def remaining(self) -> float:
         return max(0.0, self._deadline - self._monotonic())
@@ -113,3 +123,13 @@ class _Watched:
 
 
 _TOKENS = threading.Lock()
+
+
+class _Sending:
+    def __init__(self, sender: MetaSender, run: TaskRun) -> None:
+        self._sender = sender
+        self._run = run
+
+    def send(self, reply_to: ReplyTo, text: str, callback: str, *, timeout: float) -> Sent:
+        self._run.called_out = True
+        return self._sender.send(reply_to, text, callback, timeout=timeout)

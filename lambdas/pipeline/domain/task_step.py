@@ -10,16 +10,18 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
+from dataclasses import replace
 
 from pipeline import schema
 from pipeline.domain import budgets as budget_rules
 from pipeline.domain import marks, retention, senders
 from pipeline.domain import outcomes as out
 from pipeline.domain.consumer_config import Adapters, ConsumerConfig
-from pipeline.domain.effects import TASK_TABLES, Write
+from pipeline.domain.effects import TASK_TABLES, OnConflict, Put, Update, Write
 from pipeline.domain.errors import DependencyBusy, MoreToDo, PermanentError, TaskTimeout, classify
 from pipeline.domain.job_bookkeeping import job_finished
 from pipeline.domain.marks import Obligation
+from pipeline.domain.meta_send import Sent
 from pipeline.domain.outcomes import RecordOutcome
 from pipeline.domain.ports import CommitState
 from pipeline.domain.records import Received
@@ -86,6 +88,8 @@ class TaskStep:
                 now=self._clock(),
                 vendor=self._io.vendor,
                 reader=self._io.reader,
+                meta=self._io.meta or _NO_SENDER,
+                write_now=self._write_now,
                 budgets=self._io.budgets,
                 dependency=self._config.dependency,
                 limit_seconds=limit,
@@ -114,6 +118,14 @@ class TaskStep:
         except Exception as exc:
             return self._settle.failed(received, obligation, classify(exc))
         return _with_tokens(committed, context)
+
+    def _write_now(self, write: Write) -> bool:
+        if not isinstance(write, Update | Put) or write.on_conflict is not OnConflict.SKIP:
+            raise PermanentError("bad_write_now", "write_now applies one Put or Update that skips on conflict")
+        stamped = retention.stamp(
+            (replace(write, standalone=True),), retention.expiry(self._clock(), self._config.effects_retention_seconds)
+        )
+        return self._io.committer.apply(stamped).skipped == 0
 
     def _commit(
         self, received: Received, obligation: Obligation, result: TaskResult, attempt: int, *, called_out: bool
@@ -179,3 +191,11 @@ def _with_tokens(outcome: RecordOutcome, context: TaskRun) -> RecordOutcome:
         "model_output_tokens": context.output_tokens,
     }
     return dataclasses.replace(outcome, detail=detail)
+
+
+class _NoSender:
+    def send(self, *_: object, **__: object) -> Sent:
+        raise PermanentError("no_sender", "this lane is deployed without Meta's send settings")
+
+
+_NO_SENDER = _NoSender()

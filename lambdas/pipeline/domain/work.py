@@ -24,6 +24,7 @@ from typing import Any, Protocol
 
 from pipeline.domain.effects import Table, Write
 from pipeline.domain.envelope import Envelope
+from pipeline.domain.meta_send import ReplyTo, Sent
 from pipeline.domain.model import Completion
 
 
@@ -38,6 +39,13 @@ class TaskModel(Protocol):
     tokens each call spent for the lane's metric and the record's line."""
 
     def complete(self, prompt: str, *, timeout: float) -> str: ...
+
+
+class MetaSender(Protocol):
+    """Meta's send APIs (adapters/graph_api.py). Raises domain/meta_send.py's errors: refused
+    (not sent), rejected (never will be), token invalid, not sent, or outcome unknown."""
+
+    def send(self, reply_to: ReplyTo, text: str, callback: str, *, timeout: float) -> Sent: ...
 
 
 @dataclass(frozen=True)
@@ -93,6 +101,8 @@ class TaskContext(Protocol):
     now: float
     """Epoch seconds when the task started; use it for every timestamp the task writes."""
     vendor: TaskModel
+    meta: MetaSender
+    """Only the reply task sends (tasks/replies.py), after recording the attempt with `write_now`."""
     eraser: Eraser
     """Only the erasure task uses it (tasks/erase.py): the one task that removes what others wrote."""
 
@@ -102,6 +112,12 @@ class TaskContext(Protocol):
 
     def read(self, table: Table, key: Mapping[str, Any]) -> dict[str, Any] | None:
         """A strongly consistent read of one item of the data or state table."""
+        ...
+
+    def write_now(self, write: Write) -> bool:
+        """Apply one conditional write at once, before anything else the task does: the record of
+        an attempt at an external call that must not be repeated (a send to Meta). True when it
+        landed; False when its condition failed (someone else recorded first)."""
         ...
 
     def dependency(self) -> AbstractContextManager[None]:

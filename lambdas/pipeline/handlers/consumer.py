@@ -19,6 +19,7 @@ from pipeline.adapters.call_times import CallTimes
 from pipeline.adapters.clients import Clients
 from pipeline.adapters.consumer_observer import ConsumerObserver
 from pipeline.adapters.erasure import DynamoEraser
+from pipeline.adapters.graph_api import AccessToken, GraphSender
 from pipeline.adapters.lane_queue import SqsLaneQueue
 from pipeline.adapters.leases import LeaseBudgets
 from pipeline.adapters.observability import logger_for, metrics_for
@@ -113,6 +114,7 @@ def create_handler(
             senders=SenderKey(clients.secretsmanager, settings.require(environ, settings.EnvVar.SENDER_KEY_ARN)),
             # Every lane has one; only the erasure task calls it, and only its lane may (IAM).
             eraser=DynamoEraser(dynamodb, names, committer, config.retention, clock),
+            meta=_meta_sender(environ, clients, clock),
         ),
         clock=clock,
         rng=rng,
@@ -134,6 +136,14 @@ def create_handler(
         return {"batchItemFailures": [{"itemIdentifier": message_id} for message_id in failures]}
 
     return handle
+
+
+def _meta_sender(environ: Mapping[str, str], clients: Clients, clock: Callable[[], float]) -> GraphSender | None:
+    """Meta's send APIs, on the lanes the stack gave them to (the ai lane); None elsewhere."""
+    url, token = environ.get(settings.EnvVar.GRAPH_API_URL), environ.get(settings.EnvVar.ACCESS_TOKEN_ARN)
+    if not url or not token:
+        return None
+    return GraphSender(url, AccessToken(clients.secretsmanager, token, clock))
 
 
 @functools.cache

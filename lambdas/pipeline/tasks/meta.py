@@ -35,6 +35,8 @@ class StatusUpdate:
     status: str
     timestamp: int
     recipient: str
+    callback: str = ""
+    """`biz_opaque_callback_data`: the reference a reply was sent with (tasks/replies.py)."""
 
 
 @dataclass(frozen=True)
@@ -96,7 +98,13 @@ def _whatsapp(value: Mapping[str, Any], units: Units) -> None:
             units.ignored += 1
             continue
         units.statuses.append(
-            StatusUpdate(message_id, name, _int(status.get("timestamp")), _text(status.get("recipient_id")))
+            StatusUpdate(
+                message_id,
+                name,
+                _int(status.get("timestamp")),
+                _text(status.get("recipient_id")),
+                _text(status.get("biz_opaque_callback_data")),
+            )
         )
 
 

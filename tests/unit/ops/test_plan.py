@@ -71,7 +71,8 @@ def test_plan_cost_section(lanectl):
     # Production passes tracing through: no traces are priced.
     assert _row(result.out, "messages", "cost")[9] == "$0.00"
     assert _row(result.out, "scheduled", "cost")[1] == "tick"
-    assert "53 alarms $5.30" in result.out
+    # Seven per lane, seven global, the doors' failure reasons, and the ai lane's unanswered replies.
+    assert "54 alarms $5.40" in result.out
     assert "total: about $" in result.out
 
 
