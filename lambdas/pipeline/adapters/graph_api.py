@@ -4,18 +4,19 @@ Send API `POST /{page-id}/messages` for Messenger and Instagram.
 The access token is read from Secrets Manager (`{"access_token": "..."}`) and kept for
 `cache_seconds`, so a rotated token reaches every warm instance within that time; a token Meta
 refuses (190) is read again at once on the next send, so a rotation made to fix it takes effect
-without waiting. The HTTP client retries nothing: a connection that never opened is `NotSent`
-(safe to try again), an answer that never came after the request left is `OutcomeUnknown`
-(never repeated; domain/meta_send.py).
+without waiting. One connection per send, from the standard library (Lambda's runtime promises nothing else), and
+no retries: a connection that never opened is `NotSent` (safe to try again), an answer that never
+came once the request may have left is `OutcomeUnknown` (never repeated; domain/meta_send.py).
 """
 
 from __future__ import annotations
 
+import http.client
 import json
 from collections.abc import Callable
 from typing import Any
+from urllib.parse import urlsplit
 
-import urllib3
 from botocore.exceptions import BotoCoreError, ClientError
 
 from pipeline.domain.errors import PermanentError, TransientError
@@ -32,6 +33,7 @@ from pipeline.domain.meta_send import (
 )
 
 TOKEN_CACHE_SECONDS = 60.0
+CONNECT_SECONDS = 2.0
 
 
 class TokenUnavailable(TransientError):
@@ -69,36 +71,48 @@ class AccessToken:
 
 class GraphSender:
     def __init__(self, base_url: str, token: AccessToken, *, timeout_seconds: float = 10.0) -> None:
-        self._base = base_url.rstrip("/")
+        split = urlsplit(base_url.rstrip("/"))
+        if split.scheme not in ("https", "http") or not split.hostname:
+            raise ValueError(f"not a Graph API URL: {base_url!r}")
+        self._split = split
         self._token = token
-        self._timeout = urllib3.Timeout(connect=2.0, read=timeout_seconds)
-        self._http = urllib3.PoolManager(retries=False, maxsize=4)
+        self._timeout = timeout_seconds
 
     def send(self, reply_to: ReplyTo, text: str, callback: str, *, timeout: float) -> Sent:
         body = (
             whatsapp_text(reply_to, text, callback) if reply_to.channel == WHATSAPP else send_api_text(reply_to, text)
         )
         token = self._token.get()
-        read = min(self._timeout.read_timeout or timeout, max(0.1, timeout))
+        split = self._split
+        connection_class = http.client.HTTPSConnection if split.scheme == "https" else http.client.HTTPConnection
+        connection = connection_class(split.hostname or "", split.port, timeout=CONNECT_SECONDS)
         try:
-            response = self._http.request(
-                "POST",
-                f"{self._base}/{reply_to.business_id}/messages",
-                body=json.dumps(body).encode(),
-                headers={"Content-Type": "application/json", "Authorization": f"Bearer {token}"},
-                timeout=urllib3.Timeout(connect=2.0, read=read),
-            )
-        except (urllib3.exceptions.ConnectTimeoutError, urllib3.exceptions.NewConnectionError) as exc:
-            raise NotSent(f"Meta could not be reached: {type(exc).__name__}") from exc
-        except urllib3.exceptions.HTTPError as exc:
-            # Read timeouts and connections dropped mid-answer: the request left.
-            raise OutcomeUnknown(f"no answer from Meta: {type(exc).__name__}") from exc
+            try:
+                connection.connect()
+            except OSError as exc:
+                raise NotSent(f"Meta could not be reached: {type(exc).__name__}") from exc
+            # From here the request may have left: no answer is an unknown outcome, never a retry.
+            assert connection.sock is not None
+            connection.sock.settimeout(min(self._timeout, max(0.1, timeout)))
+            try:
+                connection.request(
+                    "POST",
+                    f"{split.path}/{reply_to.business_id}/messages",
+                    body=json.dumps(body).encode(),
+                    headers={"Content-Type": "application/json", "Authorization": f"Bearer {token}"},
+                )
+                response = connection.getresponse()
+                status, data = response.status, response.read()
+            except (OSError, http.client.HTTPException) as exc:
+                raise OutcomeUnknown(f"no answer from Meta: {type(exc).__name__}") from exc
+        finally:
+            connection.close()
         try:
-            answer = json.loads(response.data or b"{}")
+            answer = json.loads(data or b"{}")
         except ValueError:
             answer = {}
-        if response.status >= 300:
-            error = error_for(response.status, answer)
+        if status >= 300:
+            error = error_for(status, answer)
             if isinstance(error, TokenInvalid):
                 self._token.forget()
             raise error
