@@ -20,7 +20,7 @@ from bench.scenarios import (
     s08_duplicates,
     s09_paced_recovery,
     s10_cost,
-    s11_send_timeouts,
+    s13_send_timeouts,
 )
 
 pytestmark = [pytest.mark.xdist_group("scenarios"), pytest.mark.slow]
@@ -152,7 +152,7 @@ def test_requests_and_write_units_are_counted_for_both_designs(harness):
 def test_a_turn_never_gets_two_replies_when_answers_are_lost_and_unconfirmed_turns_page(harness):
     # Given Meta accepting every reply but losing the answer to half of them, and half the statuses
     # When the ai lane sends the turns' replies
-    result = s11_send_timeouts.run(harness, s11_send_timeouts.QUICK)
+    result = s13_send_timeouts.run(harness, s13_send_timeouts.QUICK)
     # Then no turn is answered twice (a resend on timeout would have), and the unconfirmed are alarmed
     assert result.passed, _explain(result)
     assert max(result.data["per_turn"].values()) == 1, _explain(result)

@@ -1,4 +1,4 @@
-"""11. Replies under send timeouts: Meta accepts a reply but its answer is lost, for a share of sends.
+"""13. Replies under send timeouts: Meta accepts a reply but its answer is lost, for a share of sends.
 
 Customers' messages arrive as ai.inbound jobs naming where replies go (WhatsApp); each turn's reply
 is sent through the local Graph API (ops/runtime/graph_fake.py), which accepts every send but drops
@@ -46,7 +46,7 @@ QUICK = Params(turns=12, lost=0.5, status_loss=0.5, settle_timeout=60.0)
 
 def run(h: Harness, p: Params) -> Result:
     result = Result(
-        number=11,
+        number=13,
         title="Replies under send timeouts",
         question=f"Meta accepts every reply but {p.lost:.0%} of the answers are lost: does any turn get two "
         "replies, and are the turns nobody can confirm counted and alarmed?",
