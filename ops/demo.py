@@ -119,7 +119,7 @@ def main(args: argparse.Namespace | None = None) -> int:
     del args
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
     os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
-    return Demo(out=sys.stdout).run((*demo_webhooks.SCENES, *demo_incidents.SCENES))
+    return Demo(out=sys.stdout).run((*demo_webhooks.SCENES, *demo_incidents.SCENES, *demo_webhooks.LAST))
 
 
 if __name__ == "__main__":

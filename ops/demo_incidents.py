@@ -1,4 +1,4 @@
-"""The demo's incidents, handled by on-call with `lanectl`: an AI vendor outage that admission
+"""The demo's incidents, handled by on-call with `lanectl`: an model outage that admission
 control turns into 503s, and a poison message that is dead-lettered, alarmed on and redriven."""
 
 from __future__ import annotations
@@ -20,10 +20,10 @@ DLQ_ALARM = "AiLaneDeadLetters"
 
 def admission(d: Demo) -> None:
     d.step(
-        "The AI vendor has an outage",
+        "The model has an outage",
         """On-call pauses the ai lane. Producers keep posting AI jobs: the lane can no longer meet its
         objective, so the jobs API answers 503 with Retry-After instead of queueing promises it cannot
-        keep. When the vendor is back, on-call resumes with a ramp and the accepted work completes.""",
+        keep. When the model is back, on-call resumes with a ramp and the accepted work completes.""",
     )
     paused = d.lanectl("lane", "pause", AI_LANE)
     d.expect("admission", "on-call pauses the ai lane", paused.returncode == 0, f"exit {paused.returncode}")
@@ -71,16 +71,15 @@ def _replies(d: Demo, tenant: str) -> int:
 
 def poison(d: Demo) -> None:
     d.step(
-        "A message the vendor always rejects",
-        f"""The vendor starts rejecting any prompt containing {POISON_MARKER!r} (a fault on their side).
+        "A message the model always fails on",
+        f"""The model starts failing (a 500 from Bedrock) on any prompt containing {POISON_MARKER!r}.
         A customer message with it keeps failing, retried with backoff; at the lane's max receives it is
         dead-lettered with its reason and the DLQ alarm fires; the page reaches the on-call inbox only
-        because the topic's policy lets CloudWatch publish. Once the vendor fixes the fault, on-call
+        because the topic's policy lets CloudWatch publish. Once Bedrock fixes the fault, on-call
         looks at it, redrives it at a set rate, and the alarm clears.""",
     )
-    # On-call changes the AI consumer's configuration, as `aws lambda update-function-configuration`
-    # would; the runtime adopts it like a deploy (new instances).
-    d.s.configure_lane(AI_LANE, options={"vendor_rejects": POISON_MARKER})
+    # The fault is the model's (Bedrock answering 500 for this prompt), set on the local fake of it.
+    d.s.configure_model(rejects=POISON_MARKER)
     tenant = f"shop-{uuid.uuid4().hex[:6]}"
     response = d.s.client.submit_job(
         lane=AI_LANE,
@@ -107,7 +106,7 @@ def poison(d: Demo) -> None:
         f"{pages[-1].subject!r} to {pages[-1].endpoint}" if pages else "no page in the inbox",
     )
     d.lanectl("dlq", "peek", AI_LANE, "-n", "1")
-    d.s.configure_lane(AI_LANE, options={"vendor_rejects": None})
+    d.s.configure_model(rejects="")
     redrive = d.lanectl("dlq", "redrive", AI_LANE, "--rate", "5")
     left = _dead_letters(d)
     d.expect(

@@ -7,11 +7,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ops.model_cost import ModelCost, model_costs
 from ops.prices import LIST_PRICES, Prices
 from ops.pricing import Cost, FixedCost, entry, fixed_cost, lane_cost, row_kib
 from stacks.config.environments import Environment
 from stacks.config.lanes import Lane
 from stacks.config.on_call import sns_delivers
+from stacks.runtime_env import SENDING_TASKS
 
 EDGE_RULES = 2
 """The edge's web ACL: the webhook path only, and the rate per source address."""
@@ -83,11 +85,14 @@ class EnvironmentCost:
     edge: EdgeCost
     edge_enabled: bool
     erasure: ErasureCost
+    models: dict[str, ModelCost]
+    """The model calls of each lane that has a model (ops/model_cost.py)."""
 
     @property
     def total(self) -> float:
         lanes = sum(cost.total for cost in self.lanes.values())
-        return lanes + self.fixed.total + (self.edge.total if self.edge_enabled else 0.0)
+        tokens = sum(cost.total for cost in self.models.values())
+        return lanes + tokens + self.fixed.total + (self.edge.total if self.edge_enabled else 0.0)
 
 
 def environment_cost(env: Environment, average_fraction: float, prices: Prices = LIST_PRICES) -> EnvironmentCost:
@@ -109,8 +114,10 @@ def environment_cost(env: Environment, average_fraction: float, prices: Prices =
             prices,
             undelivered_pages_alarm=sns_delivers(env.on_call),
             quiet_webhooks_alarm=env.alarms.webhooks_quiet_seconds is not None,
+            sending_lanes=sum(1 for lane in env.lanes if lane.policy.task in SENDING_TASKS),
         ),
         edge=edge_cost(env.lanes, average_fraction, prices),
         edge_enabled=env.edge.enabled,
         erasure=erasure_cost(env, average_fraction, prices),
+        models=model_costs(env, average_fraction, prices),
     )

@@ -16,6 +16,7 @@ import textwrap
 from ops import pricing
 from ops.environment_cost import EDGE_RULES, environment_cost
 from ops.errors import FAILED, OK
+from ops.model_cost import model_warnings
 from ops.output import JSON, TEXT, Console, Table, duration, money, table
 from ops.plan_checks import (
     LanePlan,
@@ -85,6 +86,20 @@ def _cost_lines(env: Environment, average_fraction: float) -> list[str | Table]:
             )
         )
     fixed = costs.fixed
+    model_rows = [
+        (
+            cost.model_id,
+            cost.lane,
+            f"{cost.calls / 1e6:,.1f}M",
+            f"{cost.input_tokens / 1e6:,.0f}M",
+            f"{cost.output_tokens / 1e6:,.0f}M",
+            "no price"
+            if cost.price is None
+            else f"${cost.price.input_per_million:g}/${cost.price.output_per_million:g}",
+            money(cost.total),
+        )
+        for cost in costs.models.values()
+    ]
     lines: list[str | Table] = [
         f"monthly cost at list prices ({prices.region}, {prices.as_of}, no free tier; {prices.hours_per_month:g} h; "
         f"average traffic = {average_fraction:.0%} of peak)"
@@ -100,6 +115,15 @@ def _cost_lines(env: Environment, average_fraction: float) -> list[str | Table]:
         f"fixed: idle SQS polling {money(fixed.idle_polling)}, sweeper {money(fixed.sweeper)}, "
         f"{fixed.alarm_count} alarms {money(fixed.alarms)}, dashboard {money(fixed.dashboard)}"
     )
+    if model_rows:
+        lines.append("model tokens (Bedrock on-demand; one call per message, as each lane's model plans it)")
+        lines.append(
+            table(
+                ("MODEL", "LANE", "CALLS/MONTH", "TOKENS IN", "TOKENS OUT", "$/M IN/OUT", "TOTAL"),
+                model_rows,
+                right=(2, 3, 4, 6),
+            )
+        )
     edge = costs.edge
     edge_detail = (
         f"{edge.requests / 1e6:,.1f}M webhook requests: CloudFront {money(edge.cloudfront)}, AWS WAF "
@@ -176,7 +200,7 @@ def run_plan(
     warnings = [w for p in plans for w in lane_warnings(p)]
     dependency, dependency_warnings = dependency_lines(env, plans)
     account, account_warnings = account_lines(env)
-    warnings += dependency_warnings + account_warnings
+    warnings += dependency_warnings + account_warnings + model_warnings(env)
     console.line("dependencies")
     console.lines([w for line in dependency for w in _wrapped(line, "  ")] or ["  none shared"])
     console.line("tenant caps")

@@ -11,6 +11,7 @@ from typing import Any
 
 from ops import pricing
 from ops.environment_cost import environment_cost
+from ops.model_cost import model_warnings
 from ops.plan_checks import LanePlan, account_lines, dependency_lines, lane_warnings
 from ops.prices import LIST_PRICES
 from stacks.config.environments import Environment
@@ -87,11 +88,27 @@ def document(env: Environment, plans: list[LanePlan], *, utilisation: float, ave
                 "domain_name": None if env.mutual_tls is None else env.mutual_tls.domain_name,
                 "total": _money(0.0),
             },
+            "models": [
+                {
+                    "lane": cost.lane,
+                    "model_id": cost.model_id,
+                    "calls_per_month": round(cost.calls),
+                    "input_tokens_per_month": round(cost.input_tokens),
+                    "output_tokens_per_month": round(cost.output_tokens),
+                    "input_per_million": None if cost.price is None else cost.price.input_per_million,
+                    "output_per_million": None if cost.price is None else cost.price.output_per_million,
+                    "total": _money(cost.total),
+                }
+                for cost in costs.models.values()
+            ],
             "total_per_month": _money(total),
             "erasure": {
                 "raw_log_gib": round(costs.erasure.raw_log_gib, 3),
                 "scan_per_request": _money(costs.erasure.scan),
             },
         },
-        "warnings": [w for p in plans for w in lane_warnings(p)] + dependency_warnings + account_warnings,
+        "warnings": [w for p in plans for w in lane_warnings(p)]
+        + dependency_warnings
+        + account_warnings
+        + model_warnings(env),
     }

@@ -58,6 +58,24 @@ LIST_PRICES = Prices()
 
 
 @dataclass(frozen=True)
+class ModelPrice:
+    """Bedrock on-demand, per million tokens (us-east-1, 2025 list prices). A cross-region
+    inference profile is billed at its model's price."""
+
+    input_per_million: float
+    output_per_million: float
+
+
+MODEL_PRICES: dict[str, ModelPrice] = {
+    "anthropic.claude-3-haiku-20240307-v1:0": ModelPrice(0.25, 1.25),
+    "anthropic.claude-3-5-haiku-20241022-v1:0": ModelPrice(0.80, 4.00),
+    "amazon.nova-micro-v1:0": ModelPrice(0.035, 0.14),
+    "amazon.nova-lite-v1:0": ModelPrice(0.06, 0.24),
+}
+"""By model id (an inference profile's model: stacks/config/models.py LaneModel.foundation_model)."""
+
+
+@dataclass(frozen=True)
 class Usage:
     """How a message turns into requests, stated so the estimate can be argued with."""
 

@@ -294,6 +294,7 @@ def fixed_cost(
     *,
     undelivered_pages_alarm: bool = False,
     quiet_webhooks_alarm: bool = False,
+    sending_lanes: int = 0,
 ) -> FixedCost:
     polls = lane_count * usage.idle_pollers * prices.seconds_per_month / 20
     sweeps = prices.seconds_per_month / sweeper_period_seconds
@@ -302,12 +303,19 @@ def fixed_cost(
     # unprocessed webhook age, a sweeper silent on either source, abandoned and expired webhooks and
     # jobs, refused signatures, unparseable deliveries, and each 5xx reason of the doors (webhook,
     # jobs API, data-deletion callback); where SNS mails or posts pages itself, the pages it could
-    # not deliver; where the environment expects steady traffic, webhooks gone quiet.
+    # not deliver; where the environment expects steady traffic, webhooks gone quiet; per lane that
+    # sends replies through Meta, its unanswered replies.
     doors = (
         len(metric_names.WebhookFailure.ALL) + len(metric_names.JobFailure.ALL) + len(metric_names.ErasureFailure.ALL)
     )
     alarm_count = (
-        8 * lane_count + len(WEBHOOK_LANES) + 9 + doors + int(undelivered_pages_alarm) + int(quiet_webhooks_alarm)
+        8 * lane_count
+        + len(WEBHOOK_LANES)
+        + 9
+        + doors
+        + int(undelivered_pages_alarm)
+        + int(quiet_webhooks_alarm)
+        + sending_lanes
     )
     return FixedCost(
         idle_polling=polls / 1_000_000 * prices.sqs_per_million_requests,

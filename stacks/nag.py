@@ -128,6 +128,14 @@ def acknowledge(stack: PipelineStack) -> None:
         "silently miss it. It is generated at the first deploy, never leaves AWS, and is read only by the functions "
         "that index or erase.",
     )
+    _ack(
+        stack.access_token,
+        "AwsSolutions-SMG4",
+        "Meta issues the access token (a system user's, in Meta Business Manager); AWS cannot create one, so "
+        "Secrets Manager rotation has nothing to call. Rotation is the manual step in docs/RUNBOOK.md: the new "
+        "token is stored here, warm consumers read it within a minute, and one Meta refuses (190) is read again at "
+        "the next send.",
+    )
     if stack.edge is not None:
         _acknowledge_edge(stack.edge.distribution)
 

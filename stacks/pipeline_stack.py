@@ -16,6 +16,7 @@ from stacks.constructs.edge import Edge
 from stacks.constructs.function import SharedCode
 from stacks.constructs.ingress import Ingress, MetaSecret
 from stacks.constructs.lane import LaneConsumer, LaneQueues
+from stacks.constructs.meta_send import MetaAccessToken
 from stacks.constructs.observability import Observability
 from stacks.constructs.privacy import ErasureDoor, SenderKey
 from stacks.constructs.schedules import Sweeper, Ticks
@@ -42,6 +43,7 @@ class PipelineStack(Stack):
         self.on_call = OnCall(self, "OnCall", env=env)
         self.secret = MetaSecret(self, "Meta", env=env).secret
         self.sender_key = SenderKey(self, "Privacy", env=env).secret
+        self.access_token = MetaAccessToken(self, "MetaSend", env=env).secret
 
         self.lane_queues = {
             lane.name: LaneQueues(self, f"{lane_id(lane.name)}Queues", env=env, lane=lane) for lane in env.lanes
@@ -55,6 +57,7 @@ class PipelineStack(Stack):
             dlq_urls={name: q.dead_letters.queue_url for name, q in self.lane_queues.items()},
             secret_arn=self.secret.secret_arn,
             sender_key_arn=self.sender_key.secret_arn,
+            access_token_arn=self.access_token.secret_arn,
         )
         self.consumers: dict[str, LaneConsumer] = {}
         self.schedule_rules = []
@@ -69,7 +72,14 @@ class PipelineStack(Stack):
                 environment=runtime_env.consumer(env, lane, resources, dumps),
                 on_call=self.on_call,
             )
-            grant_consumer(consumer.consumer.function, lane, self.tables, self.sender_key)
+            grant_consumer(
+                consumer.consumer.function,
+                lane,
+                self.tables,
+                self.sender_key,
+                env.model(lane.name),
+                access_token=self.access_token if lane.policy.task in runtime_env.SENDING_TASKS else None,
+            )
             self.consumers[lane.name] = consumer
             if lane.tick:
                 ticks = Ticks(
@@ -170,4 +180,5 @@ class PipelineStack(Stack):
         CfnOutput(self, "DataTableName", value=self.tables.data.table_name)
         CfnOutput(self, "AlarmTopicArn", value=self.on_call.topic.topic_arn)
         CfnOutput(self, "MetaSecretArn", value=self.secret.secret_arn)
+        CfnOutput(self, "MetaAccessTokenArn", value=self.access_token.secret_arn)
         CfnOutput(self, "SenderKeyArn", value=self.sender_key.secret_arn)

@@ -45,6 +45,8 @@ class Resources:
     dlq_urls: Mapping[str, str]
     secret_arn: str
     sender_key_arn: str
+    access_token_arn: str = ""
+    """Meta's access token for sending replies (the lanes in SENDING_LANES are given it)."""
 
 
 def stack_name(env: Environment) -> str:
@@ -122,8 +124,21 @@ def jobs(env: Environment, resources: Resources, dumps: Dumps) -> dict[str, str]
     }
 
 
+SENDING_TASKS = frozenset({"ai"})
+"""Tasks that send replies through Meta (tasks/replies.py): their lanes get the Graph API's URL
+and the access token's secret."""
+
+
 def consumer(env: Environment, lane: Lane, resources: Resources, dumps: Dumps) -> dict[str, str]:
+    model = env.model(lane.name)
+    sends = lane.policy.task in SENDING_TASKS and resources.access_token_arn
     return {
+        **(
+            {EnvVar.GRAPH_API_URL: env.graph_api_url, EnvVar.ACCESS_TOKEN_ARN: resources.access_token_arn}
+            if sends
+            else {}
+        ),
+        **({EnvVar.MODEL: codec.dumps(model.settings)} if model is not None else {}),
         **_common(env, resources, f"consumer-{lane.name}"),
         **_retention(env),
         EnvVar.SENDER_KEY_ARN: resources.sender_key_arn,

@@ -33,7 +33,7 @@ def not_started_dead_letters(h: Harness, comments: int = 40, latency_ms: int = 1
     tag = uuid.uuid4().hex[:6]
     pages = [f"page-ns-{n}-{tag}" for n in range(10)]
     with h.session() as s:
-        s.configure_lane(LANE, options={"vendor_latency_ms": str(latency_ms)})
+        s.configure_model(latency_ms=latency_ms)
         max_receives = s.runtime.env.lane(LANE).policy.max_receives
         statuses = fan_out(
             [
@@ -64,7 +64,7 @@ def not_started_dead_letters(h: Harness, comments: int = 40, latency_ms: int = 1
         "Found by the first run of these scenarios and fixed in commits 923d9c7 and 802fbd5 (see the module "
         "docstring of `bench/scenarios/findings.py`). "
         f"Reproduction: {comments} comment webhooks from {len(pages)} pages "
-        f"({statuses.count(200)} answered 200) on the engagement lane with the simulated model at {latency_ms} ms "
+        f"({statuses.count(200)} answered 200) on the engagement lane with the local model at {latency_ms} ms "
         "(local lane: 5 s timeout, 3 s task limit, 1 s reserve, batch 10, max receives "
         f"{max_receives}): a record starts while at least its 1 s reserve plus 1 s is left, so a batch has "
         "about three seconds in which to start records (one second before 802fbd5, 289 re-sends for these 40 "

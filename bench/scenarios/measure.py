@@ -1,7 +1,7 @@
-"""Small measuring tools: percentiles, rates over time, and a probe on the simulated vendor.
+"""Small measuring tools: percentiles, rates over time, and a probe on the local model.
 
-The vendor probe is the vendor's own view of its traffic: it wraps the simulated model's
-`complete` (the stand-in for the model API, see lambdas/pipeline/adapters/vendor.py) and records
+The vendor probe is the model's own view of its traffic: it wraps the local fake of Bedrock's
+Converse (ops/runtime/converse_fake.py), which every consumer's calls reach, and records
 when each call started and ended, then calls through unchanged. Concurrency measured there is
 what a real vendor would count against its quota, independent of the pipeline's own budget
 bookkeeping.
@@ -15,6 +15,7 @@ import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 
 def percentile(values: Sequence[float], q: float) -> float:
@@ -95,12 +96,15 @@ class VendorProbe:
 
 @contextlib.contextmanager
 def vendor_probe() -> Iterator[VendorProbe]:
-    from pipeline.adapters import vendor
+    """The model's own view of its traffic: every Converse call that reached the local runtime's
+    fake of Bedrock (ops/runtime/converse_fake.py), with the prompt it carried."""
+    from ops.runtime.converse_fake import FAKE
 
     probe = VendorProbe()
-    original = vendor.SimulatedVendor.complete
+    original = FAKE.converse
 
-    def complete(self: vendor.SimulatedVendor, prompt: str, *, timeout: float) -> str:
+    def converse(model_id: str, system: Any, messages: Any, inference: Any) -> dict[str, Any]:
+        prompt = "".join(str(b.get("text", "")) for m in messages or () for b in m.get("content") or ())
         with probe._lock:
             before = probe.in_progress
             probe.in_progress += 1
@@ -108,7 +112,7 @@ def vendor_probe() -> Iterator[VendorProbe]:
         started = time.time()
         ok = False
         try:
-            answer = original(self, prompt, timeout=timeout)
+            answer = original(model_id, system, messages, inference)
             ok = True
             return answer
         finally:
@@ -117,11 +121,11 @@ def vendor_probe() -> Iterator[VendorProbe]:
                 probe.in_progress -= 1
                 probe.calls.append(VendorCall(started, ended, prompt, ok, before))
 
-    vendor.SimulatedVendor.complete = complete  # type: ignore[method-assign]
+    FAKE.converse = converse  # type: ignore[method-assign]
     try:
         yield probe
     finally:
-        vendor.SimulatedVendor.complete = original  # type: ignore[method-assign]
+        del FAKE.converse  # the class's method again
 
 
 def fmt(value: float, digits: int = 1, unit: str = "") -> str:

@@ -102,7 +102,7 @@ def write(
         "queue semantics carry it (visibility, delays, receive counts, redrive), and behaviour is changed only as "
         "an operator would change it (function configuration, mapping settings, queue attributes, `lanectl`). "
         "Every figure is measured in the run: timestamps the tasks wrote, the consumers' per-record log lines, the "
-        "runtime's mapping counters and metrics, and probes on the simulated vendor and the AWS clients.",
+        "runtime's mapping counters and metrics, and probes on the local model and the AWS clients.",
         "",
         "## Summary",
         "",

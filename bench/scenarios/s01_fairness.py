@@ -1,7 +1,7 @@
 """1. Tenant fairness: one page's comment campaign, then two quiet pages, on the engagement lane.
 
 One page (tenant) sends `big` comments as separate webhooks; once all are accepted, two other
-pages send one comment each. Comment triage calls the simulated model (the `llm` dependency),
+pages send one comment each. Comment triage calls the local model (the `llm` dependency),
 whose latency is set to `service_ms`: that is the lane's service time. The lane's mapping runs
 at MaximumConcurrency 2, the llm budget, so the dependency never defers, and the queue's
 ordering is the only difference between the two runs:
@@ -90,7 +90,7 @@ def _phase(s: Session, p: Params, label: str, mode: str) -> Phase:
 
     # The lane has no tenant quota (the queue's fairness is what is measured), so `mode` changes
     # only how long this phase waits.
-    s.configure_lane(LANE, options={"vendor_latency_ms": str(p.service_ms)})
+    s.configure_model(latency_ms=p.service_ms)
     tag = uuid.uuid4().hex[:6]
     big = f"page-{label}-big-{tag}"
     small = [f"page-{label}-quiet{n}-{tag}" for n in range(p.small_tenants)]
@@ -234,7 +234,7 @@ def run(h: Harness, p: Params = FULL) -> Result:
         fair_small=fair_small, fifo_small=fifo_small, fair_big_last=fair.big_last, fifo_big_last=fifo.big_last
     )
     result.method = [
-        f"engagement lane, simulated model latency {p.service_ms} ms (one comment = one service time), "
+        f"engagement lane, local model latency {p.service_ms} ms (one comment = one service time), "
         f"MaximumConcurrency {p.max_concurrency} (= the llm budget, so the dependency never defers), "
         f"the lane's batch size ({batch}), no tenant cap.",
         f"{p.big} comment webhooks from one page sent by {p.producers} concurrent producers, then one comment from "

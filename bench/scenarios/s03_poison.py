@@ -1,7 +1,7 @@
 """3. Poison message: one comment-triage job the model rejects every time, among normal jobs.
 
-The simulated model answers 500 to any prompt containing a marker (the lane option
-`vendor_rejects`), the shape of a poison message: one request that fails every time while
+The local model (the fake of Bedrock's Converse) answers 500 to any prompt containing a marker
+(its `rejects` setting), the shape of a poison message: one request that fails every time while
 everything around it succeeds. Producers post comment-triage jobs at a steady rate through the
 jobs API; one of them carries the marker. Three runs in one runtime:
 
@@ -156,7 +156,9 @@ def run(h: Harness, p: Params = FULL) -> Result:
         retry = {} if p.retry is None else {"retry": RetryPolicy(*p.retry)}
         if p.window_seconds is not None:
             s.set_mapping(LANE, window_seconds=p.window_seconds)
-        s.configure_lane(LANE, options={"vendor_latency_ms": str(p.service_ms), "vendor_rejects": MARKER}, **retry)
+        s.configure_model(latency_ms=p.service_ms, rejects=MARKER)
+        if retry:
+            s.configure_lane(LANE, **retry)
         lane = json.loads(s.host(LANE).config.environment["LANE"])
         control = _phase(s, p, "control", poison=False) if p.control else Phase("control", time.time())
         ours = _phase(s, p, "ours", poison=True)
@@ -180,8 +182,8 @@ def run(h: Harness, p: Params = FULL) -> Result:
         naive = _phase(s, p, "naive", poison=True, observe_for=ours_window, until_attempts=max_receives + 1)
         naive_window = time.time() - naive.poison_sent
         naive_dead = s.depth(LANE, dlq=True).visible - dlq_depth
-        # Clean up as on-call would: the vendor fixes the fault; the naive loop then succeeds.
-        s.configure_lane(LANE, options={"vendor_rejects": None})
+        # Clean up as on-call would: Bedrock fixes the fault; the naive loop then succeeds.
+        s.configure_model(rejects="")
         poll(lambda: s.lanes_empty(LANE), 20)
         s.set_queue_attributes(LANE, previous)
     waits = {"control": control.waits, "ours": ours.waits, "naive": naive.waits}

@@ -11,7 +11,7 @@ of both consumers), then back.
 - baseline: the same budget in observe mode, i.e. each lane bounded only by its own mapping's
   MaximumConcurrency.
 
-Measured by a probe on the simulated vendor (the vendor's own view): calls in progress at every
+Measured by a probe on the local model (its own view): calls in progress at every
 moment, and how many calls started while the quota was already in use (a vendor enforcing its
 quota would have refused those with a 429). Also: every accepted job answered and every comment
 triaged, and how long the backlog took to drain once the vendor recovered.
@@ -77,7 +77,7 @@ class Phase:
 
 
 def _set_latency(s: Session, ms: int) -> None:
-    s.configure_lanes(list(LANES), options={"vendor_latency_ms": str(ms)})
+    s.configure_model(latency_ms=ms)
 
 
 def _done(s: Session, phase: Phase) -> tuple[int, int]:
@@ -234,10 +234,10 @@ def run(h: Harness, p: Params = FULL) -> Result:
         f"a second for {p.seconds:g} s.",
         f"Model latency {p.latency_ms} ms, x{p.factor} from t+{p.slow_at:g} s for {p.slow_seconds:g} s "
         "(UpdateFunctionConfiguration of both consumers), observe-mode run first, then enforce, one runtime.",
-        "Calls in progress are counted at the simulated vendor itself, not from the budget's own counter.",
+        "Calls in progress are counted at the local model itself, not from the budget's own counter.",
     ]
     result.caveats = [
-        "The simulated vendor does not refuse calls over its quota; 'calls over quota' counts the calls a vendor "
+        "The local model is run with no rate limit of its own here; 'calls over quota' counts the calls a vendor "
         "enforcing it would have answered 429, each of which would cost a retry and a receive.",
         "The throttled phase deliberately overloads the vendor: arrivals need two calls a second, the slow "
         f"vendor can do {budget / (p.latency_ms * p.factor / 1000):g} within budget, so a backlog builds; the "

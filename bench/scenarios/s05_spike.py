@@ -1,6 +1,6 @@
 """5. Spike with client retries (the metastable case): deadlines on jobs, or none.
 
-A producer posts AI reply jobs (ai.inbound; its reply turn calls the simulated model) at a base
+A producer posts AI reply jobs (ai.inbound; its reply turn calls the local model) at a base
 rate, spikes for a few seconds, then returns to the base rate. Each caller waits `timeout`
 seconds for its reply; if none has been written by then it gives up and posts again (a new
 job), up to `retries` times; a 503 from admission is a failed attempt too, retried after its
@@ -56,7 +56,8 @@ QUICK = Params(
 
 
 def _phase(s: Session, p: Params, label: str, *, deadlines: bool) -> Phase:
-    s.configure_lane(LANE, options={"vendor_latency_ms": str(p.latency_ms), "debounce_seconds": "0"})
+    s.configure_lane(LANE, options={"debounce_seconds": "0"})
+    s.configure_model(latency_ms=p.latency_ms)
     s.set_mapping(LANE, max_concurrency=p.max_concurrency)
     phase = Phase(label=label, started=time.time() + 0.5)
     with vendor_probe() as probe:

@@ -1,7 +1,7 @@
 """7. Lease expiry: a reply turn outlives its message's visibility timeout.
 
 The ai lane's queue has its visibility timeout cut to `visibility_seconds` (SetQueueAttributes,
-the misconfiguration that causes this in practice), and the simulated model answers after
+the misconfiguration that causes this in practice), and the local model (the fake of Bedrock's Converse) answers after
 `latency_ms`, longer than that. So while a turn is still waiting for the model, SQS hands the
 same message to another consumer, which starts the same turn again (the article's "a report that
 takes 45 s runs twice, every time, and nothing errors").
@@ -12,7 +12,7 @@ takes 45 s runs twice, every time, and nothing errors").
 - baseline: a consumer that applies its effect on every run (no done-marker), whose effect count
   is the number of runs, counted here at the vendor.
 
-Measured: how many times each turn ran (calls at the simulated vendor, by prompt), how many reply
+Measured: how many times each turn ran (calls at the local model, by prompt), how many reply
 items each conversation holds, and the consumer's outcome lines for each turn.
 """
 
@@ -61,7 +61,8 @@ def run(h: Harness, p: Params = FULL) -> Result:
     conversations = [f"conv-{tag}-{n}" for n in range(p.turns)]
     tenant = f"shop-lease-{tag}"
     with h.session() as s, vendor_probe() as probe:
-        s.configure_lane(LANE, options={"vendor_latency_ms": str(p.latency_ms), "debounce_seconds": "0"})
+        s.configure_lane(LANE, options={"debounce_seconds": "0"})
+        s.configure_model(latency_ms=p.latency_ms)
         previous = s.set_queue_attributes(LANE, {"VisibilityTimeout": str(p.visibility_seconds)})
         for n, conversation in enumerate(conversations):
             response = s.client.submit_job(
@@ -129,7 +130,7 @@ def run(h: Harness, p: Params = FULL) -> Result:
         "the queue's visibility timeout "
         f"cut from {previous.get('VisibilityTimeout')} s to {p.visibility_seconds} s; model latency "
         f"{p.latency_ms} ms (below the task's time limit, so the first run is not cut short).",
-        "Runs are counted where they cannot be hidden: calls arriving at the simulated vendor with that turn's "
+        "Runs are counted where they cannot be hidden: calls arriving at the local model with that turn's "
         "prompt. Replies are the `reply#` items in each conversation.",
         "The baseline is counted, not run: a consumer that writes its effect on every run writes once per run.",
     ]

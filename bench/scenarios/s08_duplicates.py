@@ -12,7 +12,7 @@ posted five times with the same Idempotency-Key (three of them at once).
   an effect: the number of accepted copies, counted.
 
 Measured: log rows and job ids created, queue messages sent (the door's own log lines), consumer
-outcomes, model calls per comment at the simulated vendor, and stored items per message/comment.
+outcomes, model calls per comment at the local model, and stored items per message/comment.
 """
 
 from __future__ import annotations
@@ -72,7 +72,7 @@ def _measure(h: Harness, p: Params) -> Observed:
 
     tag = uuid.uuid4().hex[:6]
     with h.session() as s, vendor_probe() as probe:
-        s.configure_lane("engagement", options={"vendor_latency_ms": "50"})
+        s.configure_model(latency_ms=50)
         messages = [(f"waba-dup-{n % 5}-{tag}", f"wamid.dup.{tag}.{n}") for n in range(p.deliveries)]
         # The same bytes every time, as Meta retries (the payload carries a timestamp: build it once).
         bodies = [meta.whatsapp_message(waba, wamid, "hi") for waba, wamid in messages]
@@ -217,7 +217,7 @@ def run(h: Harness, p: Params = FULL) -> Result:
         f"{p.deliveries} distinct signed WhatsApp message webhooks, each sent {COPIES} times ({COPIES - TOGETHER} "
         f"in sequence, then {TOGETHER} concurrently); {p.jobs} comment-triage jobs, each posted {COPIES} times with "
         f"one Idempotency-Key ({TOGETHER} concurrently).",
-        "Effects are read from the data table; model calls from the simulated vendor; the door's decisions from "
+        "Effects are read from the data table; model calls from the local model; the door's decisions from "
         "its own log lines (`enqueued`, `re_enqueued`, `duplicate`).",
     ]
     result.caveats = [

@@ -12,7 +12,7 @@ recovers. Then on-call puts them back:
 
 Measured while each drains (sampled every 0.1 s from the runtime): the DLQ's depth (the achieved
 rate), the lane's depth and oldest message age, consumer batches in flight (the mapping's own
-counter), calls in progress at the simulated vendor, and deferrals. Then every comment must be
+counter), calls in progress at the local model, and deferrals. Then every comment must be
 triaged, once.
 """
 
@@ -84,7 +84,8 @@ def _fill(s: Session, p: Params, label: str) -> dict[str, str]:
     # The outage: every model call fails, and (to fill the DLQ in seconds rather than minutes) the
     # consumer gives up after the first attempt; what lands in the DLQ is the consumer's own dead
     # letter, with its reason, exactly as after max receives.
-    s.configure_lane(LANE, options={"vendor_failure_rate": "1", "vendor_latency_ms": "0"}, max_receives=1)
+    s.configure_model(failure_rate=1.0, latency_ms=0)
+    s.configure_lane(LANE, max_receives=1)
     statuses = fan_out(
         [
             lambda c=c, page=page: s.client.deliver(meta.page_comment(page, c, f"refund for {c}?")).status
@@ -97,11 +98,8 @@ def _fill(s: Session, p: Params, label: str) -> dict[str, str]:
     poll(lambda: s.depth(LANE, dlq=True).visible - dead_before >= p.messages, 120, interval=0.5)
     poll(lambda: s.lanes_empty(LANE), 30)
     lane = s.runtime.env.lane(LANE)
-    s.configure_lane(
-        LANE,
-        options={"vendor_failure_rate": "0", "vendor_latency_ms": str(p.latency_ms)},
-        max_receives=lane.policy.max_receives,
-    )
+    s.configure_model(failure_rate=0.0, latency_ms=p.latency_ms)
+    s.configure_lane(LANE, max_receives=lane.policy.max_receives)
     return comments
 
 

@@ -49,6 +49,17 @@ CONSUMER = (
         '{ $.outcome = "dead_lettered" }',
         ((metric_names.LANE, "$.lane"), (SERVICE, "$.service")),
     ),
+    # What became of a reply sent through Meta: the line of the record that settled it says so.
+    LineMetric(
+        metric_names.REPLIES_SENT,
+        '{ $.detail.reply = "sent" }',
+        ((metric_names.LANE, "$.lane"), (SERVICE, "$.service")),
+    ),
+    LineMetric(
+        metric_names.REPLIES_UNANSWERED,
+        '{ $.detail.reply = "unanswered" }',
+        ((metric_names.LANE, "$.lane"), (SERVICE, "$.service")),
+    ),
 )
 
 ENQUEUED_MESSAGE = "delivery enqueued"

@@ -55,6 +55,10 @@ RETRIED_BY_CLASS = "Retried"  # by Lane and ErrorClass
 ABANDONED = "Abandoned"  # by Source (webhook/job) from the sweeper; by Lane from consumers
 UNPROCESSABLE_UNITS = "UnprocessableUnits"  # by Lane: units of a delivery skipped because they cannot be stored
 EXPIRED_UNPROCESSED = "ExpiredUnprocessed"  # by Source, from the sweeper: retention ran out while pending
+MODEL_INPUT_TOKENS = "ModelInputTokens"  # by Lane: tokens the lane's model calls read (prompt and system prompt)
+MODEL_OUTPUT_TOKENS = "ModelOutputTokens"  # by Lane: tokens its model calls wrote
+REPLIES_SENT = "RepliesSent"  # by Lane: replies Meta accepted (tasks/replies.py), from the outcome lines
+REPLIES_UNANSWERED = "RepliesUnanswered"  # by Lane: turns whose reply was never sent, or whose send was never confirmed
 OUT_OF_TIME = "OutOfTime"  # by Lane: consumer invocations whose batch had not settled when their time ran out
 
 # Sweeper

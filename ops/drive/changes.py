@@ -47,6 +47,16 @@ class Changes(Reach):
             what=f"configuration of {', '.join(expected)}",
         )
 
+    def configure_model(self, **changes: Any) -> None:
+        """Change how the model behaves (ops/runtime/converse_fake.py: latency_ms, failure_rate,
+        failure_code, rejects, requests_per_second, refuse): Bedrock's side, not the pipeline's."""
+        self.runtime.model.configure(**changes)
+
+    def configure_graph(self, **changes: Any) -> None:
+        """Change how Meta's Graph API behaves (ops/runtime/graph_fake.py: latency_ms, error_code,
+        error_rate, messages_per_second, lost_answer_rate, statuses, revoked): Meta's side."""
+        self.runtime.graph.configure(**changes)
+
     def set_timeout(self, role: str, seconds: int) -> None:
         """UpdateFunctionConfiguration(Timeout=...), adopted at once like an environment change."""
         from ops.runtime.functions import FunctionConfig

@@ -21,7 +21,7 @@ instead and puts those back; the lock makes the whole transaction atomic either 
 
 Index queries: see moto_indexes.py. SQS: see moto_sqs.py. The cost of a call itself: see
 moto_dispatch.py and moto_direct.py. AWS's limits: see moto_limits.py; a stack a service refuses:
-moto_stacks.py.
+moto_stacks.py. The model (Bedrock's Converse): moto_converse.py.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from typing import Any
 
 from ops.runtime import (
     moto_alarm_history,
+    moto_converse,
     moto_direct,
     moto_dispatch,
     moto_indexes,
@@ -64,6 +65,7 @@ def install() -> None:
     moto_tracking.install()
     moto_stacks.install()
     moto_alarm_history.install()
+    moto_converse.install()
     # After moto_direct: the role check runs just before the emulator answers a call.
     enforcer.install()
 

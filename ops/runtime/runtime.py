@@ -13,6 +13,8 @@ ops/runtime/background.py holds the threads that run beside them.
 from __future__ import annotations
 
 import gc
+import json
+import secrets
 import shutil
 import socket
 import threading
@@ -27,8 +29,10 @@ from ops.runtime import background, moto_patches, sdk_models, wiring
 from ops.runtime.alarms import INSUFFICIENT, OK, ActionRun, AlarmDefinition, AlarmEvaluator
 from ops.runtime.api import ApiServer, throttle
 from ops.runtime.capture import OutputCapture
+from ops.runtime.converse_fake import FAKE as MODEL
 from ops.runtime.deploy import ACCOUNT, LOCAL_API_ID, REGION, Deployment, deploy
 from ops.runtime.functions import FunctionHost
+from ops.runtime.graph_fake import GraphFake
 from ops.runtime.iam import played
 from ops.runtime.iam.enforcer import ENFORCER
 from ops.runtime.iam.template import Grants, read_grants
@@ -104,6 +108,12 @@ class LocalRuntime:
             None if log_dir is None else log_dir / INBOX_FILE, on_page=self._page, on_undeliverable=self.event
         )
         """What the on-call topic's subscribers at this machine received (ops/runtime/on_call.py)."""
+        self.model = MODEL
+        """The model every function's Converse calls reach (ops/runtime/converse_fake.py): its
+        latency, failures and rate limit are set per run, and it records every call."""
+        self.graph = GraphFake()
+        """Meta's send APIs over HTTP on 127.0.0.1 (ops/runtime/graph_fake.py), with an outbox of
+        every reply Meta accepted; the functions that send are pointed at it."""
         self.queue_samples: dict[str, QueueSample] = {}
         """Each queue's latest sample (a second old at most), for the live view."""
 
@@ -130,6 +140,7 @@ class LocalRuntime:
         from moto import mock_aws
 
         moto_patches.install()
+        self.model.reset()
         sdk_models.share()
         self._process.tune_interpreter()
         self._mock = mock_aws()
@@ -154,6 +165,7 @@ class LocalRuntime:
             for name in ("lambda", "sqs", "sns", "cloudwatch", "dynamodb")
         }
         enable_from_template(synthesized.template, self.deployment.physical, self._clients["dynamodb"])
+        self._serve_graph()
         if self.retention_seconds is not None:
             self._shorten_retention(self.retention_seconds)
         self.capture.add_sink(LineCounts(wiring.metric_filters(self.deployment), self.metrics.put).sink)
@@ -203,6 +215,7 @@ class LocalRuntime:
         if self.grants is not None:
             ENFORCER.unregister(self.grants)
         self.capture.uninstall()
+        self.graph.stop()
         if self._server:
             self._server.stop()
         if self._mock:
@@ -235,6 +248,29 @@ class LocalRuntime:
         self.event(f"error: {text}")
 
     # ------------------------------------------------------------------ wiring from the template
+
+    def _serve_graph(self) -> None:
+        """Meta's side of sending: the Graph API, an access token only it and the secret know, and
+        the statuses it sends back signed with the app secret, as Meta signs its deliveries."""
+        assert self.deployment is not None
+        from ops.runtime.client import PipelineClient
+
+        secrets_manager = boto3.client("secretsmanager", region_name=REGION)
+        outputs = self.deployment.outputs
+        token = "local-" + secrets.token_hex(16)
+        secrets_manager.put_secret_value(
+            SecretId=outputs["MetaAccessTokenArn"], SecretString=json.dumps({"access_token": token})
+        )
+        app_secret = json.loads(secrets_manager.get_secret_value(SecretId=outputs["MetaSecretArn"])["SecretString"])
+        meta = PipelineClient(self.api_url, app_secret=str(app_secret.get("app_secret") or ""))
+        self.graph.token = token
+        self.graph.deliver = meta.deliver
+        self.graph.on_sent = lambda sent: self.event(
+            f"reply {sent.message_id} sent on {sent.channel} ({len(sent.text)} characters)"
+            + (", its answer lost" if sent.answer_lost else "")
+        )
+        self.graph.start()
+        wiring.point_at_graph(self.deployment, self._clients["lambda"], self.graph.url)
 
     def _shorten_retention(self, seconds: int) -> None:
         assert self.deployment is not None

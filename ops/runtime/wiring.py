@@ -29,6 +29,7 @@ from stacks.config.environments import Environment
 from stacks.runtime_env import lane_id
 
 RETENTION_VARIABLE = EnvVar.RETENTION
+GRAPH_VARIABLE = EnvVar.GRAPH_API_URL
 
 
 @dataclass
@@ -92,6 +93,21 @@ def shorten_retention(deployment: Deployment, lambda_client: Any, seconds: int) 
         periods = json.loads(variables[RETENTION_VARIABLE])
         variables[RETENTION_VARIABLE] = json.dumps(dict.fromkeys(periods, seconds))
         lambda_client.update_function_configuration(FunctionName=name, Environment={"Variables": variables})
+
+
+def point_at_graph(deployment: Deployment, lambda_client: Any, url: str) -> int:
+    """Point every function that sends through Meta at the local Graph API (ops/runtime/graph_fake.py),
+    as a deploy with that URL would; returns how many it changed."""
+    changed = 0
+    for logical_id in deployment.resources("AWS::Lambda::Function"):
+        name = deployment.physical[logical_id]
+        variables = dict((lambda_control.function_configuration(name).get("Environment") or {}).get("Variables", {}))
+        if GRAPH_VARIABLE not in variables:
+            continue
+        variables[GRAPH_VARIABLE] = url
+        lambda_client.update_function_configuration(FunctionName=name, Environment={"Variables": variables})
+        changed += 1
+    return changed
 
 
 def role_client(service: str, config: FunctionConfig) -> Any:

@@ -26,6 +26,7 @@ from stacks.config.lanes import (
     catalogue,
 )
 from stacks.config.local_lanes import LOCAL_OVERRIDES
+from stacks.config.models import DEFAULT_MODELS, LaneModel
 from stacks.config.mutual_tls import MutualTlsConfig
 from stacks.config.on_call import (
     EmailEndpoint,
@@ -155,6 +156,11 @@ class Environment:
     """How long each kind of data is kept (stacks/config/privacy.py)."""
     erasure: ErasureConfig = field(default_factory=ErasureConfig)
     idempotency_ttl_seconds: int = 7 * 24 * 3600
+    graph_api_url: str = "https://graph.facebook.com/v21.0"
+    """Meta's Graph API and its version, where replies are sent (the local runtime points its
+    functions at its fake of it)."""
+    models: tuple[LaneModel, ...] = DEFAULT_MODELS
+    """The model each lane's task calls (stacks/config/models.py); a lane not named has none."""
     on_call: tuple[OnCallEndpoint, ...] = ()
     """Who every alarm pages (stacks/config/on_call.py): email addresses, HTTPS endpoints, Slack or
     Teams channels. `lanectl preflight` refuses an environment with none: its alarms would reach
@@ -193,6 +199,10 @@ class Environment:
         for lane in self.lanes:
             if lane.policy.dependency and lane.policy.dependency not in known:
                 raise ValueError(f"{self.name}: lane {lane.name!r} uses unknown dependency {lane.policy.dependency!r}")
+        modelled = [model.lane for model in self.models]
+        stray = sorted(set(modelled) - set(names))
+        if stray or len(set(modelled)) != len(modelled):
+            raise ValueError(f"{self.name}: models must each name one of its lanes, once (not {modelled})")
 
     def lane(self, name: str) -> Lane:
         for lane in self.lanes:
@@ -209,6 +219,9 @@ class Environment:
     @property
     def lane_names(self) -> tuple[str, ...]:
         return tuple(lane.name for lane in self.lanes)
+
+    def model(self, lane: str) -> LaneModel | None:
+        return next((m for m in self.models if m.lane == lane), None)
 
     @property
     def reserved_total(self) -> int:

@@ -184,11 +184,8 @@ def catalogue() -> tuple[Lane, ...]:
                 defer_seconds=5,
                 service_seconds=4.0,
                 dependency=LLM_DEPENDENCY,
-                task_options=(
-                    ("debounce_seconds", "4"),
-                    ("vendor_latency_ms", "3000"),
-                    ("vendor_failure_rate", "0"),
-                ),
+                # An unknown send waits up to a minute for WhatsApp's status before it is unanswered.
+                task_options=(("debounce_seconds", "4"), ("resolve_seconds", "20"), ("resolve_rounds", "3")),
             ),
             purpose="AI reply turns: slow, bound by the model vendor's concurrency quota.",
             memory_mb=512,

@@ -38,7 +38,7 @@ LOCAL_OVERRIDES: Mapping[str, LaneOverride] = {
         retry=RetryPolicy(0.5, 5),
         defer_seconds=1,
         default_expiry_seconds=120,
-        task_options=(("debounce_seconds", "1"), ("vendor_latency_ms", "200"), ("vendor_failure_rate", "0")),
+        task_options=(("debounce_seconds", "1"), ("resolve_seconds", "1"), ("resolve_rounds", "3")),
         service_seconds=0.3,
         traffic=Traffic(peak_per_second=2),
     ),

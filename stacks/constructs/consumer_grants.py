@@ -7,12 +7,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from aws_cdk import Aws
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_secretsmanager as secretsmanager
 
 from pipeline.domain import erasure as erasure_rules
 from pipeline.domain.routing import WEBHOOK_LANES
 from stacks.config.lanes import Lane
+from stacks.config.models import LaneModel
 from stacks.constructs.grants import grant_rows, grant_secret, keep_unexercised
 from stacks.constructs.privacy import grant_erasure
 from stacks.constructs.tables import WEBHOOK_LOG_ID, PipelineTables
@@ -29,7 +32,8 @@ class TaskAccess:
     checks_state: bool = False
     """Its writes carry a Check on the state table (the newest-turn check): ConditionCheckItem."""
     reads_data: bool = False
-    """`ctx.read` on the data table: GetItem (the ai turn reads the messages it answers)."""
+    """`ctx.read` on the data table: GetItem (the ai turn reads the messages it answers; a send
+    reads its reply, tasks/replies.py)."""
 
 
 TASK_ACCESS = {
@@ -42,8 +46,30 @@ TASK_ACCESS = {
 """By catalogue task name (`LanePolicy.task`); a lane whose task is not here fails synthesis."""
 
 
+def model_arns(model: LaneModel) -> list[str]:
+    """What Converse with the lane's model id is asked of IAM: the model in the stack's region, or
+    for an inference profile the profile and its model in whichever region the profile routes to."""
+    if model.inference_profile:
+        return [
+            f"arn:{Aws.PARTITION}:bedrock:{Aws.REGION}:{Aws.ACCOUNT_ID}:inference-profile/{model.settings.model_id}",
+            f"arn:{Aws.PARTITION}:bedrock:*::foundation-model/{model.foundation_model}",
+        ]
+    return [f"arn:{Aws.PARTITION}:bedrock:{Aws.REGION}::foundation-model/{model.settings.model_id}"]
+
+
+def grant_model(function: lambda_.IFunction, model: LaneModel) -> None:
+    """Converse is authorised as bedrock:InvokeModel, on exactly the lane's model."""
+    function.add_to_role_policy(iam.PolicyStatement(actions=["bedrock:InvokeModel"], resources=model_arns(model)))
+
+
 def grant_consumer(
-    function: lambda_.IFunction, lane: Lane, tables: PipelineTables, sender_key: secretsmanager.ISecret
+    function: lambda_.IFunction,
+    lane: Lane,
+    tables: PipelineTables,
+    sender_key: secretsmanager.ISecret,
+    model: LaneModel | None = None,
+    *,
+    access_token: secretsmanager.ISecret | None = None,
 ) -> None:
     try:
         access = TASK_ACCESS[lane.policy.task]
@@ -81,3 +107,8 @@ def grant_consumer(
         grant_secret(function, sender_key)
     if lane.name == erasure_rules.LANE:
         grant_erasure(function, tables)
+    if model is not None:
+        grant_model(function, model)
+    if access_token is not None:
+        # Replies are sent through Meta with it (adapters/graph_api.py).
+        grant_secret(function, access_token)

@@ -15,7 +15,7 @@ from stacks.constructs.alarms import OnCall
 from stacks.constructs.function import FunctionSpec, PipelineFunction, SharedCode
 from stacks.constructs.grants import CONSUME, SEND, grant_queue
 from stacks.constructs.removal import keeps_data
-from stacks.runtime_env import lane_id, metrics_namespace, stack_name
+from stacks.runtime_env import SENDING_TASKS, lane_id, metrics_namespace, stack_name
 
 DLQ_RETENTION = Duration.days(DLQ_RETENTION_DAYS)
 QUEUE_RETENTION = Duration.days(QUEUE_RETENTION_DAYS)
@@ -190,6 +190,27 @@ class LaneConsumer(Construct):
             evaluation_periods=1,
             description=f"{lane.name}: Lambda throttled the consumer, so the concurrency budget is misconfigured "
             "(reservation below MaximumConcurrency or the account quota exhausted). See docs/RUNBOOK.md#throttles.",
+        )
+        self.unanswered_alarm = (
+            on_call.alarm(
+                self,
+                "UnansweredReplies",
+                metric=cloudwatch.Metric(
+                    namespace=metrics_namespace(env),
+                    metric_name=metric_names.REPLIES_UNANSWERED,
+                    dimensions_map={metric_names.LANE: lane.name, "service": f"consumer-{lane.name}"},
+                    period=period,
+                    statistic="Sum",
+                ),
+                threshold=1,
+                comparison=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+                evaluation_periods=1,
+                description=f"{lane.name}: a customer's turn got no reply: Meta refused it for good (outside the "
+                "service window, undeliverable) or a send's outcome was never confirmed, and it is not resent. "
+                "See docs/RUNBOOK.md#unanswered-replies.",
+            )
+            if lane.policy.task in SENDING_TASKS
+            else None
         )
         self.out_of_time_alarm = on_call.alarm(
             self,

@@ -6,9 +6,9 @@ import time
 import uuid
 
 import pytest
+import requests
 
 from ops.drive import wait_for
-from ops.lane_changes import changed_lane
 from ops.meta_payloads import CUSTOMER, whatsapp_message
 from pipeline.adapters.sender_key import SenderKey
 from pipeline.domain import senders
@@ -99,13 +99,10 @@ def test_maximum_concurrency_is_never_exceeded(pipeline):
     assert 2 <= measured <= 3, measured
 
 
-def _set_ai_option(pipeline, name: str, value: str | None) -> None:
-    lambda_ = pipeline.aws("lambda")
-    function = pipeline.outputs["AiFunctionName"]
-    variables = dict(lambda_.get_function_configuration(FunctionName=function)["Environment"]["Variables"])
-    variables["LANE"] = changed_lane(variables["LANE"], options={name: value})
-    lambda_.update_function_configuration(FunctionName=function, Environment={"Variables": variables})
-    time.sleep(2.5)  # the runtime adopts configuration changes within two seconds
+def _set_model(pipeline, **changes) -> None:
+    """The local model's behaviour, through the emulator's settings endpoint (ops/runtime/moto_converse.py)."""
+    response = requests.post(f"{pipeline.aws_endpoint}/moto-api/local/model", json=changes, timeout=5)
+    assert response.status_code == 200, response.text
 
 
 def _dlq_alarm_state(pipeline) -> str:
@@ -115,8 +112,8 @@ def _dlq_alarm_state(pipeline) -> str:
 
 
 def test_a_poison_message_is_dead_lettered_alarmed_and_redriven_once_fixed(pipeline):
-    # Given a vendor that rejects one prompt every time
-    _set_ai_option(pipeline, "vendor_rejects", "POISON-E2E")
+    # Given a model that fails on one prompt every time (a 500 from Bedrock)
+    _set_model(pipeline, rejects="POISON-E2E")
     tenant = f"shop-{uuid.uuid4().hex[:8]}"
     response = pipeline.client.submit_job(
         lane="ai",
@@ -136,8 +133,8 @@ def test_a_poison_message_is_dead_lettered_alarmed_and_redriven_once_fixed(pipel
     # Then the DLQ alarm fires
     wait_for(lambda: _dlq_alarm_state(pipeline) == "ALARM", timeout=30, interval=1, what="the DLQ alarm")
 
-    # When the vendor is fixed and on-call redrives the DLQ with the CLI
-    _set_ai_option(pipeline, "vendor_rejects", None)
+    # When the model is fixed and on-call redrives the DLQ with the CLI
+    _set_model(pipeline, rejects="")
     redrive = pipeline.lanectl(
         "--env", "local", "--endpoint-url", pipeline.aws_endpoint, "dlq", "redrive", "ai", "--rate", "5"
     )

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import replace
 
 import pytest
 
+from pipeline.settings import ConsumerSettings
+from stacks import runtime_env
 from stacks.config.environments import (
     ENVIRONMENTS,
     EmailEndpoint,
@@ -18,6 +21,7 @@ from stacks.config.environments import (
 )
 from stacks.config.lane_overrides import POLICY_FIELDS
 from stacks.config.lanes import RetryPolicy, TenantQuota, catalogue
+from stacks.runtime_env import Resources
 
 
 def test_unknown_environment_lists_the_valid_ones():
@@ -242,3 +246,42 @@ def test_local_pages_one_local_inbox_and_the_real_environments_nobody_yet():
     assert get_environment("local").on_call == (EmailEndpoint("on-call@localhost"),)
     for name in ("dev", "staging", "prod"):
         assert get_environment(name).on_call == ()
+
+
+@pytest.mark.parametrize("name", sorted(ENVIRONMENTS))
+def test_every_lane_that_calls_a_model_has_a_real_one_and_no_option_selects_a_simulator(name):
+    env = ENVIRONMENTS[name]
+    # Each lane whose task calls the model has one in the environment's config, sent to its consumer
+    for lane in env.lanes:
+        assert (env.model(lane.name) is not None) == (lane.policy.task in ("ai", "engagement")), lane.name
+        assert not [option for option, _ in lane.policy.task_options if option.startswith("vendor_")], lane.name
+    deployed = Resources("w", "j", "s", "d", {n: n for n in env.lane_names}, {n: n for n in env.lane_names}, "m", "k")
+    for model in env.models:
+        variables = runtime_env.consumer(env, env.lane(model.lane), deployed, json.dumps)
+        settings = ConsumerSettings.from_environ({**variables, "AWS_REGION": "eu-west-1"})
+        assert settings.model == model.settings
+
+
+def test_a_model_for_a_lane_the_environment_lacks_or_named_twice_is_refused():
+    from stacks.config.models import reply_model
+
+    with pytest.raises(ValueError, match="models must each name one of its lanes, once"):
+        replace(ENVIRONMENTS["dev"], models=(reply_model(), reply_model()))
+    with pytest.raises(ValueError, match="models must each name one of its lanes, once"):
+        replace(ENVIRONMENTS["dev"], models=(replace(reply_model(), lane="nowhere"),))
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"max_tokens": 0}, "max_tokens must be 1..8192"),
+        ({"temperature": 1.5}, "temperature must be 0..1"),
+        ({"system_prompt": " "}, "system_prompt must be set"),
+        ({"model_id": ""}, "model_id must be set"),
+    ],
+)
+def test_a_model_setting_out_of_bounds_is_refused(change, message):
+    from stacks.config.models import reply_model
+
+    with pytest.raises(ValueError, match=message):
+        replace(reply_model().settings, **change)

@@ -95,3 +95,62 @@ def test_no_function_may_look_up_a_queue_or_describe_a_secret(synthesized):
             actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
             assert "sqs:GetQueueUrl" not in actions
             assert "secretsmanager:DescribeSecret" not in actions
+
+
+def _bedrock_grants(synthesized) -> dict[str, list[tuple[list[str], list]]]:
+    """Bedrock statements by the LANE of the consumer whose role has them ('' for other functions)."""
+    lane_of_role = {}
+    for function in synthesized.resources("AWS::Lambda::Function").values():
+        variables = function["Properties"].get("Environment", {}).get("Variables", {})
+        lane = json.loads(variables["LANE"])["name"] if "LANE" in variables else ""
+        lane_of_role[function["Properties"]["Role"]["Fn::GetAtt"][0]] = lane
+    found: dict[str, list[tuple[list[str], list]]] = {}
+    for policy in synthesized.resources("AWS::IAM::Policy").values():
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
+            actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
+            if not any(a.startswith("bedrock:") for a in actions):
+                continue
+            resources = statement["Resource"] if isinstance(statement["Resource"], list) else [statement["Resource"]]
+            for role in policy["Properties"]["Roles"]:
+                found.setdefault(lane_of_role.get(role["Ref"], role["Ref"]), []).append((actions, resources))
+    return found
+
+
+def test_only_the_model_lanes_may_invoke_a_model_and_only_their_own(synthesized):
+    env = synthesized.env
+    grants = _bedrock_grants(synthesized)
+    # Exactly the lanes with a model in the environment's config have a Bedrock grant
+    assert set(grants) == {model.lane for model in env.models}
+    for model in env.models:
+        [(actions, resources)] = grants[model.lane]
+        # Converse is authorised as InvokeModel: nothing else of Bedrock, on that model alone
+        assert actions == ["bedrock:InvokeModel"]
+        text = json.dumps(resources)
+        assert f"foundation-model/{model.foundation_model}" in text
+        assert "*" not in text.replace("bedrock:*::", "")
+        others = [m for m in env.models if m.settings.model_id != model.settings.model_id]
+        assert not any(other.settings.model_id in text for other in others)
+
+
+def test_only_the_lanes_that_send_replies_read_the_access_token_and_the_data_table(synthesized):
+    from stacks.runtime_env import SENDING_TASKS
+
+    lane_of_role = {}
+    for function in synthesized.resources("AWS::Lambda::Function").values():
+        variables = function["Properties"].get("Environment", {}).get("Variables", {})
+        lane_of_role[function["Properties"]["Role"]["Fn::GetAtt"][0]] = (
+            json.loads(variables["LANE"]) if "LANE" in variables else None
+        )
+    readers = set()
+    for policy in synthesized.resources("AWS::IAM::Policy").values():
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
+            if "MetaAccessToken" in json.dumps(statement["Resource"]):
+                assert statement["Action"] == "secretsmanager:GetSecretValue"
+                readers.update(policy["Properties"]["Roles"][0]["Ref"] for _ in [0])
+    sending = {role for role, lane in lane_of_role.items() if lane and lane["task"] in SENDING_TASKS}
+    assert readers == sending != set()
+    # The reply a send reads is in the data table: only the sending lanes read it there
+    for lane in synthesized.env.lanes:
+        consumer = _table_actions(synthesized, "pipeline.handlers.consumer.handler", {lane.name})
+        reads_data = "dynamodb:GetItem" in consumer.get("DataTable", set())
+        assert reads_data == (lane.policy.task in SENDING_TASKS), lane.name

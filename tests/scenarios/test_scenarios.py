@@ -22,6 +22,7 @@ from bench.scenarios import (
     s10_cost,
     s11_recovery,
     s12_meta_retries,
+    s13_send_timeouts,
 )
 
 pytestmark = [pytest.mark.xdist_group("scenarios"), pytest.mark.slow]
@@ -176,3 +177,14 @@ def test_metas_retries_bring_back_what_a_failing_door_refused_until_meta_disable
     assert result.data["plain_lost"] > 0, _explain(result)
     assert result.data["quiet_alarm_fired"] is True, _explain(result)
     assert result.data["quiet_pages"] >= 1, _explain(result)
+
+
+def test_a_turn_never_gets_two_replies_when_answers_are_lost_and_unconfirmed_turns_page(harness):
+    # Given Meta accepting every reply but losing the answer to half of them, and half the statuses
+    # When the ai lane sends the turns' replies
+    result = s13_send_timeouts.run(harness, s13_send_timeouts.QUICK)
+    # Then no turn is answered twice (a resend on timeout would have), and the unconfirmed are alarmed
+    assert result.passed, _explain(result)
+    assert max(result.data["per_turn"].values()) == 1, _explain(result)
+    assert max(result.data["naive_per_turn"].values()) == 2, _explain(result)
+    assert result.data["states"].get("unanswered", 0) >= 1, _explain(result)

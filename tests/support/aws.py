@@ -23,6 +23,7 @@ from stacks.runtime_env import Resources
 
 REGION = "us-east-1"
 META_APP_SECRET = "test-app-secret"
+META_ACCESS_TOKEN = "test-access-token"
 META_PREVIOUS_APP_SECRET = "test-previous-app-secret"
 META_VERIFY_TOKEN = "test-verify-token"
 META_PREVIOUS_EXPIRES_AT = 1_800_000_000 + 24 * 3600
@@ -153,6 +154,9 @@ def deploy(env: Environment) -> Deployed:
     sender_key_arn = secrets.create_secret(Name="sender-key", SecretString=json.dumps({"sender_hash_key": SENDER_KEY}))[
         "ARN"
     ]
+    access_token_arn = secrets.create_secret(
+        Name="meta-access-token", SecretString=json.dumps({"access_token": META_ACCESS_TOKEN})
+    )["ARN"]
     resources = Resources(
         webhook_table="webhook-log",
         jobs_table="jobs",
@@ -162,6 +166,7 @@ def deploy(env: Environment) -> Deployed:
         dlq_urls=dlq_urls,
         secret_arn=secret_arn,
         sender_key_arn=sender_key_arn,
+        access_token_arn=access_token_arn,
     )
     return Deployed(resources=resources, dlq_arns=dlq_arns, queue_arns=queue_arns)
 

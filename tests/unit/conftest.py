@@ -102,3 +102,14 @@ def metrics(capsys):
         return emitted
 
     return read
+
+
+@pytest.fixture
+def model():
+    """The process's fake of Bedrock's Converse (ops/runtime/converse_fake.py), every consumer's
+    model when a test gives none of its own: default behaviour, no calls, and so again after."""
+    from ops.runtime.converse_fake import FAKE
+
+    FAKE.reset()
+    yield FAKE
+    FAKE.reset()

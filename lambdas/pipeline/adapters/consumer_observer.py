@@ -50,9 +50,15 @@ class ConsumerObserver:
         self._lock = threading.Lock()  # tasks on worker threads report budget observations too
         self._counts: Counter[tuple[str, tuple[tuple[str, str], ...]]] = Counter()
 
-    def _count(self, name: str, amount: int = 1, **dimensions: str) -> None:
+    def _count(self, name: str, value: int = 1, **dimensions: str) -> None:
         with self._lock:
-            self._counts[(name, tuple(sorted({metric_names.LANE: self._lane, **dimensions}.items())))] += amount
+            self._counts[(name, tuple(sorted({metric_names.LANE: self._lane, **dimensions}.items())))] += value
+
+    def model_tokens(self, input_tokens: int, output_tokens: int) -> None:
+        if input_tokens:
+            self._count(metric_names.MODEL_INPUT_TOKENS, input_tokens)
+        if output_tokens:
+            self._count(metric_names.MODEL_OUTPUT_TOKENS, output_tokens)
 
     def _fields(self, received: Received) -> dict[str, Any]:
         """Every record's line: what a dashboard or an on-call search keys on. Values that only

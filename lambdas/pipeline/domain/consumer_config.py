@@ -16,7 +16,7 @@ from pipeline.domain.ports import (
     Reader,
     SenderHasher,
 )
-from pipeline.domain.work import Eraser, Vendor
+from pipeline.domain.work import Eraser, MetaSender, Vendor
 from pipeline.policy.lanes import LanePolicy
 
 
@@ -57,3 +57,5 @@ class Adapters:
     calls: CallTimes
     senders: SenderHasher
     eraser: Eraser
+    meta: MetaSender | None = None
+    """Meta's send APIs, on a lane that sends replies (the ai lane); None elsewhere."""

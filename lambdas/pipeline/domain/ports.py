@@ -130,6 +130,10 @@ class Observer(Protocol):
         """Something outside any single record went wrong and was survived."""
         ...
 
+    def model_tokens(self, input_tokens: int, output_tokens: int) -> None:
+        """Tokens a task's model calls spent: summed into the lane's metrics."""
+        ...
+
     def out_of_time(self, records: int, remaining_seconds: float) -> None:
         """The invocation is ending before its batch settled. Emitted at once, from whichever
         thread notices: nothing after this is sure to run."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -9,11 +10,12 @@ from typing import Any
 
 from pipeline.domain import senders
 from pipeline.domain.budgets import Budget, Grant
-from pipeline.domain.effects import TASK_TABLES, Table
+from pipeline.domain.effects import TASK_TABLES, Table, Write
 from pipeline.domain.envelope import Envelope
 from pipeline.domain.errors import DependencyBusy
+from pipeline.domain.meta_send import ReplyTo, Sent
 from pipeline.domain.ports import Budgets, Reader
-from pipeline.domain.work import Eraser, Vendor
+from pipeline.domain.work import Eraser, MetaSender, TaskModel, Vendor
 
 
 class TaskRun:
@@ -27,6 +29,8 @@ class TaskRun:
         now: float,
         vendor: Vendor,
         reader: Reader,
+        meta: MetaSender,
+        write_now: Callable[[Write], bool],
         budgets: Budgets,
         dependency: Budget | None,
         limit_seconds: float,
@@ -40,12 +44,17 @@ class TaskRun:
         self.payload = payload
         self.lane = lane
         self.now = now
-        self.vendor: Vendor = _Watched(vendor, self)
+        self.vendor: TaskModel = _Watched(vendor, self)
         self.eraser = eraser
         self.row_names_everyone = row_names_everyone
+        self.meta: MetaSender = _Sending(meta, self)
+        self._write_now = write_now
         self.called_out = False
         """Whether the task called the vendor or held its dependency: such work is not safe to
         repeat just because its writes are (see marks.effect_is_mark)."""
+        self.input_tokens = 0
+        self.output_tokens = 0
+        """What the task's model calls spent, as the model counted them."""
         self._options = options
         self._reader = reader
         self._budgets = budgets
@@ -63,6 +72,11 @@ class TaskRun:
         if table not in TASK_TABLES:
             raise ValueError(f"tasks read the data and state tables, not {table}")
         return self._reader.read(table, key)
+
+    def write_now(self, write: Write) -> bool:
+        if write.table not in TASK_TABLES:
+            raise ValueError(f"tasks write the data and state tables, not {write.table}")
+        return self._write_now(write)
 
     def remaining(self) -> float:
         return max(0.0, self._deadline - self._monotonic())
@@ -102,4 +116,22 @@ class _Watched:
 
     def complete(self, prompt: str, *, timeout: float) -> str:
         self._run.called_out = True
-        return self._vendor.complete(prompt, timeout=timeout)
+        answer = self._vendor.complete(prompt, timeout=timeout)
+        # A task may call from several threads of its own (engagement labels a page's comments).
+        with _TOKENS:
+            self._run.input_tokens += answer.input_tokens
+            self._run.output_tokens += answer.output_tokens
+        return answer.text
+
+
+_TOKENS = threading.Lock()
+
+
+class _Sending:
+    def __init__(self, sender: MetaSender, run: TaskRun) -> None:
+        self._sender = sender
+        self._run = run
+
+    def send(self, reply_to: ReplyTo, text: str, callback: str, *, timeout: float) -> Sent:
+        self._run.called_out = True
+        return self._sender.send(reply_to, text, callback, timeout=timeout)

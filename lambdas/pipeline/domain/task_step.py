@@ -15,6 +15,7 @@ invocations instead of timing out in each until the DLQ takes it.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
@@ -24,10 +25,11 @@ from pipeline.domain import budgets as budget_rules
 from pipeline.domain import commit_plan, marks, retention, senders
 from pipeline.domain import outcomes as out
 from pipeline.domain.consumer_config import Adapters, ConsumerConfig
-from pipeline.domain.effects import TASK_TABLES, Write
+from pipeline.domain.effects import TASK_TABLES, OnConflict, Put, Update, Write
 from pipeline.domain.errors import DependencyBusy, MoreToDo, PermanentError, TaskTimeout, classify
 from pipeline.domain.job_bookkeeping import job_finished
 from pipeline.domain.marks import Obligation
+from pipeline.domain.meta_send import Sent
 from pipeline.domain.outcomes import RecordOutcome
 from pipeline.domain.ports import CommitState
 from pipeline.domain.records import Received
@@ -77,6 +79,28 @@ class TaskStep:
         limit = min(full, left - reserve)
         if limit < self._config.least_start_seconds:
             return out.not_started(attempt, left)
+        spent: list[TaskRun] = []
+        has_room = room or (lambda: remaining() >= reserve)
+        try:
+            return self._run(received, obligation, attempt, limit, full, spent, has_room)
+        finally:
+            # Tokens are spent once the model answered, whatever becomes of the record.
+            for context in spent:
+                if context.input_tokens or context.output_tokens:
+                    self._io.observer.model_tokens(context.input_tokens, context.output_tokens)
+
+    def _run(
+        self,
+        received: Received,
+        obligation: Obligation,
+        attempt: int,
+        limit: float,
+        full: float,
+        spent: list[TaskRun],
+        room: Callable[[], bool],
+    ) -> RecordOutcome:
+        envelope = received.envelope
+        assert envelope is not None
         try:
             payload = self._io.store.payload(envelope, obligation.found)
             context = TaskRun(
@@ -87,6 +111,8 @@ class TaskStep:
                 now=self._clock(),
                 vendor=self._io.vendor,
                 reader=self._io.reader,
+                meta=self._io.meta or _NO_SENDER,
+                write_now=self._write_now,
                 budgets=self._io.budgets,
                 dependency=self._config.dependency,
                 limit_seconds=limit,
@@ -95,6 +121,7 @@ class TaskStep:
                 eraser=self._io.eraser,
                 row_names_everyone=_names_everyone(obligation),
             )
+            spent.append(context)
             started = self._clock()
             result = run_with_limit(self._task, context, limit, name=f"{self._lane.name}:{envelope.kind}")
             self._service.observe(envelope.kind, self._clock() - started)
@@ -111,16 +138,25 @@ class TaskStep:
         except Exception as exc:
             return self._settle.failed(received, obligation, classify(exc))
         try:
-            return self._commit(
+            committed = self._commit(
                 received,
                 obligation,
                 result,
                 attempt,
                 called_out=context.called_out,
-                room=room or (lambda: remaining() >= reserve),
+                room=room,
             )
         except Exception as exc:
             return self._settle.failed(received, obligation, classify(exc))
+        return _with_tokens(committed, context)
+
+    def _write_now(self, write: Write) -> bool:
+        if not isinstance(write, Update | Put) or write.on_conflict is not OnConflict.SKIP:
+            raise PermanentError("bad_write_now", "write_now applies one Put or Update that skips on conflict")
+        stamped = retention.stamp(
+            (replace(write, standalone=True),), retention.expiry(self._clock(), self._config.effects_retention_seconds)
+        )
+        return self._io.committer.apply(stamped).skipped == 0
 
     def _commit(
         self,
@@ -199,3 +235,23 @@ def _sender_of(obligation: Obligation) -> str | None:
     found = obligation.found
     value = None if found is None or obligation.internal else found.get(schema.SENDER_HASH)
     return value if senders.is_hash(value) else None
+
+
+def _with_tokens(outcome: RecordOutcome, context: TaskRun) -> RecordOutcome:
+    """The record's line says what its model calls cost (the consumer's line per record)."""
+    if not (context.input_tokens or context.output_tokens):
+        return outcome
+    detail = {
+        **outcome.detail,
+        "model_input_tokens": context.input_tokens,
+        "model_output_tokens": context.output_tokens,
+    }
+    return dataclasses.replace(outcome, detail=detail)
+
+
+class _NoSender:
+    def send(self, *_: object, **__: object) -> Sent:
+        raise PermanentError("no_sender", "this lane is deployed without Meta's send settings")
+
+
+_NO_SENDER = _NoSender()

@@ -4,7 +4,7 @@ A task is a plain function `run(ctx: TaskContext) -> TaskResult`:
 
 - It reads what it needs through `ctx` (the envelope, its payload resolved from the row if it
   travelled by reference, the lane's options, consistent reads of the data and state tables).
-- It calls anything external (the AI vendor) itself, inside `with ctx.dependency():` when the
+- It calls anything external (the model) itself, inside `with ctx.dependency():` when the
   call spends a shared dependency budget. An exhausted budget raises `DependencyBusy` out of
   that block, and the consumer defers the record at no attempt's cost.
 - It returns its writes and follow-up messages instead of performing them. The consumer sends
@@ -24,12 +24,28 @@ from typing import Any, Protocol
 
 from pipeline.domain.effects import Table, Write
 from pipeline.domain.envelope import Envelope
+from pipeline.domain.meta_send import ReplyTo, Sent
+from pipeline.domain.model import Completion
 
 
 class Vendor(Protocol):
-    """The external model a task may call (simulated here; see adapters/vendor.py)."""
+    """The model behind a lane (adapters/bedrock.py): one prompt in, its answer and token counts out."""
+
+    def complete(self, prompt: str, *, timeout: float) -> Completion: ...
+
+
+class TaskModel(Protocol):
+    """The model as a task sees it (`ctx.vendor`): the answer's text. The consumer counts the
+    tokens each call spent for the lane's metric and the record's line."""
 
     def complete(self, prompt: str, *, timeout: float) -> str: ...
+
+
+class MetaSender(Protocol):
+    """Meta's send APIs (adapters/graph_api.py). Raises domain/meta_send.py's errors: refused
+    (not sent), rejected (never will be), token invalid, not sent, or outcome unknown."""
+
+    def send(self, reply_to: ReplyTo, text: str, callback: str, *, timeout: float) -> Sent: ...
 
 
 @dataclass(frozen=True)
@@ -89,7 +105,9 @@ class TaskContext(Protocol):
     lane: str
     now: float
     """Epoch seconds when the task started; use it for every timestamp the task writes."""
-    vendor: Vendor
+    vendor: TaskModel
+    meta: MetaSender
+    """Only the reply task sends (tasks/replies.py), after recording the attempt with `write_now`."""
     eraser: Eraser
     """Only the erasure task uses it (tasks/erase.py): the one task that removes what others wrote."""
     row_names_everyone: bool
@@ -102,6 +120,12 @@ class TaskContext(Protocol):
 
     def read(self, table: Table, key: Mapping[str, Any]) -> dict[str, Any] | None:
         """A strongly consistent read of one item of the data or state table."""
+        ...
+
+    def write_now(self, write: Write) -> bool:
+        """Apply one conditional write at once, before anything else the task does: the record of
+        an attempt at an external call that must not be repeated (a send to Meta). True when it
+        landed; False when its condition failed (someone else recorded first)."""
         ...
 
     def dependency(self) -> AbstractContextManager[None]:

@@ -14,10 +14,12 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from pipeline import settings
+from pipeline.adapters.bedrock import ConverseModel, NoModel, converse_client
 from pipeline.adapters.call_times import CallTimes
 from pipeline.adapters.clients import Clients
 from pipeline.adapters.consumer_observer import ConsumerObserver
 from pipeline.adapters.erasure import DynamoEraser
+from pipeline.adapters.graph_api import AccessToken, GraphSender
 from pipeline.adapters.lane_queue import SqsLaneQueue
 from pipeline.adapters.leases import LeaseBudgets
 from pipeline.adapters.observability import logger_for, metrics_for
@@ -25,7 +27,6 @@ from pipeline.adapters.sender_key import SenderKey
 from pipeline.adapters.state_table import LaneCounts, LaneDrain
 from pipeline.adapters.tables import ItemReader, ObligationReader, TableNames
 from pipeline.adapters.transactions import Committer
-from pipeline.adapters.vendor import SimulatedVendor
 from pipeline.domain import budgets
 from pipeline.domain.consumer import Adapters, Consumer, ConsumerConfig
 from pipeline.domain.effects import Table
@@ -55,13 +56,22 @@ def create_handler(
     rng: random.Random | None = None,
     clock: Callable[[], float] = time.time,
 ) -> Handler:
-    """Build one consumer instance. The keyword arguments are seams for tests and the local
-    runtime (a seeded RNG, a fake vendor or clock, clients with event hooks); Lambda passes none."""
+    """Build one consumer instance. The keyword arguments are seams for tests (a seeded RNG, a
+    stand-in model or clock, clients with event hooks); Lambda and the local runtime pass none,
+    so the lane's model is Bedrock's Converse API (the local runtime's fake of it is moto's)."""
     config = settings.ConsumerSettings.from_environ(environ)
     lane = config.lane
     task = task_for(lane.task, tasks)
     rng = rng or random.Random()  # noqa: S311 (jitter, not secrets)
-    clients = clients or Clients(region=config.region, credentials=settings.credentials(environ))
+    keys = settings.credentials(environ)
+    clients = clients or Clients(region=config.region, credentials=keys)
+    if vendor is None:
+        model = config.model
+        vendor = (
+            ConverseModel(converse_client(config.region, keys, model), model)
+            if model is not None
+            else NoModel(lane.name)
+        )
     logger = logger_for(environ, f"consumer-{lane.name}")
     metrics = metrics_for(environ, f"consumer-{lane.name}")
     observer = ConsumerObserver(logger, metrics, lane.name)
@@ -99,11 +109,12 @@ def create_handler(
             queue=SqsLaneQueue(clients.sqs, config.queue_url, config.dlq_url),
             drain=LaneDrain(LaneCounts(dynamodb, config.tables.state), lane.name),
             observer=observer,
-            vendor=vendor or SimulatedVendor.from_options(lane.options, random.Random(rng.random())),  # noqa: S311
+            vendor=vendor,
             calls=calls,
             senders=SenderKey(clients.secretsmanager, settings.require(environ, settings.EnvVar.SENDER_KEY_ARN)),
             # Every lane has one; only the erasure task calls it, and only its lane may (IAM).
             eraser=DynamoEraser(dynamodb, names, committer, config.retention, clock),
+            meta=_meta_sender(environ, clients, clock),
         ),
         clock=clock,
         rng=rng,
@@ -125,6 +136,14 @@ def create_handler(
         return {"batchItemFailures": [{"itemIdentifier": message_id} for message_id in failures]}
 
     return handle
+
+
+def _meta_sender(environ: Mapping[str, str], clients: Clients, clock: Callable[[], float]) -> GraphSender | None:
+    """Meta's send APIs, on the lanes the stack gave them to (the ai lane); None elsewhere."""
+    url, token = environ.get(settings.EnvVar.GRAPH_API_URL), environ.get(settings.EnvVar.ACCESS_TOKEN_ARN)
+    if not url or not token:
+        return None
+    return GraphSender(url, AccessToken(clients.secretsmanager, token, clock))
 
 
 @functools.cache

@@ -8,6 +8,7 @@ never reads the process environment anywhere else. Lane and sweeper policies are
 - `environ.py`: the variable names, required and JSON values, tables, queue URLs
 - `lanes.py`: lane policies and the consumer's settings
 - `kept.py`: retention periods and the sweeper's policy
+- `model.py`: the model a lane's task calls
 - `doors.py`: the webhook's, the jobs API's and the erasure callback's settings
 """
 
@@ -37,6 +38,7 @@ from pipeline.settings.environ import (
 )
 from pipeline.settings.kept import RetentionSettings, retention, sweeper
 from pipeline.settings.lanes import ConsumerSettings, DependencyBudget, dependencies, lane, lanes
+from pipeline.settings.model import ModelSettings
 
 __all__ = [
     "SECRET_CACHE_SECONDS",
@@ -47,6 +49,7 @@ __all__ = [
     "ErasureSettings",
     "JobsSettings",
     "LanePolicy",
+    "ModelSettings",
     "RetentionSettings",
     "SettingsError",
     "SweeperSettings",

@@ -36,6 +36,12 @@ class EnvVar:
     SWEEPER = "SWEEPER_SETTINGS"
     ERASURE = "ERASURE_SETTINGS"
     IDEMPOTENCY_TTL_SECONDS = "IDEMPOTENCY_TTL_SECONDS"
+    GRAPH_API_URL = "GRAPH_API_URL"
+    """Meta's Graph API with its version (`https://graph.facebook.com/v21.0`): where replies are sent."""
+    ACCESS_TOKEN_ARN = "META_ACCESS_TOKEN_ARN"  # noqa: S105 (the name of a variable holding an ARN)
+    """The secret holding the access token replies are sent with (`{"access_token": "..."}`)."""
+    MODEL = "MODEL_SETTINGS"
+    """JSON: the lane's model (ModelSettings); absent on lanes whose task calls none."""
     RETENTION = "RETENTION_SETTINGS"
     """JSON: seconds each kind of data is kept (RetentionSettings)."""
     METRICS_NAMESPACE = "POWERTOOLS_METRICS_NAMESPACE"

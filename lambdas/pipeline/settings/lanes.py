@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pipeline.policy.lanes import LanePolicy
 from pipeline.settings.environ import EnvVar, SettingsError, Tables, policies, policy, region, require
 from pipeline.settings.kept import RetentionSettings, retention
+from pipeline.settings.model import ModelSettings, model
 
 
 def lanes(environ: Mapping[str, str]) -> dict[str, LanePolicy]:
@@ -46,6 +47,8 @@ class ConsumerSettings:
     tables: Tables
     region: str
     retention: RetentionSettings
+    model: ModelSettings | None = None
+    """The model its task calls, if any (pipeline/settings/model.py)."""
 
     @property
     def dependency(self) -> DependencyBudget | None:
@@ -76,6 +79,7 @@ class ConsumerSettings:
             tables=Tables.from_environ(environ),
             region=region(environ),
             retention=retention(environ),
+            model=model(environ),
         )
         _ = parsed.dependency  # a lane naming an undefined dependency fails the cold start, loudly
         return parsed

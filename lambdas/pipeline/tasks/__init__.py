@@ -1,7 +1,7 @@
 """The lanes' work: plain functions, one per catalogue task name (`Lane.task`).
 
 Each is `run(ctx: TaskContext) -> TaskResult` (see domain/work.py): it reads, may call the
-vendor, and returns its writes for the consumer to commit with the done-mark.
+lane's model, and returns its writes for the consumer to commit with the done-mark.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ three model calls and three replies. Two kinds of work on this lane do it:
 - `ai.turn` (internal): reads the marker. Newer than this turn's message → superseded, a cheap
   no-op. Older → the stamp has not landed yet (the follow-up is sent before the stamp commits,
   so that a crash repeats the turn rather than loses it) → transient, retried shortly. Equal →
-  this is the newest message: call the vendor, holding a slot of the shared `llm` budget, then
+  this is the newest message: call the model, holding a slot of the shared `llm` budget, then
   commit the reply together with a check that the marker is still ours. A message that arrived
   during the call fails that check, and the reply is dropped in favour of the newer turn.
 
@@ -22,6 +22,10 @@ to unconditionally, so a message processed late is in it too), and the turn prom
 with those messages' texts, oldest first, then takes what it answered out of the set in the
 reply's commit. A superseded turn commits nothing, so the set keeps its messages for the newer
 turn. A conversation stamped before the set existed is answered from the marker's text.
+
+A message whose payload names where replies go (`reply_to`: `channel` whatsapp, messenger or
+instagram, `business_id`, `recipient`) has its turn's reply sent to the customer through Meta,
+at most once, by `reply.send` (tasks/replies.py); without it the reply is only stored.
 
 The turn's id derives from the message (`turn-<conversation ref>-<message id>`), so a repeated
 follow-up is a duplicate the consumer's done-marker absorbs.
@@ -44,12 +48,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from pipeline import schema
-from pipeline.domain import senders, stored_text
+from pipeline.domain import meta_send, senders, stored_text
 from pipeline.domain.effects import Check, OnConflict, Put, Table, Update
 from pipeline.domain.envelope import Envelope
 from pipeline.domain.errors import PermanentError, TransientError
 from pipeline.domain.work import FollowUp, TaskContext, TaskResult
-from pipeline.tasks import privacy
+from pipeline.tasks import privacy, replies
 
 INBOUND = "ai.inbound"
 TURN = "ai.turn"
@@ -184,13 +188,31 @@ def stamp(ctx: TaskContext) -> TaskResult:
         source="internal",
         created_at=ctx.now,
         deadline=ctx.envelope.deadline,
-        payload={"conversation": conversation, "token": message_id, "seq": seq, "sender_hash": sender},
+        payload={
+            "conversation": conversation,
+            "token": message_id,
+            "seq": seq,
+            "sender_hash": sender,
+            **_reply_to(payload),
+        },
     )
     return TaskResult(
         writes=(marker, stored, unanswered),
         follow_ups=(FollowUp(turn, delay_seconds=math.ceil(debounce)),),
         detail={"conversation": conversation_ref(tenant, conversation)},
     )
+
+
+def _reply_to(payload: Mapping[str, Any]) -> dict[str, Any]:
+    raw = payload.get("reply_to")
+    if raw is None:
+        return {}
+    reply_to = meta_send.ReplyTo.from_payload(raw)
+    if reply_to is None:
+        raise PermanentError(
+            "bad_ai_payload", "reply_to needs a channel (whatsapp, messenger, instagram), business_id and recipient"
+        )
+    return {"reply_to": reply_to.plain()}
 
 
 def turn(ctx: TaskContext) -> TaskResult:
@@ -219,6 +241,9 @@ def turn(ctx: TaskContext) -> TaskResult:
     }
     if senders.is_hash(payload.get("sender_hash")):
         reply_item[schema.SENDER_HASH] = payload["sender_hash"]
+    sending = _reply_to(payload)
+    if sending:
+        reply_item["send_state"] = meta_send.PENDING
     answer = Put(
         table=Table.DATA,
         item=reply_item,
@@ -245,7 +270,13 @@ def turn(ctx: TaskContext) -> TaskResult:
                 values={":answered": set(answered)},
             ),
         )
-    return TaskResult(writes=writes, detail={"conversation": ref, "answered": len(answered)})
+    follow_ups: tuple[FollowUp, ...] = ()
+    if sending:
+        send = replies.send_envelope(
+            ctx.envelope, ctx.envelope.id, {"conversation": conversation, "token": token, **sending}
+        )
+        follow_ups = (FollowUp(send),)
+    return TaskResult(writes=writes, follow_ups=follow_ups, detail={"conversation": ref, "answered": len(answered)})
 
 
 def _unanswered(ctx: TaskContext, tenant: str, conversation: str, newest: str) -> tuple[list[str], str]:
@@ -268,4 +299,8 @@ def run(ctx: TaskContext) -> TaskResult:
         return stamp(ctx)
     if ctx.envelope.kind == TURN:
         return turn(ctx)
+    if ctx.envelope.kind == replies.SEND:
+        return replies.send(ctx)
+    if ctx.envelope.kind == replies.RESOLVE:
+        return replies.resolve(ctx)
     raise PermanentError("unknown_kind", f"the ai lane does {INBOUND} and {TURN}, not {ctx.envelope.kind}")

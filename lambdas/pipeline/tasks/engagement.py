@@ -1,7 +1,9 @@
 """engagement lane: comment triage.
 
 Each new or edited comment is labelled (question, complaint, spam, other) by the model behind
-the `llm` dependency, holding one slot of that shared budget for the calls. What keeps one page's
+the `llm` dependency, holding one slot of that shared budget for the calls. The lane's system
+prompt asks for one label (stacks/config/models.py); an answer that is not one of them is stored
+as `other` (domain/model.py). What keeps one page's
 campaign from starving every other page is not in here: the lane's queue is an SQS fair queue
 (the tenant is the message group), which hands out quiet pages' comments first.
 
@@ -17,6 +19,7 @@ from pipeline import schema
 from pipeline.domain import stored_text
 from pipeline.domain.effects import OnConflict, Put, Table
 from pipeline.domain.errors import PermanentError
+from pipeline.domain.model import triage_label
 from pipeline.domain.work import TaskContext, TaskResult
 from pipeline.tasks import meta, privacy
 from pipeline.tasks.messages import comment_key
@@ -73,8 +76,8 @@ def run(ctx: TaskContext) -> TaskResult:
     labels: dict[str, str] = {}
     with ctx.dependency():
         for comment in unique.values():
-            prompt = "classify:" + comment.text[:PROMPT_TEXT_LIMIT]
-            labels[comment.id] = ctx.vendor.complete(prompt, timeout=ctx.remaining())
+            answer = ctx.vendor.complete(comment.text[:PROMPT_TEXT_LIMIT], timeout=ctx.remaining())
+            labels[comment.id] = triage_label(answer)
     writes = (
         tuple(triage(ctx.envelope.tenant, c, labels[c.id], ctx.now, ctx.sender_hash(c.author)) for c in unique.values())
         + index

@@ -22,13 +22,14 @@ domain/stored_text.py: a long one deflated, so a 2 KB text's item is one write u
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from pipeline import schema
 from pipeline.domain import senders, stored_text
 from pipeline.domain.effects import OnConflict, Put, Table, Update, Write
 from pipeline.domain.work import TaskContext, TaskResult
-from pipeline.tasks import meta, privacy
+from pipeline.tasks import meta, privacy, replies
 
 STATUS_RANK = {"sent": 1, "delivered": 2, "read": 3, "failed": 4}
 """`failed` outranks the rest: it is final, and no later status follows it."""
@@ -148,6 +149,13 @@ def run(ctx: TaskContext) -> TaskResult:
     writes: list[Write] = [store_message(tenant, m, ctx.now, ctx.sender_hash(m.person)) for m in messages.values()]
     writes += [apply_status(tenant, s, ctx.now, ctx.sender_hash(s.recipient)) for s in statuses.values()]
     writes += [store_untriaged(tenant, c, ctx.now, ctx.sender_hash(c.author)) for c in comments.values()]
+    # A status of a reply the ai lane sent resolves that reply's send (tasks/replies.py).
+    resolved = [
+        replace(resolution, standalone=True)
+        for s in statuses.values()
+        if s.callback and (resolution := replies.resolved_by_status(s.callback, s.status, s.message_id)) is not None
+    ]
+    writes += resolved
     writes += privacy.delivery_index(ctx)
     return TaskResult(
         writes=tuple(writes),
@@ -157,5 +165,6 @@ def run(ctx: TaskContext) -> TaskResult:
             "comments": len(comments),
             "ignored": dict(units.ignored),
             "unprocessable": units.unprocessable,
+            "replies_resolved": len(resolved),
         },
     )

@@ -65,6 +65,8 @@ class StatusUpdate:
     status: str
     timestamp: int
     recipient: str
+    callback: str = ""
+    """`biz_opaque_callback_data`: the reference a reply was sent with (tasks/replies.py)."""
 
 
 @dataclass(frozen=True)
@@ -144,9 +146,10 @@ def _whatsapp(value: Mapping[str, Any], units: Units) -> None:
             units.ignore("status", "no_id")
             continue
         recipient = _text(status.get("recipient_id"))
-        if not _storable(units, message_id, recipient):
+        callback = _text(status.get("biz_opaque_callback_data"))
+        if not _storable(units, message_id, recipient, callback):
             continue
-        units.statuses.append(StatusUpdate(message_id, name, _int(status.get("timestamp")), recipient))
+        units.statuses.append(StatusUpdate(message_id, name, _int(status.get("timestamp")), recipient, callback))
 
 
 def add_comment(value: Mapping[str, Any], units: Units) -> None:

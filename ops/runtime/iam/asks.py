@@ -9,6 +9,8 @@
 - SQS: queues by ARN (from the queue URL); a batch call asks the action of its single form
   (`SendMessageBatch` is `sqs:SendMessage`).
 - Secrets Manager: the secret's full ARN, whatever form of its id the caller gave.
+- Bedrock: Converse is `bedrock:InvokeModel` on the model's ARN; with an inference profile, on the
+  profile's and on its model's in the caller's region.
 - SNS: `Publish` on the topic, and on an encrypted topic the publisher's use of its key
   (`kms:GenerateDataKey*` and `kms:Decrypt`).
 A call this module has no rule for is not allowed to anyone but the runtime itself: a new kind of
@@ -197,6 +199,30 @@ def _ssm(operation: str, params: Mapping[str, Any], region: str, account: str, _
     return [Ask(f"ssm:{operation}", f"arn:aws:ssm:{region}:{account}:parameter/{name.lstrip('/')}")]
 
 
+_PROFILE_PREFIXES = ("us.", "eu.", "apac.", "us-gov.", "global.")
+_BEDROCK_ACTIONS = {
+    "Converse": "bedrock:InvokeModel",
+    "InvokeModel": "bedrock:InvokeModel",
+    "ConverseStream": "bedrock:InvokeModelWithResponseStream",
+    "InvokeModelWithResponseStream": "bedrock:InvokeModelWithResponseStream",
+}
+
+
+def _bedrock_runtime(operation: str, params: Mapping[str, Any], region: str, account: str, _: Lookups) -> list[Ask]:
+    action = _BEDROCK_ACTIONS.get(operation)
+    model_id = str(params.get("modelId") or "")
+    if action is None or not model_id:
+        raise NoRule(f"bedrock:{operation}")
+    if model_id.startswith("arn:"):
+        return [Ask(action, model_id)]
+    if model_id.startswith(_PROFILE_PREFIXES):
+        return [
+            Ask(action, f"arn:aws:bedrock:{region}:{account}:inference-profile/{model_id}"),
+            Ask(action, f"arn:aws:bedrock:{region}::foundation-model/{model_id.split('.', 1)[1]}"),
+        ]
+    return [Ask(action, f"arn:aws:bedrock:{region}::foundation-model/{model_id}")]
+
+
 _RULES: dict[str, Callable[[str, Mapping[str, Any], str, str, Lookups], list[Ask]]] = {
     "dynamodb": _dynamodb,
     "sqs": _sqs,
@@ -206,4 +232,5 @@ _RULES: dict[str, Callable[[str, Mapping[str, Any], str, str, Lookups], list[Ask
     "cloudwatch": _cloudwatch,
     "kms": _kms,
     "ssm": _ssm,
+    "bedrock-runtime": _bedrock_runtime,
 }

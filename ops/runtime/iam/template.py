@@ -67,6 +67,13 @@ class Grants:
         group, marker, _ = arn.partition(":log-stream:")
         if marker and f"{group}:*" in self.logical:
             return self.logical[f"{group}:*"]
+        if arn.startswith("arn:aws:bedrock:"):
+            # A model is AWS's, not the template's: named as the template names it, with the pseudo
+            # parameters, so a use recorded here matches every environment's grant of that model.
+            service, region, account, rest = arn.split(":", 5)[2:6]
+            region = "${AWS::Region}" if region == self.region else region
+            account = "${AWS::AccountId}" if account == self.account else account
+            return f"arn:${{AWS::Partition}}:{service}:{region}:{account}:{rest}"
         return arn
 
 

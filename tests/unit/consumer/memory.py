@@ -20,6 +20,7 @@ from pipeline.domain import marks
 from pipeline.domain.budgets import Budget, Grant
 from pipeline.domain.effects import Put, Table, Update, Write
 from pipeline.domain.envelope import Envelope
+from pipeline.domain.model import Completion
 from pipeline.domain.outcomes import RecordOutcome
 from pipeline.domain.ports import CommitResult, CommitState, location_id
 from pipeline.domain.records import Received
@@ -269,8 +270,8 @@ class Hasher:
 
 
 class NoVendor:
-    def complete(self, prompt: str, *, timeout: float) -> str:
-        return "ok"
+    def complete(self, prompt: str, *, timeout: float) -> Completion:
+        return Completion("ok", input_tokens=7, output_tokens=1)
 
 
 class NoEraser:

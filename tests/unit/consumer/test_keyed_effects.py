@@ -13,7 +13,7 @@ from pipeline.domain.effects import Put, Table
 from pipeline.domain.work import TaskResult
 from tests.support.aws import REGION
 from tests.unit.consumer.handler_output import log_lines
-from tests.unit.tasks.payloads import WABA, message_at, person, status, status_at, text_message, whatsapp
+from tests.unit.tasks.payloads import WABA, FakeVendor, message_at, person, status, status_at, text_message, whatsapp
 
 
 def _outcomes(caplog) -> list[str]:
@@ -129,7 +129,7 @@ def test_a_task_that_called_the_vendor_keeps_its_done_mark(lane, caplog):
         calls.append(ctx.vendor.complete("say hi", timeout=1.0))
         return TaskResult(writes=(Put(Table.DATA, {schema.PK: "reply#1", schema.SK: "x"}, standalone=True),))
 
-    handler = h.handler(tasks={"messages": calls_out})
+    handler = h.handler(tasks={"messages": calls_out}, vendor=FakeVendor())
     h.send(envelope)
     h.poll(handler)
 

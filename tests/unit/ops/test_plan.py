@@ -72,7 +72,9 @@ def test_plan_cost_section(lanectl):
     # Production passes tracing through: no traces are priced.
     assert _row(result.out, "messages", "cost")[9] == "$0.00"
     assert _row(result.out, "scheduled", "cost")[1] == "tick"
-    assert "63 alarms $6.30" in result.out
+    # Eight per lane, one per webhook lane, nine global, the doors' failure reasons, webhooks gone
+    # quiet, and the ai lane's unanswered replies.
+    assert "64 alarms $6.40" in result.out
     assert "total: about $" in result.out
 
 
@@ -232,3 +234,41 @@ def test_effects_kept_a_quarter_are_priced_at_the_infrequent_access_class():
         + gb_months * (0.95 * 7 * 0.45 + 0.9 * 90 * 0.30)
     )
     assert pricing.lane_cost(lane, 0.25, retention=quarter).dynamodb == pytest.approx(expected)
+
+
+def test_plan_prices_each_lanes_model_tokens_into_the_total(lanectl):
+    env = ENVIRONMENTS["prod"]
+    # When on-call plans prod
+    result = lanectl("plan", "prod")
+    # Then each lane with a model has a line of its tokens, priced at its model's price
+    costs = environment_cost.environment_cost(env, 0.25)
+    for model in env.models:
+        cost = costs.models[model.lane]
+        [row] = [line.split() for line in result.out.splitlines() if line.startswith(model.settings.model_id + " ")]
+        assert row[1] == model.lane
+        assert row[-1] == f"${cost.total:,.2f}"
+        calls = env.lane(model.lane).traffic.peak_per_second * 0.25 * 730 * 3600
+        price = cost.price
+        assert cost.total == pytest.approx(
+            calls
+            * (
+                model.input_tokens_per_call * price.input_per_million
+                + model.output_tokens_per_call * price.output_per_million
+            )
+            / 1e6
+        )
+        assert cost.total > 0
+    # And the total includes them
+    without_models = costs.total - sum(c.total for c in costs.models.values())
+    assert costs.total > without_models
+    assert f"total: about ${costs.total:,.2f} a month" in result.out
+
+
+def test_a_model_without_a_price_is_a_warning_not_a_guess(capsys):
+    from stacks.config.models import reply_model
+
+    env = replace(ENVIRONMENTS["prod"], models=(reply_model("meta.llama3-70b-instruct-v1:0"),))
+    code = run_plan(env, Console(), utilisation=0.7, average_fraction=0.25, strict=True)
+    out = capsys.readouterr().out
+    assert code != 0
+    assert "ai: no price for model meta.llama3-70b-instruct-v1:0 in ops/prices.py MODEL_PRICES" in out

@@ -11,6 +11,7 @@ from typing import Any
 from pipeline.domain import senders
 from pipeline.domain.effects import Table
 from pipeline.domain.envelope import Envelope
+from pipeline.domain.model import Completion
 
 WABA = "waba-100"
 PAGE = "page-200"
@@ -99,12 +100,23 @@ def feed(*changes: dict, page: str = PAGE) -> dict:
 
 @dataclass
 class FakeVendor:
+    """The lane's model as the consumer is given it: answers in order, then "ok"."""
+
     answers: list[str] = field(default_factory=list)
     prompts: list[str] = field(default_factory=list)
+    tokens: tuple[int, int] = (0, 0)
 
-    def complete(self, prompt: str, *, timeout: float) -> str:
+    def complete(self, prompt: str, *, timeout: float) -> Completion:
         self.prompts.append(prompt)
-        return self.answers.pop(0) if self.answers else "ok"
+        return Completion(self.answers.pop(0) if self.answers else "ok", *self.tokens)
+
+
+@dataclass
+class FakeTaskModel(FakeVendor):
+    """The model as a task sees it (`ctx.vendor`): the answer's text."""
+
+    def complete(self, prompt: str, *, timeout: float) -> str:  # type: ignore[override]
+        return super().complete(prompt, timeout=timeout).text
 
 
 @dataclass
@@ -115,7 +127,7 @@ class FakeContext:
     payload: Any
     lane: str = "messages"
     now: float = field(default_factory=time.time)
-    vendor: FakeVendor = field(default_factory=FakeVendor)
+    vendor: FakeTaskModel = field(default_factory=FakeTaskModel)
     options: Mapping[str, str] = field(default_factory=dict)
     items: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
     held: int = 0

@@ -4,11 +4,20 @@ from __future__ import annotations
 
 import pytest
 
-from pipeline.adapters.vendor import label_for
+from ops.runtime.converse_fake import label_for
 from pipeline.domain import budgets
 from pipeline.domain.errors import PermanentError
 from pipeline.tasks import engagement
-from tests.unit.tasks.payloads import PAGE, FakeContext, FakeVendor, comment_at, comment_change, envelope, feed
+from tests.unit.tasks.payloads import (
+    PAGE,
+    FakeContext,
+    FakeTaskModel,
+    FakeVendor,
+    comment_at,
+    comment_change,
+    envelope,
+    feed,
+)
 
 
 def test_a_comment_is_labelled_by_the_model_within_the_llm_budget(lane):
@@ -63,13 +72,13 @@ def test_a_single_comment_job_is_triaged():
     ctx = FakeContext(
         envelope("engagement", "comment.triage", tenant=PAGE),
         {"comment_id": "c-9", "message": "follow me for free money", "post_id": "p"},
-        vendor=FakeVendor(answers=["spam"]),
+        vendor=FakeTaskModel(answers=["spam"]),
     )
     result = engagement.run(ctx)
     [write] = result.writes
     assert write.item["label"] == "spam"
     assert ctx.held == 1
-    assert ctx.vendor.prompts == ["classify:follow me for free money"]
+    assert ctx.vendor.prompts == ["follow me for free money"]
 
 
 def test_reactions_and_removals_are_not_triaged():
@@ -110,9 +119,42 @@ def test_a_comment_whose_author_id_utf8_cannot_carry_is_skipped_and_counted_and_
     ctx = FakeContext(
         envelope("engagement", "page.feed", tenant=PAGE),
         feed(comment_change("c-4", "where is my order \ud83d"), broken),
-        vendor=FakeVendor(answers=["question"]),
+        vendor=FakeTaskModel(answers=["question"]),
     )
     result = engagement.run(ctx)
     [write] = result.writes
     assert (write.item["sk"].split("#")[-1], write.item["text"]) == ("c-4", "where is my order \ufffd")
     assert result.detail["unprocessable"] == 1
+
+
+@pytest.mark.parametrize(
+    ("answer", "label"),
+    [
+        ("question", "question"),
+        ("Complaint.", "complaint"),
+        ("SPAM", "spam"),
+        ("Sure! Happy to help", "other"),
+        ("", "other"),
+    ],
+)
+def test_an_answer_that_is_not_one_of_the_labels_is_stored_as_other(answer, label):
+    # Given a model that answers a comment with `answer`
+    ctx = FakeContext(
+        envelope("engagement", "comment.triage", tenant=PAGE),
+        {"comment_id": "c-9", "message": "hello there", "post_id": "p"},
+        vendor=FakeTaskModel(answers=[answer]),
+    )
+    # Then the stored label is one of the four, never the model's own words
+    [write] = engagement.run(ctx).writes
+    assert write.item["label"] == label
+
+
+def test_the_lanes_model_labels_comments_through_converse(lane, model):
+    # Given the engagement lane calling its own model (Converse, the runtime's fake of it)
+    h = lane("engagement")
+    h.send(h.webhook_row(feed(comment_change("c-7", "this is a scam, refund me")), tenant=PAGE, lane="engagement"))
+    h.poll(h.handler())
+    # Then the comment is labelled from the model's answer to the lane's triage prompt
+    assert h.data(*comment_at("c-7"))["label"] == "complaint"
+    [call] = model.calls()
+    assert call.model_id == "amazon.nova-micro-v1:0"

@@ -1,0 +1,309 @@
+"""The local runtime's Meta: the Graph API's send endpoints over HTTP on 127.0.0.1, an outbox of
+what was sent, and the statuses WhatsApp sends back for each message.
+
+- `POST /{version}/{phone-number-id}/messages` (WhatsApp Cloud API) and `POST /{version}/{page-id}/messages`
+  (the Send API, Messenger and Instagram) take the bearer token the runtime stored in the access
+  token's secret, and answer as Meta does: `{"messaging_product": "whatsapp", "contacts": [...],
+  "messages": [{"id": "wamid...."}]}`, or `{"recipient_id": ..., "message_id": "m_..."}`.
+- Errors are Meta's bodies (`{"error": {"message", "type", "code", "error_data", "fbtrace_id"}}`)
+  with Meta's codes: rate limits 130429, 131056, 80007; 131047 outside the service window;
+  131026 undeliverable; 190 for a token that is not the stored one, or every token while revoked.
+- For a WhatsApp message accepted, a `sent` status carrying its `biz_opaque_callback_data` is
+  delivered to the pipeline's webhook, signed with the app secret, `status_delay_ms` later.
+
+Set per run (`configure`, or the drive session's `configure_graph`): `latency_ms`; `error_code`
+and `error_rate`; `messages_per_second` per sending number (beyond it: 130429);
+`lost_answer_rate`, the share of accepted sends whose answer never arrives (the message is in the
+outbox and its status is delivered, but the connection is dropped after `hold_seconds`: a timeout
+after the send); `statuses` (off: no status comes back) and `status_loss_rate`; `revoked` (every
+token refused with 190).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import random
+import secrets
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field, fields, replace
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+VERSION = "v21.0"
+ERRORS: dict[int, tuple[int, str, str]] = {
+    130429: (429, "(#130429) Rate limit hit", "Cloud API message throughput has been reached."),
+    131056: (
+        429,
+        "(#131056) (Business Account, Consumer Account) pair rate limit hit",
+        "Too many messages sent from the sender phone number to the same recipient phone number in a short period.",
+    ),
+    80007: (429, "(#80007) Rate limit issues", "The WhatsApp Business Account has reached its rate limit."),
+    131047: (
+        400,
+        "(#131047) Re-engagement message",
+        "Message failed to send because more than 24 hours have passed since the customer last replied to this number.",
+    ),
+    131026: (400, "(#131026) Message Undeliverable", "Unable to deliver message."),
+    190: (401, "Error validating access token: The session has been invalidated.", ""),
+}
+"""Meta's code: (HTTP status, message, error_data.details)."""
+
+
+@dataclass(frozen=True)
+class GraphBehaviour:
+    latency_ms: float = 0.0
+    error_code: int | None = None
+    error_rate: float = 0.0
+    messages_per_second: float | None = None
+    lost_answer_rate: float = 0.0
+    hold_seconds: float = 0.3
+    statuses: bool = True
+    status_loss_rate: float = 0.0
+    """The share of statuses never delivered (Meta gave up on the webhook)."""
+    status_delay_ms: float = 200.0
+    revoked: bool = False
+
+    def __post_init__(self) -> None:
+        if self.error_code is not None and self.error_code not in ERRORS:
+            raise ValueError(f"error_code must be one of Meta's: {', '.join(map(str, sorted(ERRORS)))}")
+        if not all(0.0 <= rate <= 1.0 for rate in (self.error_rate, self.lost_answer_rate, self.status_loss_rate)):
+            raise ValueError("error_rate, lost_answer_rate and status_loss_rate must be within 0..1")
+        if self.messages_per_second is not None and self.messages_per_second <= 0:
+            raise ValueError("messages_per_second must be > 0, or None for no limit")
+
+
+@dataclass(frozen=True)
+class Sent:
+    """One message Meta accepted: the outbox's line."""
+
+    channel: str
+    """`whatsapp`, or `send_api` for Messenger and Instagram."""
+    business_id: str
+    recipient: str
+    text: str
+    message_id: str
+    callback: str
+    at: float
+    answer_lost: bool = False
+
+
+@dataclass(frozen=True)
+class Refused:
+    business_id: str
+    code: int
+    at: float
+
+
+@dataclass
+class GraphFake:
+    behaviour: GraphBehaviour = field(default_factory=GraphBehaviour)
+    token: str = ""
+    """The one access token accepted (what the runtime stored in the secret)."""
+    deliver: Callable[[dict[str, Any]], Any] | None = None
+    """Posts a signed delivery to the pipeline's webhook (the statuses)."""
+    on_sent: Callable[[Sent], None] | None = None
+    seed: int = 23
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _outbox: list[Sent] = field(default_factory=list, repr=False)
+    _refused: list[Refused] = field(default_factory=list, repr=False)
+    _windows: dict[str, deque[float]] = field(default_factory=dict, repr=False)
+    _rng: random.Random = field(default_factory=random.Random, repr=False)
+    _server: ThreadingHTTPServer | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        self._rng.seed(self.seed)
+
+    # ------------------------------------------------------------------ control
+
+    def configure(self, **changes: Any) -> GraphBehaviour:
+        unknown = sorted(set(changes) - {f.name for f in fields(GraphBehaviour)})
+        if unknown:
+            raise ValueError(f"the Graph API has no setting {', '.join(unknown)}")
+        with self._lock:
+            self.behaviour = replace(self.behaviour, **changes)
+            return self.behaviour
+
+    def outbox(self) -> list[Sent]:
+        with self._lock:
+            return list(self._outbox)
+
+    def refused(self) -> list[Refused]:
+        with self._lock:
+            return list(self._refused)
+
+    @property
+    def url(self) -> str:
+        assert self._server is not None, "the Graph API is not serving"
+        host, port = self._server.server_address[:2]
+        name = host.decode() if isinstance(host, bytes) else host
+        return f"http://{name}:{port}/{VERSION}"
+
+    def start(self) -> None:
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                fake._post(self)
+
+            def log_message(self, *_: Any) -> None:
+                return
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        threading.Thread(target=self._server.serve_forever, name="graph-api", daemon=True).start()
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+
+    # ------------------------------------------------------------------ the API
+
+    def _post(self, request: BaseHTTPRequestHandler) -> None:
+        behaviour = self.behaviour
+        parts = [p for p in request.path.split("?")[0].split("/") if p]
+        if len(parts) != 3 or parts[0] != VERSION or parts[2] != "messages":
+            self._error(request, 400, 100, "Unsupported post request.", "")
+            return
+        business = parts[1]
+        length = int(request.headers.get("content-length") or 0)
+        try:
+            body = json.loads(request.rfile.read(length) or b"{}")
+        except ValueError:
+            self._error(request, 400, 100, "(#100) Invalid parameter", "the body is not JSON")
+            return
+        if behaviour.latency_ms:
+            time.sleep(behaviour.latency_ms / 1000.0)
+        bearer = request.headers.get("authorization", "").removeprefix("Bearer ").strip()
+        if behaviour.revoked or not self.token or bearer != self.token:
+            self._refuse(request, business, 190)
+            return
+        code = self._injected(behaviour, business)
+        if code is not None:
+            self._refuse(request, business, code)
+            return
+        sent = self._accept(business, body, behaviour)
+        if sent is None:
+            self._error(request, 400, 100, "(#100) Invalid parameter", "a text message needs a recipient and a body")
+            return
+        if sent.answer_lost:
+            # The message went out; its answer never reaches the caller.
+            time.sleep(behaviour.hold_seconds)
+            request.close_connection = True
+            return
+        if sent.channel == "whatsapp":
+            answer = {
+                "messaging_product": "whatsapp",
+                "contacts": [{"input": sent.recipient, "wa_id": sent.recipient}],
+                "messages": [{"id": sent.message_id}],
+            }
+        else:
+            answer = {"recipient_id": sent.recipient, "message_id": sent.message_id}
+        self._answer(request, 200, answer)
+
+    def _injected(self, behaviour: GraphBehaviour, business: str) -> int | None:
+        now = time.time()
+        with self._lock:
+            if behaviour.error_code is not None and self._rng.random() < behaviour.error_rate:
+                return behaviour.error_code
+            if behaviour.messages_per_second is not None:
+                window = self._windows.setdefault(business, deque())
+                while window and window[0] <= now - 1.0:
+                    window.popleft()
+                if len(window) >= behaviour.messages_per_second:
+                    return 130429
+                window.append(now)
+        return None
+
+    def _accept(self, business: str, body: Any, behaviour: GraphBehaviour) -> Sent | None:
+        if not isinstance(body, dict):
+            return None
+        if body.get("messaging_product") == "whatsapp":
+            channel, recipient = "whatsapp", str(body.get("to") or "")
+            text = str((body.get("text") or {}).get("body") or "")
+            message_id = "wamid." + secrets.token_hex(16)
+        else:
+            channel, recipient = "send_api", str((body.get("recipient") or {}).get("id") or "")
+            text = str((body.get("message") or {}).get("text") or "")
+            message_id = "m_" + secrets.token_hex(16)
+        if not recipient or not text:
+            return None
+        with self._lock:
+            lost = self._rng.random() < behaviour.lost_answer_rate
+            status_lost = self._rng.random() < behaviour.status_loss_rate
+            sent = Sent(
+                channel,
+                business,
+                recipient,
+                text,
+                message_id,
+                str(body.get("biz_opaque_callback_data") or ""),
+                time.time(),
+                lost,
+            )
+            self._outbox.append(sent)
+        if self.on_sent is not None:
+            self.on_sent(sent)
+        if channel == "whatsapp" and behaviour.statuses and not status_lost and self.deliver is not None:
+            threading.Timer(behaviour.status_delay_ms / 1000.0, self._status, args=(sent,)).start()
+        return sent
+
+    def _status(self, sent: Sent) -> None:
+        status = {
+            "id": sent.message_id,
+            "status": "sent",
+            "timestamp": str(int(time.time())),
+            "recipient_id": sent.recipient,
+        }
+        if sent.callback:
+            status["biz_opaque_callback_data"] = sent.callback
+        delivery = {
+            "object": "whatsapp_business_account",
+            "entry": [
+                {
+                    "id": sent.business_id,
+                    "changes": [
+                        {
+                            "field": "messages",
+                            "value": {
+                                "messaging_product": "whatsapp",
+                                "metadata": {"phone_number_id": sent.business_id},
+                                "statuses": [status],
+                            },
+                        }
+                    ],
+                }
+            ],
+        }
+        assert self.deliver is not None
+        # A status the webhook refused is one Meta would retry; here it is lost, as if Meta gave up.
+        with contextlib.suppress(Exception):
+            self.deliver(delivery)
+
+    def _refuse(self, request: BaseHTTPRequestHandler, business: str, code: int) -> None:
+        with self._lock:
+            self._refused.append(Refused(business, code, time.time()))
+        status, message, details = ERRORS[code]
+        self._error(request, status, code, message, details)
+
+    def _error(self, request: BaseHTTPRequestHandler, status: int, code: int, message: str, details: str) -> None:
+        error: dict[str, Any] = {"message": message, "type": "OAuthException", "code": code}
+        if code == 190:
+            error["error_subcode"] = 460
+        if details:
+            error["error_data"] = {"messaging_product": "whatsapp", "details": details}
+        error["fbtrace_id"] = "A" + secrets.token_hex(11)
+        self._answer(request, status, {"error": error})
+
+    def _answer(self, request: BaseHTTPRequestHandler, status: int, body: Any) -> None:
+        data = json.dumps(body).encode()
+        request.send_response(status)
+        request.send_header("content-type", "application/json")
+        request.send_header("content-length", str(len(data)))
+        request.end_headers()
+        request.wfile.write(data)

@@ -1,0 +1,36 @@
+"""Meta's access token for sending replies (a system user's token from Meta Business Manager), in
+Secrets Manager as `{"access_token": "..."}`. Set by an operator after the first deploy and
+rotated as docs/RUNBOOK.md says; never in an environment variable or the template."""
+
+from __future__ import annotations
+
+import json
+
+from aws_cdk import aws_secretsmanager as secretsmanager
+from constructs import Construct
+
+from stacks.config.environments import Environment
+from stacks.constructs.removal import keeps_data
+
+ACCESS_TOKEN_ID = "MetaAccessToken"  # noqa: S105 (a logical ID, not a secret)
+
+
+class MetaAccessToken(Construct):
+    def __init__(self, scope: Construct, construct_id: str, *, env: Environment) -> None:
+        super().__init__(scope, construct_id)
+        self.secret = secretsmanager.Secret(
+            self,
+            "Secret",
+            description=f"lanes-{env.name}: Meta access token the ai lane sends replies with",
+            generate_secret_string=secretsmanager.SecretStringGenerator(
+                # The generated field is never used: the token is Meta's, set by an operator.
+                secret_string_template=json.dumps({"access_token": ""}),
+                generate_string_key="unused",
+                exclude_punctuation=True,
+                password_length=16,
+            ),
+            removal_policy=keeps_data(env),
+        )
+        child = self.secret.node.default_child
+        assert isinstance(child, secretsmanager.CfnSecret)
+        child.override_logical_id(ACCESS_TOKEN_ID)

@@ -1,0 +1,225 @@
+"""ai lane: a turn's reply is sent to the customer through Meta, at most once, and a reply whose
+send outcome is unknown is resolved by Meta's status or left unanswered, never sent twice."""
+
+from __future__ import annotations
+
+import pytest
+
+from ops.runtime.graph_fake import GraphFake
+from pipeline.domain import meta_send as ms
+from pipeline.tasks import ai, replies
+from tests.support.aws import META_ACCESS_TOKEN
+from tests.unit.consumer.handler_output import log_lines
+from tests.unit.consumer.lane_env import with_lane
+from tests.unit.tasks.payloads import FakeVendor
+
+SHOP = "shop-1"
+PHONE_ID = "1098765"
+CUSTOMER = "15551230001"
+REPLY_TO = {"channel": "whatsapp", "business_id": PHONE_ID, "recipient": CUSTOMER}
+
+
+@pytest.fixture
+def graph():
+    fake = GraphFake(token=META_ACCESS_TOKEN)
+    statuses: list[dict] = []
+    fake.deliver = statuses.append
+    fake.statuses_delivered = statuses  # type: ignore[attr-defined]
+    fake.start()
+    yield fake
+    fake.stop()
+
+
+@pytest.fixture
+def ai_lane(lane, graph):
+    h = lane("ai")
+    options = {"debounce_seconds": "0", "resolve_seconds": "0", "resolve_rounds": "2"}
+    h.environ = {**with_lane(h.environ, options=options), "GRAPH_API_URL": graph.url}
+    return h
+
+
+def _message(h, message_id: str = "m1", reply_to=REPLY_TO, conversation: str = "conv-1"):
+    payload = {"conversation": conversation, "message_id": message_id, "text": "open on Sunday?", "sent_at": 1000.0}
+    if reply_to is not None:
+        payload["reply_to"] = reply_to
+    h.send(h.job_row(f"job-{conversation}-{message_id}", payload, tenant=SHOP, kind=ai.INBOUND))
+
+
+def _drain(h, handler, rounds: int = 16) -> None:
+    for _ in range(rounds):
+        if h.depth() == 0:
+            return
+        h.poll(handler, visibility=0)
+
+
+def _reply(h, token: str = "m1", conversation: str = "conv-1"):
+    return h.data(ai.conversation_pk(SHOP, conversation), f"reply#{token}")
+
+
+def test_a_turns_reply_is_sent_once_and_the_stored_reply_says_what_and_metas_id(ai_lane, graph, caplog):
+    _message(ai_lane)
+    _drain(ai_lane, ai_lane.handler(vendor=FakeVendor(answers=["We open at 10."])))
+    [sent] = graph.outbox()
+    assert (sent.channel, sent.business_id, sent.recipient, sent.text) == (
+        "whatsapp",
+        PHONE_ID,
+        CUSTOMER,
+        "We open at 10.",
+    )
+    reply = _reply(ai_lane)
+    assert (reply["send_state"], reply["message_id"], reply["sent_text"], reply["send_attempts"]) == (
+        ms.SENT,
+        sent.message_id,
+        "We open at 10.",
+        1,
+    )
+    # The callback names this attempt, and no line carries the customer's number or the text
+    assert ms.read_callback(sent.callback) == (SHOP, "conv-1", "m1", 1)
+    assert CUSTOMER not in caplog.text
+    assert "We open at 10." not in caplog.text
+
+
+def test_without_reply_to_a_reply_is_only_stored(ai_lane, graph):
+    _message(ai_lane, reply_to=None)
+    _drain(ai_lane, ai_lane.handler(vendor=FakeVendor()))
+    assert graph.outbox() == []
+    assert "send_state" not in _reply(ai_lane)
+
+
+def test_a_lost_answer_is_resolved_by_metas_status_and_never_resent(ai_lane, graph, lane):
+    # Given Meta sends the reply but its answer never reaches the consumer
+    graph.configure(lost_answer_rate=1.0, hold_seconds=0.05, status_delay_ms=0)
+    _message(ai_lane)
+    handler = ai_lane.handler(vendor=FakeVendor())
+    for _ in range(3):
+        ai_lane.poll(handler, visibility=0)  # stamp, turn, send
+    assert _reply(ai_lane)["send_state"] == ms.UNKNOWN
+    # When WhatsApp's status for it arrives on the messages lane
+    messages = lane("messages")
+    [status] = graph.statuses_delivered
+    messages.send(messages.webhook_row(status, tenant=PHONE_ID))
+    messages.poll(messages.handler())
+    _drain(ai_lane, handler)
+    # Then the reply is sent with Meta's id, from the status, and it went out once
+    [sent] = graph.outbox()
+    reply = _reply(ai_lane)
+    assert (reply["send_state"], reply["message_id"], reply["resolved_by"]) == (ms.SENT, sent.message_id, "status")
+
+
+def test_a_lost_answer_no_status_resolves_is_left_unanswered_and_counted(ai_lane, graph, caplog):
+    graph.configure(lost_answer_rate=1.0, hold_seconds=0.05, statuses=False)
+    _message(ai_lane)
+    _drain(ai_lane, ai_lane.handler(vendor=FakeVendor()))
+    assert len(graph.outbox()) == 1
+    reply = _reply(ai_lane)
+    assert (reply["send_state"], reply["send_error"]) == (ms.UNANSWERED, "outcome_unknown")
+    unanswered = [line for line in log_lines(caplog) if line.get("detail", {}).get("reply") == ms.UNANSWERED]
+    assert len(unanswered) == 1
+    assert unanswered[0]["kind"] == replies.RESOLVE
+
+
+def test_a_rate_limit_is_retried_and_the_reply_sent_once_it_passes(ai_lane, graph, caplog):
+    graph.configure(error_code=130429, error_rate=1.0)
+    _message(ai_lane)
+    handler = ai_lane.handler(vendor=FakeVendor())
+    for _ in range(3):
+        ai_lane.poll(handler, visibility=0)
+    assert graph.outbox() == []
+    assert (_reply(ai_lane)["send_state"], _reply(ai_lane)["send_error"]) == (ms.RETRY, "meta_rate_limited")
+    [retried] = [line for line in log_lines(caplog) if line.get("outcome") == "retried"]
+    assert retried["reason"] == "meta_rate_limited"
+    graph.configure(error_rate=0.0)
+    _drain(ai_lane, handler)
+    assert len(graph.outbox()) == 1
+    assert (_reply(ai_lane)["send_state"], _reply(ai_lane)["send_attempts"]) == (ms.SENT, 2)
+
+
+@pytest.mark.parametrize(("code", "reason"), [(131047, "outside_service_window"), (131026, "undeliverable")])
+def test_a_reply_meta_will_never_send_is_unanswered_with_its_reason(ai_lane, graph, code, reason):
+    graph.configure(error_code=code, error_rate=1.0)
+    _message(ai_lane)
+    _drain(ai_lane, ai_lane.handler(vendor=FakeVendor()))
+    assert graph.outbox() == []
+    assert (_reply(ai_lane)["send_state"], _reply(ai_lane)["send_error"]) == (ms.UNANSWERED, reason)
+    assert ai_lane.dead_letters() == []
+
+
+def test_a_revoked_token_says_the_lane_should_stop_and_sends_nothing(ai_lane, graph, caplog):
+    graph.configure(revoked=True)
+    _message(ai_lane)
+    handler = ai_lane.handler(vendor=FakeVendor())
+    for _ in range(3):
+        ai_lane.poll(handler, visibility=0)
+    assert graph.outbox() == []
+    [retried] = [line for line in log_lines(caplog) if line.get("outcome") == "retried"]
+    assert retried["reason"] == "meta_token_invalid"
+    assert _reply(ai_lane)["send_state"] == ms.RETRY
+
+
+def test_a_copy_that_finds_an_attempt_in_flight_does_not_send_again(ai_lane, graph):
+    # Given a reply whose attempt was recorded by a copy that then died mid-send
+    _message(ai_lane)
+    handler = ai_lane.handler(vendor=FakeVendor())
+    for _ in range(2):
+        ai_lane.poll(handler, visibility=0)  # stamp, turn: the send is queued
+    key = replies.reply_key(ai.conversation_pk(SHOP, "conv-1"), "m1")
+    ai_lane.dynamodb.Table("data").update_item(
+        Key=key,
+        UpdateExpression="SET send_state = :calling, send_attempts = :one",
+        ExpressionAttributeValues={":calling": ms.CALLING, ":one": 1},
+    )
+    graph.configure(statuses=False)
+    _drain(ai_lane, handler)
+    # Then nothing is sent again: the unknown attempt ends unanswered
+    assert graph.outbox() == []
+    assert _reply(ai_lane)["send_state"] == ms.UNANSWERED
+
+
+def test_a_messenger_reply_goes_through_the_send_api(ai_lane, graph):
+    _message(ai_lane, reply_to={"channel": "messenger", "business_id": "page-77", "recipient": "psid-9"})
+    _drain(ai_lane, ai_lane.handler(vendor=FakeVendor(answers=["Hello!"])))
+    [sent] = graph.outbox()
+    assert (sent.channel, sent.business_id, sent.recipient, sent.text) == ("send_api", "page-77", "psid-9", "Hello!")
+    reply = _reply(ai_lane)
+    assert (reply["send_state"], reply["message_id"]) == (ms.SENT, sent.message_id)
+    assert reply["message_id"].startswith("m_")
+
+
+def test_a_reply_to_that_names_no_channel_is_refused_with_its_reason(ai_lane, graph):
+    _message(ai_lane, reply_to={"channel": "sms", "business_id": "x", "recipient": "y"})
+    _drain(ai_lane, ai_lane.handler(vendor=FakeVendor()))
+    [dead] = ai_lane.dead_letters()
+    assert dead["MessageAttributes"]["reason"]["StringValue"] == "bad_ai_payload"
+    assert graph.outbox() == []
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "kind", "reason"),
+    [
+        (429, {"error": {"code": 130429, "message": "(#130429) Rate limit hit"}}, ms.SendRefused, "meta_rate_limited"),
+        (429, {"error": {"code": 131056, "message": "pair rate limit"}}, ms.SendRefused, "meta_rate_limited"),
+        (400, {"error": {"code": 80007, "message": "Rate limit issues"}}, ms.SendRefused, "meta_rate_limited"),
+        (400, {"error": {"code": 131047, "message": "Re-engagement"}}, ms.SendRejected, "outside_service_window"),
+        (400, {"error": {"code": 131026, "message": "Undeliverable"}}, ms.SendRejected, "undeliverable"),
+        (
+            401,
+            {"error": {"code": 190, "message": "Error validating access token"}},
+            ms.TokenInvalid,
+            "meta_token_invalid",
+        ),
+        (503, {}, ms.SendRefused, "meta_refused"),
+        (400, {"error": {"code": 100, "message": "Invalid parameter"}}, ms.SendRejected, "meta_rejected"),
+    ],
+)
+def test_metas_error_codes_are_classed(status, body, kind, reason):
+    error = ms.error_for(status, body)
+    assert isinstance(error, kind)
+    assert error.reason == reason
+
+
+def test_an_attempts_reference_comes_back_as_it_went_and_nothing_else_reads_as_one():
+    ref = ms.callback(SHOP, "+15551230001", "m1", 3)
+    assert ms.read_callback(ref) == (SHOP, "+15551230001", "m1", 3)
+    assert "15551230001" not in ref
+    assert ms.read_callback("someone-elses-data") is None
+    assert ms.read_callback("lanes1:!!!") is None
