@@ -7,6 +7,7 @@ the same one `make demo` drives.
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -23,6 +24,19 @@ class Harness(drive.Harness):
     def __init__(self, *, plot_dir: Path | None = None) -> None:
         super().__init__()
         self.plot_dir = plot_dir
+
+
+def sweeper_grace(grace: float) -> Callable[[dict[str, str]], None]:
+    """A change to the sweeper's configuration: rows pending `grace` seconds are replayed (its
+    patience raised to at least that), as an operator would shorten it for a fast run."""
+
+    def change(variables: dict[str, str]) -> None:
+        settings = json.loads(variables["SWEEPER_SETTINGS"])
+        settings["grace_seconds"] = grace
+        settings["patience_seconds"] = max(grace, settings["patience_seconds"])
+        variables["SWEEPER_SETTINGS"] = json.dumps(settings)
+
+    return change
 
 
 def fan_out(work: list[Callable[[], Any]], threads: int) -> list[Any]:

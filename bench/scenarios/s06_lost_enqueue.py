@@ -23,7 +23,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from bench.scenarios.harness import Harness
+from bench.scenarios.harness import Harness, sweeper_grace
 from bench.scenarios.measure import fmt, percentile
 from bench.scenarios.result import Result
 from ops import meta_payloads as meta
@@ -71,25 +71,15 @@ def _broken_door(saved: dict[str, str]) -> Callable[[dict[str, str]], None]:
     return change
 
 
-def _sweeper_grace(grace: float) -> Callable[[dict[str, str]], None]:
-    def change(variables: dict[str, str]) -> None:
-        settings = json.loads(variables["SWEEPER_SETTINGS"])
-        settings["grace_seconds"] = grace
-        settings["patience_seconds"] = max(grace, settings["patience_seconds"])
-        variables["SWEEPER_SETTINGS"] = json.dumps(settings)
-
-    return change
-
-
-def _deliver_lost(s: Session, p: Params, label: str, sweeper_grace: float | None) -> Phase:
+def _deliver_lost(s: Session, p: Params, label: str, grace: float | None) -> Phase:
     """Break the door (and set the sweeper's grace, in the same change), deliver, restore the door."""
 
     tag = uuid.uuid4().hex[:6]
     phase = Phase(label)
     saved: dict[str, str] = {}
     changes = {"ingress": _broken_door(saved)}
-    if sweeper_grace is not None:
-        changes["sweeper"] = _sweeper_grace(sweeper_grace)
+    if grace is not None:
+        changes["sweeper"] = sweeper_grace(grace)
     s.update_environments(changes)
     try:
         for n in range(p.lost):

@@ -24,7 +24,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from bench.scenarios.harness import Harness, fan_out
+from bench.scenarios.harness import Harness, fan_out, sweeper_grace
 from bench.scenarios.measure import fmt, percentile
 from bench.scenarios.result import Result
 from ops import meta_payloads as meta
@@ -79,16 +79,6 @@ def _broken(saved: dict[str, str]) -> Callable[[dict[str, str]], None]:
 
 def _restore(kept: dict[str, str]) -> Callable[[dict[str, str]], None]:
     return lambda variables: variables.update(kept)
-
-
-def _sweeper_grace(grace: float) -> Callable[[dict[str, str]], None]:
-    def change(variables: dict[str, str]) -> None:
-        settings = json.loads(variables["SWEEPER_SETTINGS"])
-        settings["grace_seconds"] = grace
-        settings["patience_seconds"] = max(grace, settings["patience_seconds"])
-        variables["SWEEPER_SETTINGS"] = json.dumps(settings)
-
-    return change
 
 
 def _both(
@@ -168,7 +158,7 @@ def _measure(h: Harness, p: Params) -> Measured:
         saved: dict[str, dict[str, str]] = {"ingress": {}, "jobs": {}, "sweeper": {}}
         changes = {role: _broken(saved[role]) for role in saved}
         if p.grace_seconds is not None:
-            changes["sweeper"] = _both(changes["sweeper"], _sweeper_grace(m.grace))
+            changes["sweeper"] = _both(changes["sweeper"], sweeper_grace(m.grace))
         outage_began = time.time()
         s.update_environments(changes)
         try:

@@ -32,13 +32,14 @@ RULES = WebhookDoorRules(
 
 
 class Door:
-    def __init__(self) -> None:
+    def __init__(self, rules: WebhookDoorRules = RULES) -> None:
+        self.rules = rules
         self.secrets, self.log, self.queue, self.senders = Secrets(), DeliveryLog(), Queue(), Hasher()
         self.telemetry = Telemetry()
 
     def __call__(self, http_request: http.HttpRequest) -> http.Reply:
         ports = WebhookDoorPorts(secrets=self.secrets, log=self.log, queue=self.queue, senders=self.senders)
-        return WebhookDoor(RULES, ports, self.telemetry, lambda: NOW).answer(http_request)
+        return WebhookDoor(self.rules, ports, self.telemetry, lambda: NOW).answer(http_request)
 
 
 @pytest.fixture

@@ -10,35 +10,22 @@ import pytest
 
 from pipeline.domain import http
 from pipeline.domain.signature import sign
-from pipeline.domain.webhook_door import WebhookDoor, WebhookDoorPorts
 from tests.unit.domain.door_ports import (
     APP_SECRET,
-    NOW,
     VERIFY_TOKEN,
-    DeliveryLog,
-    Hasher,
-    Queue,
-    Secrets,
-    Telemetry,
     body_of,
 )
 from tests.unit.domain.door_ports import request as http_request
 from tests.unit.domain.test_webhook_door import RULES
+from tests.unit.domain.test_webhook_door import Door as WebhookDoorHarness
 from tests.unit.ingress.conftest import encode, whatsapp_message
 
 META = "client.webhooks.fbclientcerts.com"
 META_SUBJECT = f"CN={META},O=Meta Platforms\\, Inc.,L=Menlo Park,ST=California,C=US"
 
 
-class Door:
-    def __init__(self, client_subject: str | None) -> None:
-        self.rules = replace(RULES, client_subject=client_subject)
-        self.secrets, self.log, self.queue, self.senders = Secrets(), DeliveryLog(), Queue(), Hasher()
-        self.telemetry = Telemetry()
-
-    def __call__(self, request: http.HttpRequest) -> http.Reply:
-        ports = WebhookDoorPorts(secrets=self.secrets, log=self.log, queue=self.queue, senders=self.senders)
-        return WebhookDoor(self.rules, ports, self.telemetry, lambda: NOW).answer(request)
+def Door(client_subject: str | None) -> WebhookDoorHarness:
+    return WebhookDoorHarness(replace(RULES, client_subject=client_subject))
 
 
 def delivery(subject: str | None) -> http.HttpRequest:
