@@ -80,7 +80,7 @@ def _context(args: argparse.Namespace, env: Environment, runtime: Runtime) -> Co
 
 
 def _dispatch(args: argparse.Namespace, runtime: Runtime) -> int:
-    from ops import dlq, erase, lanes, plan, preflight, redrive
+    from ops import dlq, erase, lanes, plan, preflight, redrive, trace
 
     env = _environment(args, runtime.environ)
     if args.command == "plan":
@@ -95,6 +95,8 @@ def _dispatch(args: argparse.Namespace, runtime: Runtime) -> int:
     ctx = _context(args, env, runtime)
     if args.command == "preflight":
         return preflight.run_preflight(ctx)
+    if args.command == "trace":
+        return trace.trace(ctx, args.id, personal=args.show_personal, output=args.output)
     if args.command == "erase":
         if args.status is not None:
             return erase.status(ctx, args.status)

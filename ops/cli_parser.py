@@ -147,6 +147,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="seconds to wait for the erasure to finish (0..900, default 60)",
     )
 
+    trace = commands.add_parser(
+        "trace", parents=[common, output], help="one delivery's or job's path, from its id; reads only"
+    )
+    trace.add_argument("id", help="a webhook log id (wh-<sha256>) or a job id (job-<32 hex>)")
+    trace.add_argument(
+        "--show-personal", action="store_true", help="show who each unit is from and its text (personal data)"
+    )
+
     plan = commands.add_parser("plan", parents=[common, output], help="capacity, queue bounds and monthly cost")
     plan.add_argument("environment", nargs="?", metavar="ENV")
     plan.add_argument(

@@ -1,0 +1,233 @@
+"""`lanectl trace ID`: one delivery's or job's path, read from what the pipeline wrote about it.
+
+From a webhook-log id (`wh-<sha256>`) or a job id (`job-<32 hex>`): when the door or the jobs API
+took it, its lane, tenant and kind, the consumer's marks (attempts, the last error and its class,
+deferrals), the sweeper's (a failed send noted, the replays), where it ended (done, failed to the
+DLQ, expired, abandoned, erased), and for a delivery each unit its body holds with the effect the
+messages or engagement task stored for it, or that nothing is stored.
+
+Reads only, and no scan: the row by its key (one consistent GetItem), a body in parts one more
+GetItem a part, the sender key once (a webhook lane's items are keyed by the person's hash), and
+one GetItem per unit on the data table. Who and what a unit is about (phone numbers, names, text)
+is shown only with `--show-personal`; ids are not personal and are always shown.
+
+A webhook row whose task finished stays `queued` (its effects are its done-mark: domain/marks.py),
+so for a delivery the units' items are what says it was processed.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from decimal import Decimal
+from typing import Any
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from ops.aws import describe_error
+from ops.context import Context
+from ops.errors import AWS, USAGE, OpsError
+from ops.output import JSON, TEXT
+from pipeline.adapters.items import from_item
+from pipeline.domain import marks
+
+WEBHOOK_ID = re.compile(r"wh-[0-9a-f]{64}")
+JOB_ID = re.compile(r"job-[0-9a-f]{32}")
+HIDDEN = "(personal: --show-personal)"
+
+
+@dataclass
+class Unit:
+    kind: str
+    """message, status or comment."""
+    id: str
+    person: str
+    stored: Mapping[str, Any] | None
+    """The data item the task wrote for it, or None."""
+
+
+@dataclass
+class Trace:
+    source: str
+    """webhook or job."""
+    id: str
+    row: Mapping[str, Any]
+    units: list[Unit] = field(default_factory=list)
+    reads: dict[str, int] = field(default_factory=dict)
+    """Calls made, by table or service: what the trace cost."""
+
+    def read(self, what: str) -> None:
+        self.reads[what] = self.reads.get(what, 0) + 1
+
+
+def _iso(value: Any) -> str | None:
+    try:
+        return datetime.fromtimestamp(float(value), UTC).isoformat(timespec="seconds")
+    except (TypeError, ValueError):
+        return None
+
+
+def _get(ctx: Context, trace: Trace, table_output: str, key: Mapping[str, Any]) -> dict[str, Any] | None:
+    from pipeline.adapters.items import to_item
+
+    table = ctx.deployment().output(table_output)
+    trace.read(table_output)
+    try:
+        found = ctx.aws.client("dynamodb").get_item(TableName=table, Key=to_item(dict(key)), ConsistentRead=True)
+    except (BotoCoreError, ClientError) as exc:
+        raise OpsError(f"cannot read {table}: {describe_error(exc)}", AWS) from exc
+    item = found.get("Item")
+    return None if item is None else from_item(item)
+
+
+def _units(ctx: Context, trace: Trace) -> None:
+    """Each message, status and comment of the delivery's body, with what the task stored for it."""
+    import json
+
+    from pipeline.adapters.sender_key import SenderKey
+    from pipeline.adapters.webhook_log import WebhookLog
+    from pipeline.tasks import meta
+    from pipeline.tasks.messages import comment_key, message_key, status_key
+
+    deployment = ctx.deployment()
+    tenant = str(trace.row.get("tenant") or "")
+    if not tenant or trace.row.get("status") in ("unparseable", "erased"):
+        return
+    log = WebhookLog(ctx.aws.client("dynamodb"), deployment.output("WebhookTableName"))
+    parts = int(trace.row.get("body_parts") or 1)
+    for _ in range(parts):
+        trace.read("WebhookTableName")
+    try:
+        body = log.load_body(trace.id)
+        units = meta.read(json.loads(body))
+    except Exception as exc:  # a body the door stored but no task could read: say so, read nothing more
+        trace.units.append(Unit("unreadable body", type(exc).__name__, "", None))
+        return
+    sender_key = SenderKey(ctx.aws.client("secretsmanager"), deployment.output("SenderKeyArn"))
+    trace.read("secretsmanager")
+    found: list[tuple[str, str, str, dict[str, str]]] = []
+    for m in units.messages:
+        found.append(("message", m.id, m.person, message_key(tenant, m.id, sender_key.hash(m.person))))
+    for s in units.statuses:
+        found.append(
+            ("status", s.message_id, s.recipient, status_key(tenant, s.message_id, sender_key.hash(s.recipient)))
+        )
+    for c in units.comments:
+        found.append(("comment", c.id, c.author, comment_key(tenant, c.id, sender_key.hash(c.author))))
+    for kind, unit_id, person, key in found:
+        trace.units.append(Unit(kind, unit_id, person, _get(ctx, trace, "DataTableName", key)))
+
+
+def _path(trace: Trace) -> list[tuple[str, str]]:
+    """(step, what the row says), in the order the pipeline wrote them."""
+    row = trace.row
+    steps: list[tuple[str, str]] = []
+    taken = row.get("received_at") if trace.source == "webhook" else row.get("created_at")
+    door = "the door" if trace.source == "webhook" else "the jobs API"
+    steps.append(("taken", f"{_iso(taken) or '?'} by {door}"))
+    steps.append(("lane", f"{row.get('lane', '-')} (tenant {row.get('tenant', '-')}, kind {row.get('kind', '-')})"))
+    if row.get("unparseable_reason"):
+        steps.append(("unparseable", str(row["unparseable_reason"])))
+    if row.get("send_failed_at") or row.get("pending_since"):
+        noted = _iso(row.get("send_failed_at") or row.get("pending_since"))
+        steps.append(("send failed", f"noted {noted}: waiting for the sweeper to replay it"))
+    if row.get("replays"):
+        steps.append(("sweeper", f"replayed {row['replays']} time(s)"))
+    attempts = row.get(marks.ATTEMPTS)
+    if attempts:
+        steps.append(("attempts", f"{attempts} failed attempt(s)"))
+    if row.get(marks.DEFERRALS):
+        steps.append(("deferrals", f"{row[marks.DEFERRALS]} (deferred without spending an attempt)"))
+    if row.get(marks.LAST_ERROR):
+        reason = str(row[marks.LAST_ERROR]).split(":", 1)[0]
+        steps.append(("last error", f"{reason} ({row.get(marks.ERROR_CLASS, '?')})"))
+    status = str(row.get("status", "?"))
+    ended = {
+        "failed": "dead-lettered: its message is in the lane's DLQ (lanectl dlq peek LANE)",
+        "abandoned": "abandoned by the sweeper after repeated replays",
+        "expired": "expired before it was processed",
+        "erased": "erased by an erasure request",
+        "done": "done",
+        "unparseable": "kept for inspection, never enqueued",
+    }.get(status)
+    if ended is None and trace.source == "webhook":
+        stored = sum(1 for u in trace.units if u.stored is not None)
+        ended = (
+            f"processed: {stored} of {len(trace.units)} unit(s) stored"
+            if stored
+            else "queued: not processed yet, or its units stored nothing"
+        )
+    steps.append(("status", ended or status))
+    updated = row.get(marks.UPDATED_AT) or row.get(marks.FINISHED_AT)
+    if updated:
+        steps.append(("last change", _iso(updated) or "?"))
+    if row.get("expires_at"):
+        steps.append(("kept until", _iso(row["expires_at"]) or "?"))
+    return steps
+
+
+def _unit_view(unit: Unit, personal: bool) -> dict[str, Any]:
+    view: dict[str, Any] = {"kind": unit.kind, "id": unit.id, "person": unit.person if personal else HIDDEN}
+    if unit.stored is None:
+        view["stored"] = None
+    else:
+        from pipeline.domain import stored_text
+
+        stored = {
+            k: float(v) if isinstance(v, Decimal) else v
+            for k, v in unit.stored.items()
+            if k in ("stored_at", "status", "label", "triaged_at")
+        }
+        if personal and "text" in unit.stored:
+            stored["text"] = stored_text.read(unit.stored["text"])
+        view["stored"] = stored
+    return view
+
+
+def trace(ctx: Context, item_id: str, *, personal: bool = False, output: str = TEXT) -> int:
+    if WEBHOOK_ID.fullmatch(item_id):
+        found = Trace("webhook", item_id, {})
+        row = _get(ctx, found, "WebhookTableName", {"id": item_id})
+    elif JOB_ID.fullmatch(item_id):
+        found = Trace("job", item_id, {})
+        row = _get(ctx, found, "JobsTableName", {"id": item_id})
+    else:
+        raise OpsError(
+            f"{item_id!r} is neither a webhook log id (wh-<64 hex>, the door's log line and a dead letter's "
+            "`id` carry it) nor a job id (job-<32 hex>, from POST /jobs)",
+            USAGE,
+        )
+    if row is None:
+        where = "webhook log" if found.source == "webhook" else "jobs table"
+        raise OpsError(
+            f"no {found.source} {item_id} in the {where} of {ctx.deployment().stack}: never taken, or past its "
+            "retention (its row's TTL deleted it)",
+            USAGE,
+        )
+    found.row = row
+    if found.source == "webhook":
+        _units(ctx, found)
+    steps = _path(found)
+    if output == JSON:
+        ctx.console.json(
+            {
+                "source": found.source,
+                "id": item_id,
+                "path": [{"step": step, "detail": detail} for step, detail in steps],
+                "units": [_unit_view(u, personal) for u in found.units],
+                "reads": found.reads,
+            }
+        )
+        return 0
+    ctx.console.line(f"{found.source} {item_id}")
+    for step, detail in steps:
+        ctx.console.line(f"  {step:<12} {detail}")
+    for unit in found.units:
+        view = _unit_view(unit, personal)
+        stored = "nothing stored" if view["stored"] is None else f"stored {view['stored']}"
+        ctx.console.line(f"  {unit.kind:<12} {unit.id} from {view['person']}: {stored}")
+    cost = ", ".join(f"{what} {count}" for what, count in sorted(found.reads.items()))
+    ctx.console.line(f"  reads: {cost} (consistent GetItems; no scan)")
+    return 0

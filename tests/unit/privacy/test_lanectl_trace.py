@@ -1,0 +1,171 @@
+"""`lanectl trace`: one delivery's or job's path from its id, read from what the pipeline wrote
+(no scan), with who it is about and their text shown only when asked; bad ids refused with what
+an id looks like, and nothing written either way."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import boto3
+import pytest
+
+from ops.cli import Runtime, run
+from ops.output import Console
+from pipeline.domain import webhook
+from tests.support.aws import REGION
+from tests.unit.ingress.conftest import encode
+from tests.unit.ops.support import FakeClock
+from tests.unit.tasks.payloads import status, text_message, whatsapp
+
+ANA = "15550001"
+
+
+@pytest.fixture
+def stack(pipeline):
+    """`lanes-dev` as lanectl finds it: outputs naming the tables and the sender key the pipeline
+    on moto uses."""
+    resources = pipeline.deployed.resources
+    outputs = {
+        "WebhookTableName": resources.webhook_table,
+        "JobsTableName": resources.jobs_table,
+        "DataTableName": resources.data_table,
+        "SenderKeyArn": resources.sender_key_arn,
+    }
+    template = {
+        "Resources": {"Topic": {"Type": "AWS::SNS::Topic"}},
+        "Outputs": {key: {"Value": value} for key, value in outputs.items()},
+    }
+    boto3.client("cloudformation", region_name=REGION).create_stack(
+        StackName="lanes-dev", TemplateBody=json.dumps(template)
+    )
+    return outputs
+
+
+@pytest.fixture
+def lanectl(capsys, pipeline):
+    def invoke(*argv: str) -> tuple[int, str, str]:
+        capsys.readouterr()  # what the pipeline's handlers printed before: not lanectl's
+        environ = {k: v for k, v in os.environ.items() if not k.startswith("LANES_")}
+        clock = FakeClock(now=pipeline.clock.now)
+        code = run(list(argv), Runtime(console=Console(), environ=environ, clock=clock, sleep=clock.sleep))
+        captured = capsys.readouterr()
+        return code, captured.out, captured.err
+
+    return invoke
+
+
+def _snapshot(pipeline, stack) -> list:
+    return [sorted(repr(sorted(i.items())) for i in pipeline.items(stack[t])) for t in sorted(stack) if "Table" in t]
+
+
+def test_a_processed_delivery_shows_its_path_and_each_units_effect_and_nobody_personal(pipeline, stack, lanectl):
+    # Given Ana's message and a status of an unknown message, delivered and processed
+    payload = whatsapp(
+        messages=[text_message("wamid.1", "where is my parcel", sender=ANA)], statuses=[status("wamid.0", "read")]
+    )
+    pipeline.deliver(payload)
+    pipeline.drain()
+    row_id = webhook.log_id(encode(payload))
+    before = _snapshot(pipeline, stack)
+
+    # When on-call traces the delivery by its log id
+    code, out, _ = lanectl("trace", row_id, "--env", "dev")
+
+    # Then it says when the door took it, its lane, that it was processed, and each unit's effect
+    assert code == 0, out
+    assert out.startswith(f"webhook {row_id}\n")
+    assert "by the door" in out
+    assert "  lane         messages (tenant " in out
+    assert "  status       processed: 2 of 2 unit(s) stored" in out
+    assert "  message      wamid.1 from (personal: --show-personal): stored {'stored_at':" in out
+    assert "reads: DataTableName 2, WebhookTableName 2, secretsmanager 1 (consistent GetItems; no scan)" in out
+    # and nothing about Ana: neither her number nor her words
+    assert ANA not in out
+    assert "parcel" not in out
+    # and the trace wrote nothing
+    assert _snapshot(pipeline, stack) == before
+
+
+def test_with_show_personal_who_and_what_are_shown_and_json_is_one_document(pipeline, stack, lanectl):
+    payload = whatsapp(messages=[text_message("wamid.2", "is the shop open", sender=ANA)])
+    pipeline.deliver(payload)
+    pipeline.drain()
+
+    code, out, _ = lanectl(
+        "trace", webhook.log_id(encode(payload)), "--env", "dev", "--show-personal", "--output", "json"
+    )
+
+    assert code == 0
+    traced = json.loads(out)
+    assert traced["source"] == "webhook"
+    [unit] = traced["units"]
+    assert (unit["kind"], unit["id"], unit["person"]) == ("message", "wamid.2", ANA)
+    assert unit["stored"]["text"] == "is the shop open"
+    assert {step["step"] for step in traced["path"]} >= {"taken", "lane", "status", "kept until"}
+
+
+def test_a_delivery_not_processed_yet_says_so(pipeline, stack, lanectl):
+    payload = whatsapp(messages=[text_message("wamid.3", "hello", sender=ANA)])
+    pipeline.deliver(payload)  # not drained: still on its lane
+
+    code, out, _ = lanectl("trace", webhook.log_id(encode(payload)), "--env", "dev")
+
+    assert code == 0
+    assert "  status       queued: not processed yet, or its units stored nothing" in out
+    assert "  message      wamid.3 from (personal: --show-personal): nothing stored" in out
+
+
+def test_a_job_shows_its_path(pipeline, stack, lanectl):
+    answer = pipeline.submit({"lane": "bulk", "kind": "import.page", "tenant": "acme", "payload": {"page": 1}})
+    job_id = json.loads(answer["body"])["id"]
+
+    code, out, _ = lanectl("trace", job_id, "--env", "dev")
+
+    assert code == 0, out
+    assert out.startswith(f"job {job_id}\n")
+    assert "by the jobs API" in out
+    assert "  lane         bulk (tenant acme, kind import.page)" in out
+    assert "reads: JobsTableName 1" in out
+
+
+@pytest.mark.parametrize(
+    ("given", "says"),
+    [
+        ("wamid.1", "is neither a webhook log id (wh-<64 hex>"),
+        ("wh-123", "is neither a webhook log id"),
+        ("job-XYZ", "is neither a webhook log id"),
+        ("", "is neither a webhook log id"),
+    ],
+)
+def test_an_id_of_no_known_shape_is_refused_with_what_an_id_looks_like(pipeline, stack, lanectl, given, says):
+    code, out, err = lanectl("trace", given, "--env", "dev")
+
+    assert code == 2
+    assert says in err
+    assert out == ""
+
+
+@pytest.mark.parametrize("unknown", ["wh-" + "0" * 64, "job-" + "0" * 32])
+def test_an_id_nobody_wrote_is_refused_and_nothing_is_written(pipeline, stack, lanectl, unknown):
+    before = _snapshot(pipeline, stack)
+
+    code, _, err = lanectl("trace", unknown, "--env", "dev")
+
+    assert code == 2
+    assert f"{unknown} in the " in err
+    assert "never taken, or past its retention" in err
+    assert _snapshot(pipeline, stack) == before
+
+
+def test_a_dead_lettered_delivery_says_where_it_went_and_why(pipeline, stack, lanectl):
+    # Given a delivery no task can read (its entries are not a list): dead-lettered as permanent
+    payload = {"object": "whatsapp_business_account", "entry": "not a list"}
+    pipeline.deliver(payload)
+    pipeline.drain()
+
+    code, out, _ = lanectl("trace", webhook.log_id(encode(payload)), "--env", "dev")
+
+    assert code == 0, out
+    assert "  last error   not_a_delivery (PermanentError)" in out
+    assert "  status       dead-lettered: its message is in the lane's DLQ (lanectl dlq peek LANE)" in out
