@@ -114,6 +114,11 @@ def write(
     lines.append("")
     for r in results:
         lines += _section(r, root)
+    prod_scale = root / "report" / "recovery_prod_scale.md"
+    if prod_scale.exists():
+        # Arithmetic written beside scenario 11, not measured by it: kept as it was written.
+        lines += prod_scale.read_text(encoding="utf-8").rstrip("\n").splitlines()
+        lines.append("")
     soak = root / "report" / "soak.md"
     if soak.exists():
         # `make soak` writes this section; the scenarios keep it as it was measured.
