@@ -9,6 +9,9 @@ Each check prints PASS, FAIL or SKIP with what it saw; any FAIL exits 1 (so `mak
   100 Lambda holds unreserved (a new account's quota of 10 fails any reservation);
 - Meta secret: set, with the keys the webhook door reads, and a previous secret (during a rotation)
   dated as the door requires (only once the stack exists);
+- Meta access token: set and non-empty, when a lane sends replies (only once the stack exists);
+- models: each lane's Bedrock model (or inference profile) offered in the target region and the
+  account given access (ops/preflight_models.py);
 - jobs callers: at least one IAM principal granted tenants in the environment's config (with none,
   the jobs API refuses every request);
 - on-call: at least one endpoint the alarms page (with none, every alarm reaches nobody);
@@ -22,7 +25,6 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
@@ -31,24 +33,20 @@ from ops.aws import describe_error
 from ops.context import Context
 from ops.errors import FAILED, OK
 from ops.plan_checks import SWEEPER_RESERVATION, UNRESERVED_MINIMUM
+from ops.preflight_models import check_models
+from ops.preflight_result import FAIL, PASS, SKIP, Result
 from ops.resolve import Deployment, find, output_prefix, stack_name
 from pipeline.domain.callers import ALL_TENANTS
 from pipeline.domain.meta_secret import MetaSecrets, SecretsMisconfigured
 from stacks.config.lambda_runtime import ARCHITECTURE, PYTHON_RUNTIME, powertools_parameter, powertools_versions_path
+from stacks.runtime_env import SENDING_TASKS
 
 BOOTSTRAP_PARAMETER = "/cdk-bootstrap/hnb659fds/version"
 MINIMUM_BOOTSTRAP_VERSION = 6
 """The oldest bootstrap stack the CDK v2 template's BootstrapVersion rule accepts."""
 META_SECRET_KEYS = ("app_secret", "verify_token")
-
-PASS, FAIL, SKIP = "PASS", "FAIL", "SKIP"
-
-
-@dataclass(frozen=True)
-class Result:
-    status: str
-    name: str
-    detail: str
+ACCESS_TOKEN_KEY = "access_token"  # noqa: S105 (the field's name, not a token)
+ROTATION_STEP = "docs/RUNBOOK.md, rotating the Meta access token"
 
 
 def check_credentials(ctx: Context) -> tuple[Result, str | None]:
@@ -180,6 +178,41 @@ def check_meta_secret(ctx: Context, deployment: Deployment | None) -> Result:
     return Result(PASS, "meta secret", detail)
 
 
+def check_access_token(ctx: Context, deployment: Deployment | None) -> Result:
+    name = "meta access token"
+    senders = [lane.name for lane in ctx.env.lanes if lane.policy.task in SENDING_TASKS]
+    if not senders:
+        return Result(SKIP, name, f"no lane of {ctx.env.name} sends replies")
+    if deployment is None:
+        return Result(SKIP, name, f"{stack_name(ctx.env)} is not deployed yet; set the token after the first deploy")
+    arn = deployment.outputs.get("MetaAccessTokenArn")
+    if not arn:
+        return Result(FAIL, name, f"{deployment.stack} has no MetaAccessTokenArn output: deploy the stack again")
+    try:
+        raw = ctx.aws.client("secretsmanager").get_secret_value(SecretId=arn)["SecretString"]
+    except (BotoCoreError, ClientError) as exc:
+        return Result(FAIL, name, f"cannot read {arn}: {describe_error(exc)}")
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError:
+        value = None
+    if not isinstance(value, dict):
+        return Result(
+            FAIL, name, f'{arn} is not a JSON object: set it to {{"{ACCESS_TOKEN_KEY}": "..."}} ({ROTATION_STEP})'
+        )
+    token = value.get(ACCESS_TOKEN_KEY)
+    if not isinstance(token, str) or not token.strip():
+        lanes = ", ".join(senders)
+        return Result(
+            FAIL,
+            name,
+            f"set {ACCESS_TOKEN_KEY} in {arn} to a system user's token from Meta Business Manager "
+            f"({ROTATION_STEP}): without it the {lanes} lane(s) send no reply",
+        )
+    # Never print the token: only that it is there.
+    return Result(PASS, name, f"{ACCESS_TOKEN_KEY} set for the {', '.join(senders)} lane(s)")
+
+
 def check_jobs_callers(ctx: Context) -> Result:
     grants = ctx.env.jobs.callers
     if not grants:
@@ -279,7 +312,8 @@ def run_preflight(ctx: Context) -> int:
     record(check_jobs_callers(ctx))
     record(check_on_call(ctx))
     if account is None:
-        for name in ("cdk bootstrap", "powertools layer", "concurrency", "meta secret", "mutual tls"):
+        names = ("cdk bootstrap", "powertools layer", "concurrency", "meta secret", "meta access token")
+        for name in (*names, *(f"model {model.lane}" for model in ctx.env.models), "mutual tls"):
             record(Result(SKIP, name, "needs credentials"))
     else:
         deployment, problem = _stack(ctx)
@@ -290,10 +324,13 @@ def run_preflight(ctx: Context) -> int:
             lambda: check_powertools(ctx),
             lambda: check_concurrency(ctx, deployment),
             lambda: check_meta_secret(ctx, deployment),
-            lambda: check_mutual_tls(ctx),
+            lambda: check_access_token(ctx, deployment),
         ]
         for check in checks:
             record(check())
+        for result in check_models(ctx):
+            record(result)
+        record(check_mutual_tls(ctx))
     failed = [r for r in results if r.status == FAIL]
     ctx.console.line(f"{len(failed)} check(s) failed: do not deploy yet" if failed else "ready to deploy")
     return FAILED if failed else OK

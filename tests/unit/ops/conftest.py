@@ -5,11 +5,12 @@ from dataclasses import dataclass
 
 import pytest
 
+from ops.aws import Aws
 from ops.cli import Runtime, run
 from ops.output import Console
 from stacks.config.environments import ENVIRONMENTS
 
-from .support import FakeClock, deploy_stack
+from .support import AVAILABLE, BedrockCatalogue, FakeClock, deploy_stack
 
 
 @dataclass(frozen=True)
@@ -64,3 +65,25 @@ def emulator_endpoint(monkeypatch):
         yield f"http://{host}:{port}"
     finally:
         server.stop()
+
+
+@pytest.fixture(autouse=True)
+def bedrock(monkeypatch) -> BedrockCatalogue:
+    """Bedrock's model catalogue for every client the CLI makes: each configured model available
+    and granted, unless a test says otherwise."""
+    models = [model for env in ENVIRONMENTS.values() for model in env.models]
+    catalogue = BedrockCatalogue(
+        models={model.foundation_model: AVAILABLE for model in models},
+        profiles={model.settings.model_id: "ACTIVE" for model in models if model.inference_profile},
+    )
+    made = Aws.client
+
+    def client(self: Aws, service: str):
+        if service != "bedrock":
+            return made(self, service)
+        if service not in self._clients:
+            self._clients[service] = catalogue.client(self.target.region)
+        return self._clients[service]
+
+    monkeypatch.setattr(Aws, "client", client)
+    return catalogue

@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import boto3
+from botocore.awsrequest import AWSResponse
+from botocore.validate import validate_parameters
 
 from ops.aws import Aws
 from ops.resolve import output_prefix
@@ -43,6 +45,7 @@ def template(env: Environment, *, drop_outputs: tuple[str, ...] = ()) -> dict[st
         "AlarmTopicArn": {"Value": {"Ref": "Topic"}},
         "MetaSecretArn": {"Value": {"Ref": "MetaSecretArn"}},
         "SenderKeyArn": {"Value": {"Ref": "SenderKeyArn"}},
+        "MetaAccessTokenArn": {"Value": {"Ref": "MetaAccessTokenArn"}},
     }
     for lane in env.lanes:
         prefix = output_prefix(lane.name)
@@ -95,7 +98,11 @@ def template(env: Environment, *, drop_outputs: tuple[str, ...] = ()) -> dict[st
     for key in drop_outputs:
         outputs.pop(key)
     return {
-        "Parameters": {"MetaSecretArn": {"Type": "String"}, "SenderKeyArn": {"Type": "String"}},
+        "Parameters": {
+            "MetaSecretArn": {"Type": "String"},
+            "SenderKeyArn": {"Type": "String"},
+            "MetaAccessTokenArn": {"Type": "String"},
+        },
         "Resources": resources,
         "Outputs": outputs,
     }
@@ -125,6 +132,7 @@ def deploy_stack(
     env: Environment,
     *,
     secret: dict[str, str] | None = None,
+    access_token: str | None = None,
     drop_outputs: tuple[str, ...] = (),
     endpoint_url: str | None = None,
 ) -> Stack:
@@ -135,9 +143,13 @@ def deploy_stack(
     secret_arn = client("secretsmanager").create_secret(
         Name=f"lanes-{env.name}-MetaSecret", SecretString=json.dumps(secret_value)
     )["ARN"]
-    # moto's CloudFormation makes no secrets: the stack's own two are made here and passed in.
+    # moto's CloudFormation makes no secrets: the stack's own are made here and passed in.
     sender_key_arn = client("secretsmanager").create_secret(
         Name=f"lanes-{env.name}-SenderKey", SecretString=json.dumps({KEY_FIELD: SENDER_KEY})
+    )["ARN"]
+    token_value = json.dumps({"access_token": "EAAG-s3cr3t-token"}) if access_token is None else access_token
+    access_token_arn = client("secretsmanager").create_secret(
+        Name=f"lanes-{env.name}-MetaAccessToken", SecretString=token_value
     )["ARN"]
     cfn = client("cloudformation")
     name = f"lanes-{env.name}"
@@ -147,6 +159,7 @@ def deploy_stack(
         Parameters=[
             {"ParameterKey": "MetaSecretArn", "ParameterValue": secret_arn},
             {"ParameterKey": "SenderKeyArn", "ParameterValue": sender_key_arn},
+            {"ParameterKey": "MetaAccessTokenArn", "ParameterValue": access_token_arn},
         ],
         Capabilities=["CAPABILITY_IAM"],
     )
@@ -275,3 +288,70 @@ class StubbedAws(Aws):
 
     def client(self, service: str) -> Any:
         return self._stubbed[service] if service in self._stubbed else super().client(service)
+
+
+AVAILABLE = {
+    "agreementAvailability": {"status": "AVAILABLE"},
+    "authorizationStatus": "AUTHORIZED",
+    "entitlementAvailability": "AVAILABLE",
+    "regionAvailability": "AVAILABLE",
+}
+"""GetFoundationModelAvailability's answer for a model the account may call in the region."""
+
+
+@dataclass
+class BedrockCatalogue:
+    """Bedrock's control plane as preflight reads it. moto implements neither
+    GetFoundationModelAvailability nor GetInferenceProfile, so they are answered here per model id
+    (each answer validated against botocore's service model, as Stubber validates its responses);
+    an id not named answers as AWS does for an unknown one."""
+
+    models: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Foundation model id: its availability, or {"Error": {...}} for the error Bedrock answers."""
+    profiles: dict[str, str] = field(default_factory=dict)
+    """Inference profile id: its status."""
+    asked: list[str] = field(default_factory=list)
+
+    def client(self, region: str) -> Any:
+        client = boto3.client("bedrock", region_name=region)
+        client.meta.events.register("before-parameter-build.bedrock.*", self._remember_id)
+        client.meta.events.register_first("before-call.bedrock.*", self._answer)
+        return client
+
+    @staticmethod
+    def _remember_id(params: dict[str, Any], context: dict[str, Any], **_: Any) -> None:
+        context["catalogue_id"] = params.get("modelId") or params.get("inferenceProfileIdentifier")
+
+    def _answer(self, model: Any, context: dict[str, Any], **_: Any) -> tuple[AWSResponse, dict[str, Any]]:
+        asked = context["catalogue_id"]
+        self.asked.append(asked)
+        if model.name == "GetFoundationModelAvailability":
+            answer = self.models.get(asked) or bedrock_error(
+                "ValidationException", "The provided model identifier is invalid."
+            )
+            body = answer if "Error" in answer else {"modelId": asked, **answer}
+        elif model.name == "GetInferenceProfile":
+            status = self.profiles.get(asked)
+            body = (
+                bedrock_error("ResourceNotFoundException", "The specified inference profile does not exist.")
+                if status is None
+                else {
+                    "inferenceProfileName": asked,
+                    "inferenceProfileArn": f"arn:aws:bedrock:{REGION}:123456789012:inference-profile/{asked}",
+                    "inferenceProfileId": asked,
+                    "models": [{"modelArn": f"arn:aws:bedrock:{REGION}::foundation-model/{asked.split('.', 1)[1]}"}],
+                    "status": status,
+                    "type": "SYSTEM_DEFINED",
+                }
+            )
+        else:
+            raise AssertionError(f"preflight called {model.name}, which this catalogue does not answer")
+        if "Error" in body:
+            return AWSResponse(None, body["ResponseMetadata"]["HTTPStatusCode"], {}, None), body
+        validate_parameters(body, model.output_shape)
+        return AWSResponse(None, 200, {}, None), {**body, "ResponseMetadata": {"HTTPStatusCode": 200}}
+
+
+def bedrock_error(code: str, message: str, status: int = 400) -> dict[str, Any]:
+    """An error as Bedrock answers it (what BedrockCatalogue.models holds instead of an availability)."""
+    return {"Error": {"Code": code, "Message": message}, "ResponseMetadata": {"HTTPStatusCode": status}}

@@ -1,4 +1,6 @@
-"""`preflight`: credentials, CDK bootstrap, the account's concurrency, the Meta secret."""
+"""`preflight`: credentials, CDK bootstrap, the account's concurrency, the Meta secret.
+
+The lanes' models and the Meta access token: test_preflight_dependencies.py."""
 
 from __future__ import annotations
 
@@ -89,8 +91,16 @@ def test_everything_ready(prod_stack, lanectl):
         "of 1000 and Lambda keeps 100"
     )
     assert lines[7] == "PASS  meta secret: app_secret, verify_token set"
-    assert lines[8] == "SKIP  mutual tls: off in prod"
-    assert lines[9] == "ready to deploy"
+    assert lines[8] == "PASS  meta access token: access_token set for the ai lane(s)"
+    assert lines[9] == (
+        "PASS  model ai: anthropic.claude-3-haiku-20240307-v1:0 is available in us-east-1 and the account has access"
+    )
+    assert (
+        lines[10]
+        == "PASS  model engagement: amazon.nova-micro-v1:0 is available in us-east-1 and the account has access"
+    )
+    assert lines[11] == "SKIP  mutual tls: off in prod"
+    assert lines[12] == "ready to deploy"
     assert "s3cr3t" not in result.out
 
 
@@ -144,6 +154,7 @@ def test_before_the_first_deploy_the_secret_is_skipped(aws, lanectl):
     # moto cannot report account settings, so that check is skipped rather than guessed
     assert "SKIP  concurrency: cannot read the account's Lambda settings" in result.out
     assert "SKIP  meta secret: lanes-dev is not deployed yet; set the secret after the first deploy" in result.out
+    assert "SKIP  meta access token: lanes-dev is not deployed yet; set the token after the first deploy" in result.out
     assert result.code == 0
 
 
@@ -192,6 +203,9 @@ def test_no_credentials_fails_and_skips_the_rest(monkeypatch, tmp_path, lanectl)
         "SKIP  powertools layer: needs credentials",
         "SKIP  concurrency: needs credentials",
         "SKIP  meta secret: needs credentials",
+        "SKIP  meta access token: needs credentials",
+        "SKIP  model ai: needs credentials",
+        "SKIP  model engagement: needs credentials",
         "SKIP  mutual tls: needs credentials",
         "1 check(s) failed: do not deploy yet",
     ]
