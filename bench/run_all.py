@@ -5,7 +5,7 @@ The queueing scenarios are separate (`make scenarios`): they take minutes, not s
 
 from __future__ import annotations
 
-from bench import budget_shards, consumer_bench, fair_queue_bench, ingress_bench
+from bench import budget_shards, consumer_bench, fair_queue_bench, ingress_bench, rate_budgets
 
 
 def main() -> None:
@@ -14,6 +14,7 @@ def main() -> None:
         ("lane consumer", consumer_bench.main),
         ("fair queue receive", fair_queue_bench.main),
         ("llm budget shards", budget_shards.main),
+        ("rate budgets at twice the rate", rate_budgets.main),
     ):
         print(f"\n######## {title}\n", flush=True)
         run([])

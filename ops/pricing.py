@@ -24,6 +24,7 @@ from pipeline.domain.routing import WEBHOOK_LANES
 from stacks.config.lanes import Lane
 from stacks.config.privacy import Retention
 from stacks.config.storage import INFREQUENT_ACCESS, data_table_class
+from stacks.runtime_env import SENDING_TASKS
 
 
 def entry(lane: Lane) -> str:
@@ -51,6 +52,9 @@ def units(lane: Lane, usage: Usage = ASSUMED) -> UnitsPerMessage:
     # The send (one request per 64 KiB), then one receive and one delete per batch.
     sqs = math.ceil(lane.traffic.payload_kib / LIST_PRICES.sqs_request_kib) + 2 / lane.policy.batch_size
     budgets = (2 if lane.policy.tenant_quota else 0) + (2 if lane.policy.dependency else 0)  # each: take and give back
+    # A reply sent counts against its number's rate: one write unit (domain/rates.py), at most
+    # one send per message (a turn answers every message since the last reply).
+    budgets += 1 if lane.policy.task in SENDING_TASKS else 0
     drain = 1 / lane.policy.batch_size  # one drain-count update per batch, for admission
     effect = math.ceil(effect_kib(lane, usage))
     if kind == "tick":

@@ -80,7 +80,12 @@ def _all_lanes(env: Environment) -> str:
 
 
 def _dependencies(env: Environment) -> str:
-    return codec.dumps({d.name: DependencyBudget(limit=d.limit, mode=d.mode.value) for d in env.dependencies})
+    return codec.dumps(
+        {
+            d.name: DependencyBudget(limit=d.limit, mode=d.mode.value, requests_per_minute=d.requests_per_minute)
+            for d in env.dependencies
+        }
+    )
 
 
 def _retention(env: Environment) -> dict[str, str]:
@@ -134,7 +139,11 @@ def consumer(env: Environment, lane: Lane, resources: Resources, dumps: Dumps) -
     sends = lane.policy.task in SENDING_TASKS and resources.access_token_arn
     return {
         **(
-            {EnvVar.GRAPH_API_URL: env.graph_api_url, EnvVar.ACCESS_TOKEN_ARN: resources.access_token_arn}
+            {
+                EnvVar.GRAPH_API_URL: env.graph_api_url,
+                EnvVar.ACCESS_TOKEN_ARN: resources.access_token_arn,
+                EnvVar.SEND_PER_SECOND: str(env.meta_messages_per_second),
+            }
             if sends
             else {}
         ),

@@ -13,6 +13,7 @@ How it behaves is set per run (`configure`, or the drive session's `configure_mo
 - `rejects`: a prompt containing this text fails with a 500 every time, the shape of a poison
   message (one request that fails every time while the rest succeed);
 - `requests_per_second`: calls beyond it in any one second are refused with a ThrottlingException;
+- `requests_per_minute`: likewise in any one minute (Bedrock's quotas are requests a minute);
 - `refuse`: every call is refused as for a model the account has not enabled.
 
 Every call is recorded (start, end, outcome) for the scenarios, which measure the model's own
@@ -76,6 +77,7 @@ class ModelBehaviour:
     failure_code: str = "ServiceUnavailableException"
     rejects: str = ""
     requests_per_second: float | None = None
+    requests_per_minute: float | None = None
     refuse: bool = False
 
     def __post_init__(self) -> None:
@@ -83,8 +85,9 @@ class ModelBehaviour:
             raise ValueError("the model's latency must be >= 0 and its failure rate within 0..1")
         if self.failure_code not in ERRORS:
             raise ValueError(f"failure_code must be one of Bedrock's: {', '.join(sorted(ERRORS))}")
-        if self.requests_per_second is not None and self.requests_per_second <= 0:
-            raise ValueError("requests_per_second must be > 0, or None for no limit")
+        for rate in (self.requests_per_second, self.requests_per_minute):
+            if rate is not None and rate <= 0:
+                raise ValueError("requests_per_second and requests_per_minute must be > 0, or None for no limit")
 
 
 @dataclass(frozen=True)
@@ -105,6 +108,7 @@ class ConverseFake:
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _calls: deque[Call] = field(default_factory=lambda: deque(maxlen=100_000), repr=False)
     _window: deque[float] = field(default_factory=deque, repr=False)
+    _minute: deque[float] = field(default_factory=deque, repr=False)
     _rng: random.Random = field(default_factory=random.Random, repr=False)
 
     def __post_init__(self) -> None:
@@ -116,6 +120,7 @@ class ConverseFake:
             self.behaviour = ModelBehaviour()
             self._calls.clear()
             self._window.clear()
+            self._minute.clear()
             self._rng.seed(self.seed)
 
     def configure(self, **changes: Any) -> ModelBehaviour:
@@ -179,14 +184,20 @@ class ConverseFake:
     def _admit(self, behaviour: ModelBehaviour, now: float) -> None:
         if behaviour.refuse:
             raise ConverseError("AccessDeniedException")
-        if behaviour.requests_per_second is None:
-            return
         with self._lock:
             while self._window and self._window[0] <= now - 1.0:
                 self._window.popleft()
-            if len(self._window) >= behaviour.requests_per_second:
-                raise ConverseError("ThrottlingException")
+            while self._minute and self._minute[0] <= now - 60.0:
+                self._minute.popleft()
+            # A refused call counts against neither window: Bedrock did not serve it.
+            for rate, window in (
+                (behaviour.requests_per_second, self._window),
+                (behaviour.requests_per_minute, self._minute),
+            ):
+                if rate is not None and len(window) >= rate:
+                    raise ConverseError("ThrottlingException")
             self._window.append(now)
+            self._minute.append(now)
 
     def _record(self, call: Call) -> None:
         with self._lock:

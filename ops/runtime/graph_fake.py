@@ -12,7 +12,9 @@ what was sent, and the statuses WhatsApp sends back for each message.
   delivered to the pipeline's webhook, signed with the app secret, `status_delay_ms` later.
 
 Set per run (`configure`, or the drive session's `configure_graph`): `latency_ms`; `error_code`
-and `error_rate`; `messages_per_second` per sending number (beyond it: 130429);
+and `error_rate`; `messages_per_second` per sending number (beyond it in any one second, however the second is
+placed: 130429); `pair_messages` in any `pair_seconds` from a number to one recipient (beyond it:
+131056, Meta's pair rate limit; off unless set);
 `lost_answer_rate`, the share of accepted sends whose answer never arrives (the message is in the
 outbox and its status is delivered, but the connection is dropped after `hold_seconds`: a timeout
 after the send); `statuses` (off: no status comes back) and `status_loss_rate`; `revoked` (every
@@ -59,6 +61,8 @@ class GraphBehaviour:
     error_code: int | None = None
     error_rate: float = 0.0
     messages_per_second: float | None = None
+    pair_messages: int | None = None
+    pair_seconds: float = 6.0
     lost_answer_rate: float = 0.0
     hold_seconds: float = 0.3
     statuses: bool = True
@@ -74,6 +78,8 @@ class GraphBehaviour:
             raise ValueError("error_rate, lost_answer_rate and status_loss_rate must be within 0..1")
         if self.messages_per_second is not None and self.messages_per_second <= 0:
             raise ValueError("messages_per_second must be > 0, or None for no limit")
+        if self.pair_messages is not None and (self.pair_messages < 1 or self.pair_seconds <= 0):
+            raise ValueError("pair_messages must be >= 1 and pair_seconds > 0, or pair_messages None for no limit")
 
 
 @dataclass(frozen=True)
@@ -183,7 +189,7 @@ class GraphFake:
         if behaviour.revoked or not self.token or bearer != self.token:
             self._refuse(request, business, 190)
             return
-        code = self._injected(behaviour, business)
+        code = self._injected(behaviour, business, _recipient(body))
         if code is not None:
             self._refuse(request, business, code)
             return
@@ -206,18 +212,20 @@ class GraphFake:
             answer = {"recipient_id": sent.recipient, "message_id": sent.message_id}
         self._answer(request, 200, answer)
 
-    def _injected(self, behaviour: GraphBehaviour, business: str) -> int | None:
+    def _injected(self, behaviour: GraphBehaviour, business: str, recipient: str) -> int | None:
         now = time.time()
         with self._lock:
             if behaviour.error_code is not None and self._rng.random() < behaviour.error_rate:
                 return behaviour.error_code
-            if behaviour.messages_per_second is not None:
-                window = self._windows.setdefault(business, deque())
-                while window and window[0] <= now - 1.0:
-                    window.popleft()
-                if len(window) >= behaviour.messages_per_second:
-                    return 130429
-                window.append(now)
+            # A refused send counts against neither window: Meta did not send it.
+            number = _recent(self._windows.setdefault(business, deque()), now, 1.0)
+            if behaviour.messages_per_second is not None and len(number) >= behaviour.messages_per_second:
+                return 130429
+            pair = _recent(self._windows.setdefault(f"{business}>{recipient}", deque()), now, behaviour.pair_seconds)
+            if behaviour.pair_messages is not None and recipient and len(pair) >= behaviour.pair_messages:
+                return 131056
+            number.append(now)
+            pair.append(now)
         return None
 
     def _accept(self, business: str, body: Any, behaviour: GraphBehaviour) -> Sent | None:
@@ -307,3 +315,18 @@ class GraphFake:
         request.send_header("content-length", str(len(data)))
         request.end_headers()
         request.wfile.write(data)
+
+
+def _recent(window: deque[float], now: float, seconds: float) -> deque[float]:
+    while window and window[0] <= now - seconds:
+        window.popleft()
+    return window
+
+
+def _recipient(body: Any) -> str:
+    if not isinstance(body, dict):
+        return ""
+    if body.get("messaging_product") == "whatsapp":
+        return str(body.get("to") or "")
+    recipient = body.get("recipient")
+    return str(recipient.get("id") or "") if isinstance(recipient, dict) else ""

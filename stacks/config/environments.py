@@ -56,11 +56,19 @@ class Dependency:
     limit: int
     vendor_quota: int
     mode: BudgetMode = BudgetMode.ENFORCE
+    requests_per_minute: int | None = None
+    """Calls a minute across its lanes (Bedrock's requests-per-minute quota for the model), counted
+    in slices of the minute (lambdas/pipeline/domain/rates.py); None: bounded only at once."""
 
     def __post_init__(self) -> None:
         if self.limit < 1:
             raise ValueError(f"dependency {self.name!r}: limit must be >= 1")
+        if self.requests_per_minute is not None and self.requests_per_minute < 3:
+            raise ValueError(f"dependency {self.name!r}: requests_per_minute must be >= 3, or None")
 
+
+MAX_META_MESSAGES_PER_SECOND = 1000
+"""Meta's highest throughput tier for a business phone number."""
 
 RUN_SHARE_OF_PERIOD = 0.85
 
@@ -159,6 +167,10 @@ class Environment:
     graph_api_url: str = "https://graph.facebook.com/v21.0"
     """Meta's Graph API and its version, where replies are sent (the local runtime points its
     functions at its fake of it)."""
+    meta_messages_per_second: int = 80
+    """WhatsApp Cloud API's throughput per business phone number: 80 by default, up to 1,000 once
+    Meta raises the number's tier. Sends are counted against it before they are made
+    (lambdas/pipeline/domain/rates.py), so at most this many leave in any one second."""
     models: tuple[LaneModel, ...] = DEFAULT_MODELS
     """The model each lane's task calls (stacks/config/models.py); a lane not named has none."""
     on_call: tuple[OnCallEndpoint, ...] = ()
@@ -195,6 +207,10 @@ class Environment:
         if erasure_rules.LANE not in names:
             raise ValueError(f"{self.name}: erasures run on lane {erasure_rules.LANE!r}, which it lacks")
         check_endpoints(self.name, self.on_call, self.region)
+        if not 3 <= self.meta_messages_per_second <= MAX_META_MESSAGES_PER_SECOND:
+            raise ValueError(
+                f"{self.name}: meta_messages_per_second must be 3..{MAX_META_MESSAGES_PER_SECOND} (Meta's highest tier)"
+            )
         known = {d.name for d in self.dependencies}
         for lane in self.lanes:
             if lane.policy.dependency and lane.policy.dependency not in known:

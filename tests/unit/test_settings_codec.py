@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -138,3 +139,31 @@ def test_a_dependency_budget_that_does_not_match_its_type_is_refused_naming_the_
 
     with pytest.raises(settings.SettingsError, match=rf"^DEPENDENCIES: DependencyBudget[.:].*{message}"):
         settings.dependencies({**environ, "DEPENDENCIES": json.dumps(plain)})
+
+
+SENDING = replace(RESOURCES, access_token_arn="arn:aws:secretsmanager:eu-west-1:123456789012:secret:token")
+
+
+def _sending_environ(env=ENV) -> dict[str, str]:
+    return runtime_env.consumer(env, env.lane("ai"), SENDING, json.dumps)
+
+
+def test_the_sending_lane_reads_metas_messages_a_second_per_number_as_the_environment_sets_it():
+    environ = _sending_environ()
+    read = settings.ConsumerSettings.from_environ({**environ, "AWS_REGION": "eu-west-1"})
+    assert read.send_per_second == ENV.meta_messages_per_second == 80
+    raised = _sending_environ(replace(ENV, meta_messages_per_second=1000))
+    assert settings.ConsumerSettings.from_environ({**raised, "AWS_REGION": "eu-west-1"}).send_per_second == 1000
+
+
+@pytest.mark.parametrize(("raw", "message"), [("eighty", "a whole number"), ("2", ">= 3")])
+def test_a_messages_a_second_that_is_not_a_rate_is_refused_naming_the_variable(raw, message):
+    environ = {**_sending_environ(), "AWS_REGION": "eu-west-1", "META_MESSAGES_PER_SECOND": raw}
+    with pytest.raises(settings.SettingsError, match=rf"META_MESSAGES_PER_SECOND must be {message}"):
+        settings.ConsumerSettings.from_environ(environ)
+
+
+@pytest.mark.parametrize("per_second", [2, 1001])
+def test_an_environment_cannot_set_a_number_beyond_metas_tiers(per_second):
+    with pytest.raises(ValueError, match=r"meta_messages_per_second must be 3\.\.1000"):
+        replace(ENVIRONMENTS["prod"], meta_messages_per_second=per_second)

@@ -16,6 +16,7 @@ from pipeline.domain.ports import (
     Reader,
     SenderHasher,
 )
+from pipeline.domain.rates import Rate, RateKeeper
 from pipeline.domain.work import Eraser, MetaSender, Vendor
 from pipeline.policy.lanes import LanePolicy
 
@@ -27,6 +28,10 @@ class ConsumerConfig:
     marker_ttl_seconds: int
     effects_retention_seconds: int
     """How long what the tasks write is kept: every write without an expiry of its own gets one."""
+    send_per_second: int | None = None
+    """Meta's messages a second per business phone number, on a lane that sends replies."""
+    model_rate: Rate | None = None
+    """The lane's dependency's requests a minute, shared by every lane that calls it."""
 
     @property
     def reserve_seconds(self) -> float:
@@ -59,3 +64,5 @@ class Adapters:
     eraser: Eraser
     meta: MetaSender | None = None
     """Meta's send APIs, on a lane that sends replies (the ai lane); None elsewhere."""
+    rates: RateKeeper | None = None
+    """The instance's rate budgets (domain/rates.py); None: calls are bounded only at once."""

@@ -13,8 +13,10 @@ from pipeline.domain.budgets import Budget, Grant
 from pipeline.domain.effects import TASK_TABLES, Table, Write
 from pipeline.domain.envelope import Envelope
 from pipeline.domain.errors import DependencyBusy
-from pipeline.domain.meta_send import ReplyTo, Sent
+from pipeline.domain.meta_send import ReplyTo, SendRefused, Sent
+from pipeline.domain.model import ModelThrottled
 from pipeline.domain.ports import Budgets, Reader
+from pipeline.domain.rates import Rate, RateKeeper, whatsapp_number
 from pipeline.domain.work import Eraser, MetaSender, TaskModel, Vendor
 
 
@@ -39,6 +41,9 @@ class TaskRun:
         eraser: Eraser,
         row_names_everyone: bool = False,
         monotonic: Callable[[], float] = time.monotonic,
+        rates: RateKeeper | None = None,
+        send_per_second: int | None = None,
+        model_rate: Rate | None = None,
     ) -> None:
         self.envelope = envelope
         self.payload = payload
@@ -64,6 +69,9 @@ class TaskRun:
         self._hasher = hasher
         self._monotonic = monotonic
         self._deadline = monotonic() + limit_seconds
+        self._rates = rates
+        self._send_per_second = send_per_second
+        self._model_rate = model_rate
 
     def option(self, name: str, default: str) -> str:
         return self._options.get(name, default)
@@ -84,9 +92,45 @@ class TaskRun:
     def sender_hash(self, person: str) -> str | None:
         return self._hasher(person) if senders.normalise(person) else None
 
+    def send_rate(self, reply_to: ReplyTo) -> Rate | None:
+        if self._rates is None or self._send_per_second is None:
+            return None
+        return whatsapp_number(reply_to.business_id, self._send_per_second)
+
+    def send_room(self, reply_to: ReplyTo) -> None:
+        rate = self.send_rate(reply_to)
+        if rate is not None:
+            self._take(rate)
+
+    def _take(self, rate: Rate) -> None:
+        assert self._rates is not None
+        try:
+            taken = self._rates.take(rate)
+        except Exception as exc:
+            # Fail closed, as the concurrency budget does: the rate is someone else's to enforce.
+            raise DependencyBusy(f"{rate.key} could not be counted: {type(exc).__name__}") from exc
+        if not taken:
+            raise DependencyBusy(f"{rate.key} is at its rate of {rate.limit} in {rate.window_seconds:g} s")
+
+    def throttled(self, rate: Rate | None) -> None:
+        if rate is not None and self._rates is not None:
+            self._rates.throttled(rate)
+
     @contextmanager
     def dependency(self) -> Iterator[None]:
         self.called_out = True
+        rate = self._model_rate if self._rates is not None else None
+        if rate is not None:
+            self._take(rate)
+        with self._held():
+            try:
+                yield
+            except ModelThrottled:
+                self.throttled(rate)
+                raise
+
+    @contextmanager
+    def _held(self) -> Iterator[None]:
         budget = self._dependency
         if budget is None:
             yield
@@ -134,4 +178,9 @@ class _Sending:
 
     def send(self, reply_to: ReplyTo, text: str, callback: str, *, timeout: float) -> Sent:
         self._run.called_out = True
-        return self._sender.send(reply_to, text, callback, timeout=timeout)
+        try:
+            return self._sender.send(reply_to, text, callback, timeout=timeout)
+        except SendRefused as refused:
+            if refused.slow:
+                self._run.throttled(self._run.send_rate(reply_to))
+            raise

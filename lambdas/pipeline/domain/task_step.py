@@ -120,6 +120,9 @@ class TaskStep:
                 hasher=self._io.senders.hash,
                 eraser=self._io.eraser,
                 row_names_everyone=_names_everyone(obligation),
+                rates=self._io.rates,
+                send_per_second=self._config.send_per_second,
+                model_rate=self._config.model_rate,
             )
             spent.append(context)
             started = self._clock()

@@ -128,6 +128,12 @@ class TaskContext(Protocol):
         landed; False when its condition failed (someone else recorded first)."""
         ...
 
+    def send_room(self, reply_to: ReplyTo) -> None:
+        """Count one send against the sending number's rate budget (domain/rates.py), before the
+        attempt is recorded; raises DependencyBusy when its second is full, which defers the
+        record without spending an attempt."""
+        ...
+
     def dependency(self) -> AbstractContextManager[None]:
         """Hold a slot of the lane's shared dependency budget for the duration of the block."""
         ...

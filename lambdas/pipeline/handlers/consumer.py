@@ -23,11 +23,12 @@ from pipeline.adapters.graph_api import AccessToken, GraphSender
 from pipeline.adapters.lane_queue import SqsLaneQueue
 from pipeline.adapters.leases import LeaseBudgets
 from pipeline.adapters.observability import logger_for, metrics_for
+from pipeline.adapters.rate_windows import SliceCounters
 from pipeline.adapters.sender_key import SenderKey
 from pipeline.adapters.state_table import LaneCounts, LaneDrain
 from pipeline.adapters.tables import ItemReader, ObligationReader, TableNames
 from pipeline.adapters.transactions import Committer
-from pipeline.domain import budgets
+from pipeline.domain import budgets, rates
 from pipeline.domain.consumer import Adapters, Consumer, ConsumerConfig
 from pipeline.domain.effects import Table
 from pipeline.domain.work import TaskFn, Vendor
@@ -92,6 +93,12 @@ def create_handler(
             ),
             marker_ttl_seconds=config.idempotency_ttl_seconds,
             effects_retention_seconds=config.retention.effects_seconds,
+            send_per_second=config.send_per_second,
+            model_rate=(
+                rates.model_requests(lane.dependency, dependency.requests_per_minute)
+                if dependency and lane.dependency and dependency.requests_per_minute
+                else None
+            ),
         ),
         task,
         Adapters(
@@ -115,6 +122,7 @@ def create_handler(
             # Every lane has one; only the erasure task calls it, and only its lane may (IAM).
             eraser=DynamoEraser(dynamodb, names, committer, config.retention, clock),
             meta=_meta_sender(environ, clients, clock),
+            rates=rates.RateKeeper(SliceCounters(dynamodb, config.tables.state), clock),
         ),
         clock=clock,
         rng=rng,

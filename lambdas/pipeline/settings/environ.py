@@ -27,7 +27,7 @@ class EnvVar:
     QUEUE_URL = "QUEUE_URL"
     DLQ_URL = "DLQ_URL"
     DEPENDENCIES = "DEPENDENCIES"
-    """JSON: {dependency name: {"limit": int, "mode": "enforce"|"observe"}}."""
+    """JSON: {dependency name: {"limit": int, "mode": "enforce"|"observe", "requests_per_minute": int|null}}."""
     META_SECRET_ARN = "META_SECRET_ARN"  # noqa: S105 (the name of a variable holding an ARN)
     SENDER_KEY_ARN = "SENDER_KEY_ARN"
     """The secret holding the key sender hashes are made with (adapters/sender_key.py)."""
@@ -40,6 +40,8 @@ class EnvVar:
     """Meta's Graph API with its version (`https://graph.facebook.com/v21.0`): where replies are sent."""
     ACCESS_TOKEN_ARN = "META_ACCESS_TOKEN_ARN"  # noqa: S105 (the name of a variable holding an ARN)
     """The secret holding the access token replies are sent with (`{"access_token": "..."}`)."""
+    SEND_PER_SECOND = "META_MESSAGES_PER_SECOND"
+    """Meta's messages a second per business phone number (domain/rates.py), on sending lanes."""
     MODEL = "MODEL_SETTINGS"
     """JSON: the lane's model (ModelSettings); absent on lanes whose task calls none."""
     RETENTION = "RETENTION_SETTINGS"

@@ -29,6 +29,8 @@ class DependencyBudget:
 
     limit: int
     mode: str
+    requests_per_minute: int | None = None
+    """Calls a minute the dependency allows across every lane (domain/rates.py); None: unbounded."""
 
 
 def dependencies(environ: Mapping[str, str]) -> dict[str, DependencyBudget]:
@@ -49,6 +51,8 @@ class ConsumerSettings:
     retention: RetentionSettings
     model: ModelSettings | None = None
     """The model its task calls, if any (pipeline/settings/model.py)."""
+    send_per_second: int | None = None
+    """Meta's messages a second per business phone number, on a lane that sends replies."""
 
     @property
     def dependency(self) -> DependencyBudget | None:
@@ -80,6 +84,20 @@ class ConsumerSettings:
             region=region(environ),
             retention=retention(environ),
             model=model(environ),
+            send_per_second=_send_per_second(environ),
         )
         _ = parsed.dependency  # a lane naming an undefined dependency fails the cold start, loudly
         return parsed
+
+
+def _send_per_second(environ: Mapping[str, str]) -> int | None:
+    raw = environ.get(EnvVar.SEND_PER_SECOND)
+    if not raw:
+        return None
+    try:
+        value = int(raw)
+    except ValueError:
+        raise SettingsError(f"{EnvVar.SEND_PER_SECOND} must be a whole number, got {raw!r}") from None
+    if value < 3:
+        raise SettingsError(f"{EnvVar.SEND_PER_SECOND} must be >= 3, got {value}")
+    return value

@@ -149,6 +149,9 @@ def send(ctx: TaskContext) -> TaskResult:
             follow_ups=(_resolve_later(ctx, conversation, token, attempts, 1, reply_to),),
             detail={"conversation": ref, "reply": ms.UNKNOWN, "attempt": attempts},
         )
+    # Before the attempt is recorded: a send deferred for the number's rate must leave no attempt
+    # behind, or the deferred copy would find it `calling` and wait for a status that never comes.
+    ctx.send_room(reply_to)
     attempt = attempts + 1
     claim = Update(
         table=Table.DATA,

@@ -25,9 +25,11 @@ def tenant_cap(limit: int, mode: str = "enforce") -> TenantQuota:
     return TenantQuota(limit, "a partner's per-tenant limit", BudgetMode(mode))
 
 
-def with_dependency(environ: Mapping[str, str], name: str, *, limit: int, mode: str = "enforce") -> dict[str, str]:
+def with_dependency(
+    environ: Mapping[str, str], name: str, *, limit: int, mode: str = "enforce", requests_per_minute: int | None = None
+) -> dict[str, str]:
     dependencies = json.loads(environ["DEPENDENCIES"])
-    dependencies[name] = {"limit": limit, "mode": mode}
+    dependencies[name] = {"limit": limit, "mode": mode, "requests_per_minute": requests_per_minute}
     return {**environ, "DEPENDENCIES": json.dumps(dependencies)}
 
 

@@ -272,3 +272,9 @@ def test_a_model_without_a_price_is_a_warning_not_a_guess(capsys):
     out = capsys.readouterr().out
     assert code != 0
     assert "ai: no price for model meta.llama3-70b-instruct-v1:0 in ops/prices.py MODEL_PRICES" in out
+
+
+def test_a_lane_that_sends_replies_pays_a_write_unit_a_message_for_its_numbers_rate():
+    ai = ENVIRONMENTS["prod"].lane("ai")
+    not_sending = replace(ai, policy=replace(ai.policy, task="engagement"))
+    assert pricing.units(ai).writes - pricing.units(not_sending).writes == 1

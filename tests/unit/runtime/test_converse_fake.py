@@ -158,3 +158,15 @@ def test_iam_asks_converse_for_the_model_or_the_profile_and_its_model():
         f"arn:aws:bedrock:eu-west-1:1:inference-profile/eu.{CLAUDE}",
         f"arn:aws:bedrock:eu-west-1::foundation-model/{CLAUDE}",
     ]
+
+
+def test_past_its_requests_a_minute_the_model_answers_throttling_until_the_minute_has_passed(client, model):
+    model.configure(requests_per_minute=5)
+    codes = []
+    for _ in range(8):
+        try:
+            _converse(client)
+            codes.append("ok")
+        except ClientError as exc:
+            codes.append(exc.response["Error"]["Code"])
+    assert codes == ["ok"] * 5 + ["ThrottlingException"] * 3

@@ -3,6 +3,8 @@ send outcome is unknown is resolved by Meta's status or left unanswered, never s
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from ops.runtime.graph_fake import GraphFake
@@ -10,7 +12,7 @@ from pipeline.domain import meta_send as ms
 from pipeline.tasks import ai, replies
 from tests.support.aws import META_ACCESS_TOKEN
 from tests.unit.consumer.handler_output import log_lines
-from tests.unit.consumer.lane_env import with_lane
+from tests.unit.consumer.lane_env import with_dependency, with_lane
 from tests.unit.tasks.payloads import FakeVendor
 
 SHOP = "shop-1"
@@ -223,3 +225,66 @@ def test_an_attempts_reference_comes_back_as_it_went_and_nothing_else_reads_as_o
     assert "15551230001" not in ref
     assert ms.read_callback("someone-elses-data") is None
     assert ms.read_callback("lanes1:!!!") is None
+
+
+def test_a_send_past_the_numbers_rate_is_deferred_before_any_attempt_is_recorded(ai_lane, graph):
+    # Given a number allowed 3 messages a second (one a one-second slice), every slice of the
+    # next minute already full
+    ai_lane.environ = {**ai_lane.environ, "META_MESSAGES_PER_SECOND": "3"}
+    state = ai_lane.dynamodb.Table("state")
+    now = int(time.time())
+    for second in range(now - 1, now + 60):
+        state.put_item(Item={"pk": f"rate#meta#{PHONE_ID}#{second}", "calls": 1})
+    # When the turn's reply comes to be sent
+    _message(ai_lane)
+    handler = ai_lane.handler(vendor=FakeVendor())
+    for _ in range(3):
+        ai_lane.poll(handler, visibility=0)  # stamp, turn, send
+    # Then nothing went to Meta, the reply still waits with no attempt, and the send is still queued
+    assert graph.outbox() == []
+    assert graph.refused() == []
+    reply = _reply(ai_lane)
+    assert reply["send_state"] == ms.PENDING
+    assert "send_attempts" not in reply
+    assert ai_lane.depth() == 1
+    # And once the number has room it goes out once, as the first attempt
+    for second in range(now - 1, now + 60):
+        state.delete_item(Key={"pk": f"rate#meta#{PHONE_ID}#{second}"})
+    handler = ai_lane.handler(vendor=FakeVendor())
+    waited_until = time.monotonic() + 15
+    while ai_lane.depth() and time.monotonic() < waited_until:  # the deferral's delay
+        ai_lane.poll(handler, visibility=0)
+        time.sleep(0.2)
+    assert len(graph.outbox()) == 1
+    assert (_reply(ai_lane)["send_state"], _reply(ai_lane)["send_attempts"]) == (ms.SENT, 1)
+
+
+def test_a_turn_past_the_models_requests_a_minute_is_deferred_without_asking_the_model(ai_lane, graph):
+    # Given the llm dependency allowed 3 requests a minute, this minute and the next already full
+    ai_lane.environ = with_dependency(ai_lane.environ, "llm", limit=2, requests_per_minute=3)
+    state = ai_lane.dynamodb.Table("state")
+    minute = int(time.time() // 60)
+    full = [f"rate#model#llm#{n}" for n in (minute, minute + 1)]
+    for key in full:
+        state.put_item(Item={"pk": key, "calls": 1})
+    # When a customer's message comes to be answered
+    vendor = FakeVendor()
+    _message(ai_lane)
+    handler = ai_lane.handler(vendor=vendor)
+    for _ in range(2):
+        ai_lane.poll(handler, visibility=0)  # stamp, turn (deferred)
+    # Then the model was not asked, and the turn waits on the lane
+    assert vendor.prompts == []
+    assert _reply(ai_lane) is None
+    assert ai_lane.depth() == 1
+    # And once the minute has room the turn is answered and sent (by an instance that has not
+    # seen this minute full: a slice's count never falls, so the first one stops asking)
+    for key in full:
+        state.delete_item(Key={"pk": key})
+    handler = ai_lane.handler(vendor=vendor)
+    waited_until = time.monotonic() + 15
+    while ai_lane.depth() and time.monotonic() < waited_until:
+        ai_lane.poll(handler, visibility=0)
+        time.sleep(0.2)
+    assert len(vendor.prompts) == 1
+    assert len(graph.outbox()) == 1
