@@ -11,6 +11,7 @@ from pipeline.domain.ports import (
     Committer,
     Drain,
     LaneQueue,
+    LaneSwitch,
     ObligationStore,
     Observer,
     Reader,
@@ -59,3 +60,5 @@ class Adapters:
     eraser: Eraser
     meta: MetaSender | None = None
     """Meta's send APIs, on a lane that sends replies (the ai lane); None elsewhere."""
+    switch: LaneSwitch | None = None
+    """Pauses the lane (its mapping), on a lane whose dependency can refuse every record; None elsewhere."""
