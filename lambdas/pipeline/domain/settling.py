@@ -39,8 +39,8 @@ LANE_PAUSED = "lane_paused"
 """A deferral's reason when the record failed in a way that stops its lane (Classified.stops_lane):
 the lane's mapping is being disabled, and the record waits in the lane for its resumption."""
 PAUSED_HOLD_SECONDS = 60
-"""How long a held record stays out of sight: about one probe period, so the copies a lane still
-receives before its mapping stops are not received again and again meanwhile."""
+"""How long a held record stays out of sight: the copies a lane still receives before its mapping
+stops are not received again and again meanwhile, and are due again within a minute of a resume."""
 AWS_OUTAGE_DEFERRALS = 20
 """The bound: a record deferred this often (for any reason) spends attempts again. Its backoffs
 grow to the lane's retry cap (five minutes in production), so this waits out about half an hour
