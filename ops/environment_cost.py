@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from ops.model_cost import ModelCost, model_costs
 from ops.prices import LIST_PRICES, Prices
 from ops.pricing import Cost, FixedCost, entry, fixed_cost, lane_cost, row_kib
+from pipeline.domain.lane_pause import pause_reasons
 from stacks.config.environments import Environment
 from stacks.config.lanes import Lane
 from stacks.config.on_call import sns_delivers
@@ -115,6 +116,12 @@ def environment_cost(env: Environment, average_fraction: float, prices: Prices =
             undelivered_pages_alarm=sns_delivers(env.on_call),
             quiet_webhooks_alarm=env.alarms.webhooks_quiet_seconds is not None,
             sending_lanes=sum(1 for lane in env.lanes if lane.policy.task in SENDING_TASKS),
+            pause_alarms=sum(
+                len(
+                    pause_reasons(calls_model=env.model(lane.name) is not None, sends=lane.policy.task in SENDING_TASKS)
+                )
+                for lane in env.lanes
+            ),
         ),
         edge=edge_cost(env.lanes, average_fraction, prices),
         edge_enabled=env.edge.enabled,

@@ -9,7 +9,6 @@ it step by step, so a dependency that has just recovered is not met by the whole
 from __future__ import annotations
 
 import argparse
-import math
 import re
 from typing import Any
 
@@ -17,11 +16,8 @@ from ops.context import Context
 from ops.errors import FAILED, INTERRUPTED, OK, OpsError
 from ops.output import duration
 from ops.resolve import known_lane
+from pipeline.domain.ramp import RAMP_FLOOR, ramp_levels
 
-RAMP_FLOOR = 2
-"""MaximumConcurrency's minimum for an SQS event source."""
-MIN_STEP_SECONDS = 10.0
-"""A mapping takes a few seconds to apply an update and refuses another meanwhile."""
 SETTLE_TIMEOUT_SECONDS = 120.0
 _TRANSITIONS = ("Creating", "Enabling", "Disabling", "Updating")
 _DURATION = re.compile(r"^(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$")
@@ -41,15 +37,6 @@ def parse_duration(text: str) -> float:
     if seconds <= 0:
         raise ValueError(f"a ramp must last longer than 0 s, got {text!r}")
     return seconds
-
-
-def ramp_levels(start: int, target: int, seconds: float) -> list[int]:
-    """Concurrency levels from `start` to `target`, evenly spread, at most one per MIN_STEP_SECONDS."""
-    if target <= start:
-        return [target]
-    steps = max(1, min(target - start, math.floor(seconds / MIN_STEP_SECONDS)))
-    levels = [round(start + (target - start) * i / steps) for i in range(steps + 1)]
-    return sorted(set(levels))
 
 
 def _steps(levels: list[int]) -> str:

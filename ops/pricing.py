@@ -299,6 +299,7 @@ def fixed_cost(
     undelivered_pages_alarm: bool = False,
     quiet_webhooks_alarm: bool = False,
     sending_lanes: int = 0,
+    pause_alarms: int = 0,
 ) -> FixedCost:
     polls = lane_count * usage.idle_pollers * prices.seconds_per_month / 20
     sweeps = prices.seconds_per_month / sweeper_period_seconds
@@ -308,7 +309,7 @@ def fixed_cost(
     # jobs, refused signatures, unparseable deliveries, and each 5xx reason of the doors (webhook,
     # jobs API, data-deletion callback); where SNS mails or posts pages itself, the pages it could
     # not deliver; where the environment expects steady traffic, webhooks gone quiet; per lane that
-    # sends replies through Meta, its unanswered replies.
+    # sends replies through Meta, its unanswered replies; per lane that pauses itself, one per reason.
     doors = (
         len(metric_names.WebhookFailure.ALL) + len(metric_names.JobFailure.ALL) + len(metric_names.ErasureFailure.ALL)
     )
@@ -320,6 +321,7 @@ def fixed_cost(
         + int(undelivered_pages_alarm)
         + int(quiet_webhooks_alarm)
         + sending_lanes
+        + pause_alarms
     )
     return FixedCost(
         idle_polling=polls / 1_000_000 * prices.sqs_per_million_requests,

@@ -36,6 +36,12 @@ CHAT_NOTIFICATION_READS = (
         for action in ("cloudwatch:Describe*", "cloudwatch:Get*", "cloudwatch:List*")
     ),
 )
+FINDS_OWN_MAPPING = (
+    "AwsSolutions-IAM5[Resource::*]",
+    "lambda:ListEventSourceMappings has no resource-level permission. A lane that pauses itself lists to find "
+    "its own mapping's id, which its variables cannot hold (the mapping is made from the function); the one "
+    "update it may make is on that mapping only (stacks/constructs/self_pause.py).",
+)
 SYNC_INVOKED = (
     "Serverless-LambdaDLQ",
     "Invoked synchronously (API Gateway or an SQS event source mapping); an async dead-letter target would "
@@ -74,6 +80,8 @@ def acknowledge(stack: PipelineStack) -> None:
         "pages.",
     )
     for consumer in stack.consumers.values():
+        if consumer.pause_policy is not None:
+            _ack(consumer.pause_policy, *FINDS_OWN_MAPPING)
         _ack(
             consumer.mapping,
             "Serverless-LambdaEventSourceMappingDestination",

@@ -7,6 +7,7 @@ from aws_cdk import Environment as CdkEnvironment
 from constructs import Construct
 
 from pipeline.domain import erasure as erasure_rules
+from pipeline.domain.lane_pause import pause_reasons
 from pipeline.domain.routing import WEBHOOK_LANES
 from stacks import runtime_env
 from stacks.config.environments import Environment
@@ -20,6 +21,7 @@ from stacks.constructs.meta_send import MetaAccessToken
 from stacks.constructs.observability import Observability
 from stacks.constructs.privacy import ErasureDoor, SenderKey
 from stacks.constructs.schedules import Sweeper, Ticks
+from stacks.constructs.self_pause import pause_on_refusal
 from stacks.constructs.tables import PipelineTables
 from stacks.constructs.webhook_domain import WebhookDomain
 from stacks.runtime_env import lane_id, stack_name
@@ -79,6 +81,14 @@ class PipelineStack(Stack):
                 self.sender_key,
                 env.model(lane.name),
                 access_token=self.access_token if lane.policy.task in runtime_env.SENDING_TASKS else None,
+            )
+            pause_on_refusal(
+                consumer,
+                env,
+                pause_reasons(
+                    calls_model=env.model(lane.name) is not None, sends=lane.policy.task in runtime_env.SENDING_TASKS
+                ),
+                self.on_call,
             )
             self.consumers[lane.name] = consumer
             if lane.tick:

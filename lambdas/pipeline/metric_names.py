@@ -59,6 +59,8 @@ MODEL_INPUT_TOKENS = "ModelInputTokens"  # by Lane: tokens the lane's model call
 MODEL_OUTPUT_TOKENS = "ModelOutputTokens"  # by Lane: tokens its model calls wrote
 REPLIES_SENT = "RepliesSent"  # by Lane: replies Meta accepted (tasks/replies.py), from the outcome lines
 REPLIES_UNANSWERED = "RepliesUnanswered"  # by Lane: turns whose reply was never sent, or whose send was never confirmed
+LANE_PAUSED = "LanePaused"  # by Lane and Reason: a record failed in a way no retry fixes, so the lane paused itself
+REASON = "Reason"
 OUT_OF_TIME = "OutOfTime"  # by Lane: consumer invocations whose batch had not settled when their time ran out
 
 # Sweeper

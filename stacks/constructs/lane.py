@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from aws_cdk import Duration, Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
@@ -134,6 +135,9 @@ class LaneConsumer(Construct):
             max_concurrency=lane.policy.max_concurrency,
             report_batch_item_failures=True,
         )
+        self.pause_policy: iam.Policy | None = None
+        self.paused_alarms: dict[str, cloudwatch.Alarm] = {}
+        """By stop-the-lane reason, on a lane that pauses itself (constructs/self_pause.py)."""
         self._alarms(env, lane, queues, function, on_call)
 
     def _alarms(

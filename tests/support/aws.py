@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any
 
@@ -102,6 +102,9 @@ class Deployed:
     queue_arns: dict[str, str]
     grants: Any = None
     """The local template's grants over these resources, while they are enforced (roles.py)."""
+    mapping_ids: dict[str, str] = field(default_factory=dict)
+    """By lane: the event source mapping a test made in moto's Lambda for that lane's queue, which
+    the template's mapping of the lane stands for (none by default: the harness polls itself)."""
 
 
 def deploy(env: Environment) -> Deployed:

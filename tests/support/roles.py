@@ -84,7 +84,16 @@ def _resolver(template: dict[str, Any], deployed: Deployed) -> Resolver:
         queues[queue_logical_id(lane)] = (url, deployed.queue_arns[lane])
         queues[dlq_logical_id(lane)] = (deployed.resources.dlq_urls[lane], deployed.dlq_arns[lane])
 
+    mappings = {
+        logical_id: deployed.mapping_ids[lane]
+        for lane in deployed.mapping_ids
+        for logical_id, resource in resources.items()
+        if resource["Type"] == "AWS::Lambda::EventSourceMapping" and logical_id.startswith(f"{lane_id(lane)}Lane")
+    }
+
     def ref(logical_id: str) -> str:
+        if logical_id in mappings:
+            return mappings[logical_id]
         if logical_id in TABLES:
             return str(getattr(deployed.resources, TABLES[logical_id]))
         if logical_id in queues:

@@ -123,6 +123,12 @@ class ConsumerObserver:
             extra.update(error_class=type(exc).__name__, error=describe(exc))
         self._logger.error(message, extra=extra)
 
+    def lane_paused(self, reason: str) -> None:
+        self._logger.error(
+            "lane paused: its dependency refuses every record", extra={"lane": self._lane, "reason": reason}
+        )
+        self._count(metric_names.LANE_PAUSED, 1, **{metric_names.REASON: reason})
+
     def out_of_time(self, records: int, remaining_seconds: float) -> None:
         self._logger.error(
             "invocation ran out of time before its batch settled",

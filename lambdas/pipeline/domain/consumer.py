@@ -45,7 +45,7 @@ from __future__ import annotations
 
 import functools
 import random
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from pipeline import schema
@@ -124,6 +124,7 @@ class Consumer:
                     attempt=attempt_of(received),
                 )
         settled = self._settle.settle_with_sqs(batch, settled)
+        self._pause_if_refused(settled.values())
         drained = 0
         for index, received in enumerate(batch):
             self._io.observer.outcome(received, settled[index])
@@ -133,6 +134,21 @@ class Consumer:
         except Exception as exc:
             self._io.observer.problem("drain count not recorded", exc, drained=drained)
         return [received.message_id for index, received in enumerate(batch) if settled[index].failed]
+
+    def _pause_if_refused(self, outcomes: Iterable[RecordOutcome]) -> None:
+        """Once per batch, after its records are safely back in the lane: a record whose
+        dependency refuses the lane itself (Classified.stops_lane) stops the lane taking work."""
+        reasons = sorted({o.error.reason for o in outcomes if o.error is not None and o.error.stops_lane})
+        if not reasons:
+            return
+        for reason in reasons:
+            self._io.observer.lane_paused(reason)
+        if self._io.switch is None:
+            return
+        try:
+            self._io.switch.pause()
+        except Exception as exc:  # its records are held without spending attempts all the same
+            self._io.observer.problem("lane not paused", exc, reasons=reasons)
 
     def _run_batch(
         self, batch: list[Received], settled: dict[int, RecordOutcome], remaining: Callable[[], float]

@@ -11,6 +11,7 @@ from pipeline.domain.ports import (
     Committer,
     Drain,
     LaneQueue,
+    LaneSwitch,
     ObligationStore,
     Observer,
     Reader,
@@ -66,3 +67,5 @@ class Adapters:
     """Meta's send APIs, on a lane that sends replies (the ai lane); None elsewhere."""
     rates: RateKeeper | None = None
     """The instance's rate budgets (domain/rates.py); None: calls are bounded only at once."""
+    switch: LaneSwitch | None = None
+    """Pauses the lane (its mapping), on a lane whose dependency can refuse every record; None elsewhere."""

@@ -77,6 +77,9 @@ class Classified:
     """Bounded set (exception class or AWS error code): a metric dimension."""
     reason: str
     message: str
+    stops_lane: bool = False
+    """No record of the lane can succeed until someone fixes the dependency's account (a model the
+    lane may not use, a revoked token): the lane pauses instead of spending receives on it."""
 
 
 _THROTTLING_CODES = frozenset(
@@ -178,7 +181,7 @@ def classify(exc: BaseException) -> Classified:
     if isinstance(exc, PermanentError):
         return Classified(False, name, exc.reason, _text(exc))
     if isinstance(exc, TransientError):
-        return Classified(True, name, exc.reason, _text(exc))
+        return Classified(True, name, exc.reason, _text(exc), stops_lane=bool(getattr(exc, "stops_lane", False)))
     aws = _aws_error(exc)
     if aws is not None:
         return _from_aws(exc, *aws)

@@ -134,6 +134,11 @@ class Observer(Protocol):
         """Tokens a task's model calls spent: summed into the lane's metrics."""
         ...
 
+    def lane_paused(self, reason: str) -> None:
+        """The lane stopped itself because of `reason` (a stop-the-lane error's): counted by Lane
+        and Reason, which the lane's alarm for that reason reads."""
+        ...
+
     def out_of_time(self, records: int, remaining_seconds: float) -> None:
         """The invocation is ending before its batch settled. Emitted at once, from whichever
         thread notices: nothing after this is sure to run."""
@@ -256,3 +261,10 @@ class Telemetry(Protocol):
     def count(self, name: str, /, **dimensions: str) -> None: ...
 
     def count_also_by(self, name: str, also_by: Mapping[str, str], /, **dimensions: str) -> None: ...
+
+
+class LaneSwitch(Protocol):
+    def pause(self) -> None:
+        """Stop the lane taking work: its event source mapping disabled, its queue untouched.
+        Raises when Lambda did not take it."""
+        ...

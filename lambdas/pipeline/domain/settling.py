@@ -35,6 +35,12 @@ state, not the record's: every record fails alike until it passes, and spending 
 would dead-letter a lane's whole traffic within its retries' span (about 30 s for messages)."""
 AWS_UNAVAILABLE = "aws_unavailable"
 """A deferral's reason while AWS is throttling or unavailable."""
+LANE_PAUSED = "lane_paused"
+"""A deferral's reason when the record failed in a way that stops its lane (Classified.stops_lane):
+the lane's mapping is being disabled, and the record waits in the lane for its resumption."""
+PAUSED_HOLD_SECONDS = 60
+"""How long a held record stays out of sight: the copies a lane still receives before its mapping
+stops are not received again and again meanwhile, and are due again within a minute of a resume."""
 AWS_OUTAGE_DEFERRALS = 20
 """The bound: a record deferred this often (for any reason) spends attempts again. Its backoffs
 grow to the lane's retry cap (five minutes in production), so this waits out about half an hour
@@ -96,6 +102,11 @@ class Settler:
     def failed(self, received: Received, obligation: Obligation | None, error: Classified) -> RecordOutcome:
         attempt = attempt_of(received)
         envelope = received.envelope
+        if error.stops_lane and envelope is not None and envelope.deferrals < AWS_OUTAGE_DEFERRALS:
+            # Every record of the lane would fail alike until the account is fixed: spending their
+            # attempts would only move the lane's whole traffic to its DLQ.
+            outcome = out.deferred(PAUSED_HOLD_SECONDS, attempt, LANE_PAUSED)
+            return replace(outcome, error=error)
         if error.reason in AWS_SIDE and envelope is not None and envelope.deferrals < AWS_OUTAGE_DEFERRALS:
             return self._wait_out(received, error, attempt)
         if error.transient and attempt < self._lane.max_receives:

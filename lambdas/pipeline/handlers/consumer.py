@@ -21,6 +21,7 @@ from pipeline.adapters.consumer_observer import ConsumerObserver
 from pipeline.adapters.erasure import DynamoEraser
 from pipeline.adapters.graph_api import AccessToken, GraphSender
 from pipeline.adapters.lane_queue import SqsLaneQueue
+from pipeline.adapters.lane_switch import MappingSwitch
 from pipeline.adapters.leases import LeaseBudgets
 from pipeline.adapters.observability import logger_for, metrics_for
 from pipeline.adapters.rate_windows import SliceCounters
@@ -83,6 +84,7 @@ def create_handler(
     calls.watch(clients.sqs)
     dependency = config.dependency
     committer = Committer(dynamodb, names)
+    meta = _meta_sender(environ, clients, clock)
     consumer = Consumer(
         ConsumerConfig(
             lane=lane,
@@ -121,8 +123,9 @@ def create_handler(
             senders=SenderKey(clients.secretsmanager, settings.require(environ, settings.EnvVar.SENDER_KEY_ARN)),
             # Every lane has one; only the erasure task calls it, and only its lane may (IAM).
             eraser=DynamoEraser(dynamodb, names, committer, config.retention, clock),
-            meta=_meta_sender(environ, clients, clock),
+            meta=meta,
             rates=rates.RateKeeper(SliceCounters(dynamodb, config.tables.state), clock),
+            switch=_switch(environ, clients) if config.model is not None or meta is not None else None,
         ),
         clock=clock,
         rng=rng,
@@ -152,6 +155,13 @@ def _meta_sender(environ: Mapping[str, str], clients: Clients, clock: Callable[[
     if not url or not token:
         return None
     return GraphSender(url, AccessToken(clients.secretsmanager, token, clock))
+
+
+def _switch(environ: Mapping[str, str], clients: Clients) -> MappingSwitch | None:
+    """On a lane whose model or Meta token can refuse every record: its own mapping, which Lambda
+    names the function by (outside Lambda there is none to pause)."""
+    name = environ.get("AWS_LAMBDA_FUNCTION_NAME")
+    return MappingSwitch(clients.get("lambda"), name) if name else None
 
 
 @functools.cache

@@ -89,6 +89,17 @@ def read_grants(template: Mapping[str, Any], resolver: Resolver, *, account: str
         except KeyError:
             continue  # not deployed here (a unit test's partial stack): nothing can use it
         grants.logical[str(arn)] = logical_id
+    for logical_id, resource in resources.items():
+        if resource["Type"] == "AWS::Lambda::EventSourceMapping":
+            # A mapping's ARN is made from its id in a policy (it has no Arn attribute to read), so
+            # its use is named as the template's Fn::Join of it reads.
+            try:
+                uuid = resolver.resolve({"Ref": logical_id})
+            except KeyError:
+                continue
+            grants.logical[f"arn:aws:lambda:{region}:{account}:event-source-mapping:{uuid}"] = (
+                f"arn:${{AWS::Partition}}:lambda:${{AWS::Region}}:${{AWS::AccountId}}:event-source-mapping:{logical_id}"
+            )
     _roles(resources, resolver, grants)
     _resource_policies(resources, resolver, grants)
     return grants

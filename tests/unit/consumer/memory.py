@@ -226,6 +226,7 @@ class MemoryObserver:
     problems: list[tuple[str, BaseException | None, dict[str, Any]]] = field(default_factory=list)
     over: list[tuple[str, Grant]] = field(default_factory=list)
     late: list[tuple[int, float]] = field(default_factory=list)
+    paused: list[str] = field(default_factory=list)
     outcome_error: BaseException | None = None
     over_budget_error: BaseException | None = None
 
@@ -241,6 +242,9 @@ class MemoryObserver:
 
     def problem(self, message: str, exc: BaseException | None = None, **fields: Any) -> None:
         self.problems.append((message, exc, fields))
+
+    def lane_paused(self, reason: str) -> None:
+        self.paused.append(reason)
 
     def out_of_time(self, records: int, remaining_seconds: float) -> None:
         self.late.append((records, remaining_seconds))
@@ -277,3 +281,16 @@ class NoVendor:
 class NoEraser:
     def __getattr__(self, name: str) -> Any:
         raise AssertionError(f"the pipeline's tests erase nothing ({name})")
+
+
+@dataclass
+class MemorySwitch:
+    """The lane's mapping: `pauses` counts the calls that disabled it; `error` makes them fail."""
+
+    pauses: int = 0
+    error: BaseException | None = None
+
+    def pause(self) -> None:
+        if self.error is not None:
+            raise self.error
+        self.pauses += 1

@@ -30,6 +30,7 @@ from tests.unit.consumer.memory import (
     MemoryObserver,
     MemoryQueue,
     MemoryStore,
+    MemorySwitch,
     NoEraser,
     NoVendor,
 )
@@ -133,6 +134,7 @@ class Pipeline:
     observer: MemoryObserver = field(default_factory=MemoryObserver)
     calls: MemoryCalls = field(default_factory=MemoryCalls)
     clock: Clock = field(default_factory=Clock)
+    switch: MemorySwitch = field(default_factory=MemorySwitch)
     committer: MemoryCommitter | None = None  # type: ignore[assignment]
     """Shared with another instance to play two consumers racing on one table."""
     consumer: Consumer = field(init=False)
@@ -157,6 +159,7 @@ class Pipeline:
                 calls=self.calls,
                 senders=Hasher(),
                 eraser=NoEraser(),  # type: ignore[arg-type]
+                switch=self.switch,
             ),
             clock=self.clock,
             rng=random.Random(self.seed),

@@ -73,8 +73,9 @@ def test_plan_cost_section(lanectl):
     assert _row(result.out, "messages", "cost")[9] == "$0.00"
     assert _row(result.out, "scheduled", "cost")[1] == "tick"
     # Eight per lane, one per webhook lane, nine global, the doors' failure reasons, webhooks gone
-    # quiet, and the ai lane's unanswered replies.
-    assert "64 alarms $6.40" in result.out
+    # quiet, the ai lane's unanswered replies, and a pause alarm per reason on the ai lane (model,
+    # token) and the engagement lane (model).
+    assert "67 alarms $6.70" in result.out
     assert "total: about $" in result.out
 
 

@@ -237,13 +237,14 @@ def test_a_model_the_role_may_not_invoke_is_refused_and_the_turn_kept(lane, capl
     handler = h.handler(environ)
     h.poll(handler)  # the stamp
     response, _ = h.poll(handler)  # the turn
-    # Then IAM refuses the call before it reaches the model, and the turn is kept for retry with
-    # a reason that says the lane cannot use its model (not dead-lettered as bad input)
+    # Then IAM refuses the call before it reaches the model, and the turn is kept in the lane,
+    # no attempt spent, with a reason that says the lane cannot use its model (not dead-lettered
+    # as bad input): the lane pauses itself
     assert model.calls() == []
-    assert len(response["batchItemFailures"]) == 1
-    [retried] = [line for line in log_lines(caplog) if line.get("outcome") == "retried"]
-    assert retried["reason"] == "model_refused"
-    assert "bedrock:InvokeModel" in retried["error"]
+    assert response["batchItemFailures"] == []
+    [held] = [line for line in log_lines(caplog) if line.get("outcome") == "deferred"]
+    assert (held["reason"], held["detail"]["budget"]) == ("model_refused", "lane_paused")
+    assert "bedrock:InvokeModel" in held["error"]
     assert h.dead_letters() == []
 
 

@@ -153,8 +153,10 @@ def test_a_revoked_token_says_the_lane_should_stop_and_sends_nothing(ai_lane, gr
     for _ in range(3):
         ai_lane.poll(handler, visibility=0)
     assert graph.outbox() == []
-    [retried] = [line for line in log_lines(caplog) if line.get("outcome") == "retried"]
-    assert retried["reason"] == "meta_token_invalid"
+    # Kept in the lane for its resumption, no attempt spent (the lane pauses itself)
+    [held] = [line for line in log_lines(caplog) if line.get("outcome") == "deferred"]
+    assert (held["reason"], held["detail"]["budget"]) == ("meta_token_invalid", "lane_paused")
+    assert ai_lane.dead_letters() == []
     assert _reply(ai_lane)["send_state"] == ms.RETRY
 
 

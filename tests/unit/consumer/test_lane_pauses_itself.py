@@ -1,0 +1,99 @@
+"""A lane that pauses itself, end to end on moto under the consumer's own role: the lane's model
+refused (the ai and engagement lanes), its consumer disables its own event source mapping (the
+one update its role may make) and keeps the work in the lane, not in its DLQ."""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import json
+import zipfile
+
+import boto3
+import pytest
+
+from pipeline.tasks import ai
+from stacks import runtime_env
+from tests.support import roles
+from tests.support.aws import REGION, deploy
+from tests.unit.consumer.harness import LaneHarness
+from tests.unit.consumer.lane_env import with_lane
+from tests.unit.tasks.payloads import comment_change, feed
+
+SHOP = "shop-1"
+
+
+def _mapped_function(queue_arn: str, function: str) -> str:
+    """A function in moto's Lambda with the lane queue mapped to it, as the stack makes them."""
+    role = boto3.client("iam", region_name=REGION).create_role(
+        RoleName=f"{function}-role",
+        AssumeRolePolicyDocument=json.dumps(
+            {
+                "Statement": [
+                    {"Effect": "Allow", "Principal": {"Service": "lambda.amazonaws.com"}, "Action": "sts:AssumeRole"}
+                ]
+            }
+        ),
+    )["Role"]["Arn"]
+    code = io.BytesIO()
+    with zipfile.ZipFile(code, "w") as archive:
+        archive.writestr("index.py", "def handler(event, context):\n    return {}\n")
+    client = boto3.client("lambda", region_name=REGION)
+    client.create_function(
+        FunctionName=function,
+        Runtime="python3.12",
+        Role=role,
+        Handler="index.handler",
+        Code={"ZipFile": code.getvalue()},
+    )
+    return client.create_event_source_mapping(EventSourceArn=queue_arn, FunctionName=function, BatchSize=10)["UUID"]
+
+
+@pytest.fixture(params=["ai", "engagement"])
+def paused_lane(request, aws, env_local, atomic, model):
+    lane = request.param
+    function = f"lanes-local-{lane}-consumer"
+    made = deploy(env_local)
+    uuid = _mapped_function(made.queue_arns[lane], function)
+    made = dataclasses.replace(made, mapping_ids={lane: uuid})
+    with roles.enforced(made) as grants:
+        environ = {
+            **runtime_env.consumer(env_local, env_local.lane(lane), made.resources, json.dumps),
+            "AWS_REGION": REGION,
+            "AWS_LAMBDA_FUNCTION_NAME": function,
+            **roles.role_credentials(grants, roles.CONSUMER, lane),
+        }
+        yield LaneHarness(lane, environ, made.queue_arns[lane]), uuid
+
+
+def _work(h: LaneHarness) -> None:
+    if h.lane == "ai":
+        payload = {"conversation": "conv-1", "message_id": "m1", "text": "hi", "sent_at": 1000.0}
+        h.send(h.job_row("job-1", payload, tenant=SHOP, kind=ai.INBOUND))
+    else:
+        h.send(h.webhook_row(feed(comment_change("c-1", "When do you open?")), tenant=SHOP, lane="engagement"))
+
+
+def _refused_model(environ: dict[str, str]) -> dict[str, str]:
+    """The lane told to call a model its role was not granted: Bedrock's answer is access denied."""
+    if json.loads(environ["LANE"])["task"] == "ai":
+        environ = with_lane(environ, options={"debounce_seconds": "0"})
+    settings = json.loads(environ["MODEL_SETTINGS"])
+    return {**environ, "MODEL_SETTINGS": json.dumps({**settings, "model_id": "anthropic.claude-3-opus-20240229-v1:0"})}
+
+
+def test_a_refused_model_pauses_the_lane_and_keeps_the_turn(paused_lane, metrics):
+    h, uuid = paused_lane
+    lambda_ = boto3.client("lambda", region_name=REGION)
+    assert lambda_.get_event_source_mapping(UUID=uuid)["State"] == "Enabled"
+    _work(h)
+    handler = h.handler(_refused_model(h.environ))
+    for _ in range(3):  # on the ai lane, the stamp, then the turn
+        response, _ = h.poll(handler)
+        assert response["batchItemFailures"] == []
+    # Then the lane's mapping is disabled by the consumer itself, the turn waits in the lane, and
+    # the pause is counted with its reason
+    assert lambda_.get_event_source_mapping(UUID=uuid)["State"] == "Disabled"
+    assert h.dead_letters() == []
+    assert h.depth() >= 1
+    assert ("LanePaused", {"Lane": h.lane, "Reason": "model_refused"}) in metrics()
