@@ -91,6 +91,11 @@ def run(h: Harness, p: Params) -> Result:
         counts = final or states()
         alarmed = poll(lambda: s.alarm_state(ALARM) == "ALARM", 20, interval=1) if counts[ms.UNANSWERED] else False
         outbox = [sent for sent in s.runtime.graph.outbox() if (ms.read_callback(sent.callback) or ("",))[0] == tenant]
+        # The lane drained first: a record that fails after its reply's state was written would
+        # reach the DLQ only then.
+        poll(lambda: s.total_depth(LANE) == 0, p.settle_timeout, interval=0.5)
+        dlq = s.depth(LANE, dlq=True)
+        dead_letters = int(dlq.visible + dlq.in_flight)
         s.configure_graph(lost_answer_rate=0.0, status_loss_rate=0.0)
     per_turn = Counter((ms.read_callback(sent.callback) or ("", "", ""))[1] for sent in outbox)
     lost = [sent for sent in outbox if sent.answer_lost]
@@ -118,6 +123,11 @@ def run(h: Harness, p: Params) -> Result:
         f"{dict(counts)}",
     )
     result.check(
+        "no stamp, turn or send is dead-lettered: every record settles, its reply state says how",
+        dead_letters == 0,
+        f"{dead_letters} in the ai lane's DLQ",
+    )
+    result.check(
         "unanswered turns page on-call",
         alarmed == bool(counts[ms.UNANSWERED]),
         f"{counts[ms.UNANSWERED]} unanswered, alarm {'ALARM' if alarmed else 'not in ALARM'}",
@@ -139,6 +149,7 @@ def run(h: Harness, p: Params) -> Result:
         "naive_per_turn": naive_per_turn,
         "states": dict(counts),
         "alarmed": alarmed,
+        "dead_letters": dead_letters,
     }
     result.seconds = time.monotonic() - started
     return result

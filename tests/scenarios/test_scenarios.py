@@ -188,3 +188,4 @@ def test_a_turn_never_gets_two_replies_when_answers_are_lost_and_unconfirmed_tur
     assert max(result.data["per_turn"].values()) == 1, _explain(result)
     assert max(result.data["naive_per_turn"].values()) == 2, _explain(result)
     assert result.data["states"].get("unanswered", 0) >= 1, _explain(result)
+    assert result.data["dead_letters"] == 0, _explain(result)

@@ -40,6 +40,12 @@ def acked(outcome: str, attempt: int, **detail: Any) -> RecordOutcome:
     return RecordOutcome(outcome=outcome, attempt=attempt, detail=detail)
 
 
+def finished(outcome: str, attempt: int, detail: Mapping[str, Any]) -> RecordOutcome:
+    """`acked` for a task's own detail, passed whole: its keys are the task's to choose (a reply
+    send reports its `attempt`), so none may collide with the outcome's own fields."""
+    return RecordOutcome(outcome=outcome, attempt=attempt, detail=dict(detail))
+
+
 def deferred(seconds: int, attempt: int, budget: str, progress: Mapping[str, Any] | None = None) -> RecordOutcome:
     """`budget`: why (a budget's kind, or CONTINUES for a task with more to do)."""
     return RecordOutcome(

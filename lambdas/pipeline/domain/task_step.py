@@ -188,7 +188,7 @@ class TaskStep:
             detail = dict(result.detail)
             if applied.skipped and outcome is Outcome.DONE:
                 detail["skipped_writes"] = applied.skipped
-            return out.acked(outcome, attempt, **detail)
+            return out.finished(outcome, attempt, detail)
         if result.follow_ups:
             self._io.queue.send(result.follow_ups)
         final = Outcome.SUPERSEDED if result.superseded else Outcome.DONE
@@ -219,7 +219,7 @@ class TaskStep:
         detail = dict(result.detail)
         if committed.skipped:
             detail["skipped_writes"] = committed.skipped
-        return out.acked(outcome, attempt, **detail)
+        return out.finished(outcome, attempt, detail)
 
 
 def _continues(progress: Mapping[str, Any] | None, writes: Sequence[Write], done: int, attempt: int) -> RecordOutcome:
