@@ -6,12 +6,15 @@ everything they left in every table."""
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Mapping
 from typing import Any
 
 import boto3
 import pytest
 
+from ops.cli import Runtime, run
+from ops.output import Console
 from pipeline.domain import erasure, signed_request
 from pipeline.handlers import erasure as erasure_handler
 from pipeline.handlers import ingress
@@ -22,6 +25,7 @@ from tests.unit.consumer.harness import LaneHarness
 from tests.unit.consumer.lane_env import with_lane
 from tests.unit.ingress.conftest import NOW, Clock, encode, post
 from tests.unit.jobs.conftest import submit
+from tests.unit.ops.support import FakeClock
 from tests.unit.tasks.payloads import FakeVendor
 
 TABLES = ("webhook-log", "jobs", "state", "data")
@@ -124,3 +128,41 @@ def erasure_status(code: str) -> dict[str, Any]:
 @pytest.fixture
 def pipeline(deployed, ingress_environ, jobs_environ, erasure_environ, consumer_environ, atomic) -> Pipeline:  # noqa: F811
     return Pipeline(deployed, ingress_environ, jobs_environ, erasure_environ, consumer_environ)
+
+
+@pytest.fixture
+def stack(pipeline) -> dict[str, str]:
+    """`lanes-dev` as lanectl finds it: outputs naming the tables, the erasure lane's queue and the
+    sender key that the pipeline on moto uses."""
+    resources = pipeline.deployed.resources
+    outputs = {
+        "WebhookTableName": resources.webhook_table,
+        "JobsTableName": resources.jobs_table,
+        "StateTableName": resources.state_table,
+        "DataTableName": resources.data_table,
+        "BulkQueueUrl": resources.queue_urls[erasure.LANE],
+        "SenderKeyArn": resources.sender_key_arn,
+    }
+    template = {
+        "Resources": {"Topic": {"Type": "AWS::SNS::Topic"}},
+        "Outputs": {key: {"Value": value} for key, value in outputs.items()},
+    }
+    boto3.client("cloudformation", region_name=REGION).create_stack(
+        StackName="lanes-dev", TemplateBody=json.dumps(template)
+    )
+    return outputs
+
+
+@pytest.fixture
+def lanectl(capsys, pipeline):
+    """`lanectl` in this process, on the pipeline's clock: its exit code, stdout and stderr."""
+
+    def invoke(*argv: str) -> tuple[int, str, str]:
+        capsys.readouterr()  # what the pipeline's handlers printed before: not lanectl's
+        environ = {k: v for k, v in os.environ.items() if not k.startswith("LANES_")}
+        clock = FakeClock(now=pipeline.clock.now)  # the pipeline's time: an erasure is due a week after
+        code = run(list(argv), Runtime(console=Console(), environ=environ, clock=clock, sleep=clock.sleep))
+        captured = capsys.readouterr()
+        return code, captured.out, captured.err
+
+    return invoke

@@ -4,54 +4,16 @@ which never leaves the operator's process; the code it prints reads the result."
 from __future__ import annotations
 
 import json
-import os
 import re
 
-import boto3
 import pytest
 
-from ops.cli import Runtime, run
-from ops.output import Console
 from pipeline import schema
 from pipeline.domain import erasure, senders
-from tests.support.aws import REGION, SENDER_KEY
-from tests.unit.ops.support import FakeClock
+from tests.support.aws import SENDER_KEY
 from tests.unit.tasks.payloads import text_message, whatsapp
 
 ANA = "15550001"
-
-
-@pytest.fixture
-def stack(pipeline):
-    """`lanes-dev` as lanectl finds it: outputs naming the tables, the erasure lane's queue and the
-    sender key that the pipeline on moto uses."""
-    resources = pipeline.deployed.resources
-    outputs = {
-        "JobsTableName": resources.jobs_table,
-        "StateTableName": resources.state_table,
-        "BulkQueueUrl": resources.queue_urls[erasure.LANE],
-        "SenderKeyArn": resources.sender_key_arn,
-    }
-    template = {
-        "Resources": {"Topic": {"Type": "AWS::SNS::Topic"}},
-        "Outputs": {key: {"Value": value} for key, value in outputs.items()},
-    }
-    boto3.client("cloudformation", region_name=REGION).create_stack(
-        StackName="lanes-dev", TemplateBody=json.dumps(template)
-    )
-    return outputs
-
-
-@pytest.fixture
-def lanectl(capsys, pipeline):
-    def invoke(*argv: str) -> tuple[int, str, str]:
-        environ = {k: v for k, v in os.environ.items() if not k.startswith("LANES_")}
-        clock = FakeClock(now=pipeline.clock.now)  # the pipeline's time: the erasure is due a week after
-        code = run(list(argv), Runtime(console=Console(), environ=environ, clock=clock, sleep=clock.sleep))
-        captured = capsys.readouterr()
-        return code, captured.out, captured.err
-
-    return invoke
 
 
 def test_on_call_erases_a_person_by_their_number_and_reads_the_result_by_code(pipeline, stack, lanectl):

@@ -5,54 +5,14 @@ an id looks like, and nothing written either way."""
 from __future__ import annotations
 
 import json
-import os
 
-import boto3
 import pytest
 
-from ops.cli import Runtime, run
-from ops.output import Console
 from pipeline.domain import webhook
-from tests.support.aws import REGION
 from tests.unit.ingress.conftest import encode
-from tests.unit.ops.support import FakeClock
 from tests.unit.tasks.payloads import status, text_message, whatsapp
 
 ANA = "15550001"
-
-
-@pytest.fixture
-def stack(pipeline):
-    """`lanes-dev` as lanectl finds it: outputs naming the tables and the sender key the pipeline
-    on moto uses."""
-    resources = pipeline.deployed.resources
-    outputs = {
-        "WebhookTableName": resources.webhook_table,
-        "JobsTableName": resources.jobs_table,
-        "DataTableName": resources.data_table,
-        "SenderKeyArn": resources.sender_key_arn,
-    }
-    template = {
-        "Resources": {"Topic": {"Type": "AWS::SNS::Topic"}},
-        "Outputs": {key: {"Value": value} for key, value in outputs.items()},
-    }
-    boto3.client("cloudformation", region_name=REGION).create_stack(
-        StackName="lanes-dev", TemplateBody=json.dumps(template)
-    )
-    return outputs
-
-
-@pytest.fixture
-def lanectl(capsys, pipeline):
-    def invoke(*argv: str) -> tuple[int, str, str]:
-        capsys.readouterr()  # what the pipeline's handlers printed before: not lanectl's
-        environ = {k: v for k, v in os.environ.items() if not k.startswith("LANES_")}
-        clock = FakeClock(now=pipeline.clock.now)
-        code = run(list(argv), Runtime(console=Console(), environ=environ, clock=clock, sleep=clock.sleep))
-        captured = capsys.readouterr()
-        return code, captured.out, captured.err
-
-    return invoke
 
 
 def _snapshot(pipeline, stack) -> list:
