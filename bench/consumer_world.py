@@ -150,7 +150,7 @@ class World:
 def make_world(lane_changes: Mapping[str, Any] | None = None) -> World:
     import boto3
 
-    from ops.lane_changes import changed_lane
+    from ops.drive.lane_changes import changed_lane
     from stacks import runtime_env
     from stacks.config.environments import ENVIRONMENTS
     from tests.support.aws import deploy

@@ -1,4 +1,4 @@
-"""What a receive costs on the emulated fair queue (ops/runtime/message_index.py), by queue shape.
+"""What a receive costs on the emulated fair queue (local_aws/message_index.py), by queue shape.
 
     .venv/bin/python -m bench.fair_queue_bench [--receives 2000]
 
@@ -22,8 +22,8 @@ from typing import Any
 
 from moto.sqs.models import Message
 
-from ops.runtime import moto_sqs
-from ops.runtime.message_index import MessageIndex
+from local_aws import moto_sqs
+from local_aws.message_index import MessageIndex
 
 RETENTION_MS = 4 * 24 * 3600 * 1000.0
 CASES = (

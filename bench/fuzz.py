@@ -218,7 +218,7 @@ def main(argv: list[str] | None = None) -> int:
             parser.error("--url needs --aws-endpoint")
         url, endpoint = args.url, args.aws_endpoint
     else:
-        from ops.runtime.launch import LaunchFailed, launch
+        from ops.drive.launch import LaunchFailed, launch
 
         tmp = Path(tempfile.mkdtemp(prefix="lanes-fuzz-"))
         try:

@@ -24,7 +24,7 @@ from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
 
-from ops.meta_payloads import page_comment, whatsapp_message, whatsapp_status
+from ops.drive.meta_payloads import page_comment, whatsapp_message, whatsapp_status
 from stacks.config.environments import ENVIRONMENTS, LOCAL_PRODUCER
 
 WEBHOOK = "/webhooks/meta"

@@ -25,9 +25,9 @@ REGION = "us-east-1"
 def _world() -> tuple[Any, Any, Callable[[], None]]:
     import boto3
 
-    from ops.runtime.iam.enforcer import ENFORCER
-    from ops.runtime.iam.template import read_grants
-    from ops.runtime.intrinsics import Resolver
+    from local_aws.iam.enforcer import ENFORCER
+    from local_aws.iam.template import read_grants
+    from local_aws.intrinsics import Resolver
 
     dynamodb = boto3.client("dynamodb", region_name=REGION)
     dynamodb.create_table(
@@ -89,8 +89,8 @@ def main(argv: list[str] | None = None) -> None:
     os.environ.update({"AWS_ACCESS_KEY_ID": "bench", "AWS_SECRET_ACCESS_KEY": "bench", "AWS_DEFAULT_REGION": REGION})
     from moto import mock_aws
 
-    from ops.runtime import moto_patches, sdk_models
-    from ops.runtime.iam.enforcer import ENFORCER
+    from local_aws import moto_patches, sdk_models
+    from local_aws.iam.enforcer import ENFORCER
 
     moto_patches.install()
     sdk_models.share()
@@ -116,7 +116,7 @@ def main(argv: list[str] | None = None) -> None:
             print(f"{label:12} role {role:7.1f} us  runtime's own {admin:7.1f} us  {role - admin:+6.1f} us/call")
         ask_started = time.perf_counter()
         uncached = 2000
-        from ops.runtime.iam.asks import Ask
+        from local_aws.iam.asks import Ask
 
         found = ENFORCER.session(role_session.get_credentials().access_key)
         assert found is not None

@@ -1,5 +1,5 @@
 """Lambda's SQS event source mapping, played in process for the benchmarks: the runtime's one
-emulation of it (`ops/runtime/event_source.py`), one batch at a time until the queue is empty; no
+emulation of it (`local_aws/event_source.py`), one batch at a time until the queue is empty; no
 long polls, no concurrency, no visibility handling beyond SQS's own."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ops.runtime import event_source
+from local_aws import event_source
 
 BATCH = event_source.MAX_MESSAGES
 

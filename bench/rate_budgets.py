@@ -59,7 +59,7 @@ def main(argv: list[str]) -> None:
 def _run(seconds: float) -> None:
     import boto3
 
-    from ops.runtime.graph_fake import GraphFake
+    from local_aws.graph_fake import GraphFake
     from pipeline.adapters.graph_api import GraphSender
     from pipeline.adapters.rate_windows import SliceCounters
     from pipeline.domain import meta_send as ms

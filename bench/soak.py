@@ -30,8 +30,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ops import load
-from ops.runtime.launch import LaunchFailed, launch
+from ops.drive.launch import LaunchFailed, launch
+from ops.load import command as load
 from stacks.config.environments import ENVIRONMENTS
 
 ROOT = Path(__file__).resolve().parents[1]

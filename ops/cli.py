@@ -8,8 +8,8 @@ non-zero with a message that says what to do instead.
   lanectl erase --link ASID --to ID link an app-scoped id to an id the pipeline stores
   lanectl plan ENV                  capacity, queue bounds and cost from the catalogue
   lanectl preflight ENV             what would make a deploy fail
-  lanectl local | demo              the pipeline on this machine (see ops/local.py, ops/demo.py)
-  lanectl load                      signed webhooks at a set rate, with figures (see ops/load.py)
+  lanectl local | demo              the pipeline on this machine (see ops/commands/local.py, ops/demo/run.py)
+  lanectl load                      signed webhooks at a set rate, with figures (see ops/load/command.py)
 
 The commands and their options are declared in ops/cli_parser.py; this module runs them.
 """
@@ -32,13 +32,13 @@ from botocore.exceptions import (
     NoRegionError,
 )
 
+from local_aws.iam import ledger
 from ops import errors
 from ops.aws import Aws, Target, describe_error, target
 from ops.cli_parser import DELEGATED, ENV_VARIABLE, build_parser
 from ops.context import Context
 from ops.errors import OpsError
 from ops.output import Console
-from ops.runtime.iam import ledger
 from stacks.config.environments import Environment, UnknownEnvironment, get_environment
 
 
@@ -80,7 +80,8 @@ def _context(args: argparse.Namespace, env: Environment, runtime: Runtime) -> Co
 
 
 def _dispatch(args: argparse.Namespace, runtime: Runtime) -> int:
-    from ops import dlq, erase, lanes, plan, preflight, redrive, trace
+    from ops.commands import dlq, erase, lanes, preflight, redrive, trace
+    from ops.cost import plan
 
     env = _environment(args, runtime.environ)
     if args.command == "plan":
@@ -122,16 +123,20 @@ def _dispatch(args: argparse.Namespace, runtime: Runtime) -> int:
     return lanes.resume(ctx, args.lane, args.ramp)
 
 
+DELEGATE_MODULES = {"local": "ops.commands.local", "demo": "ops.demo.run", "load": "ops.load.command"}
+
+
 def _delegate(name: str, args: argparse.Namespace, extra: Sequence[str], console: Console) -> int:
     """`local` and `demo` live in their own modules, imported only when asked for (they pull in the
     emulator and the CDK toolchain, which no other command needs)."""
-    module_name = f"ops.{name}"
+    module_name = DELEGATE_MODULES[name]
     try:
         module = importlib.import_module(module_name)
     except ModuleNotFoundError as exc:
         if exc.name != module_name:
             raise
-        console.error(f"`lanectl {name}` is not available in this checkout (ops/{name}.py is missing)")
+        module_path = module_name.replace(".", "/") + ".py"
+        console.error(f"`lanectl {name}` is not available in this checkout ({module_path} is missing)")
         return errors.USAGE
     parser = argparse.ArgumentParser(prog=f"lanectl {name}", description=DELEGATED[name])
     add_arguments = getattr(module, "add_arguments", None)

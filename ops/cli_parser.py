@@ -72,7 +72,7 @@ def _output() -> argparse.ArgumentParser:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from ops import lanes, redrive
+    from ops.commands import lanes, redrive
 
     common = _common(suppress=True)
     output = _output()

@@ -12,8 +12,8 @@ def pytest_configure(config):
     # Handlers run in threads in the concurrency tests and the local runtime; DynamoDB's per-write
     # atomicity must hold there as it does on AWS, and the tests run on the same emulator the
     # runtime does.
-    from ops.runtime import moto_patches, sdk_models
-    from ops.runtime.iam import ledger
+    from local_aws import moto_patches, sdk_models
+    from local_aws.iam import ledger
 
     moto_patches.install()
     sdk_models.share()
@@ -25,6 +25,6 @@ def pytest_configure(config):
 
 
 def pytest_sessionfinish(session):
-    from ops.runtime.iam import ledger
+    from local_aws.iam import ledger
 
     ledger.flush()

@@ -80,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
 if __name__ == "__main__":
     import os
 
-    from ops.runtime.iam import ledger
+    from local_aws.iam import ledger
 
     # `make test`'s and `make demo`'s ledger of which grant each function used, kept here too.
     if os.environ.get(ledger.DIRECTORY_VARIABLE):

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 
 def history_sync(waba: str, page: int, rows: int) -> dict[str, Any]:
     """One page of an import shaped as a WhatsApp delivery carrying `rows` messages."""
-    from ops import meta_payloads as meta
+    from ops.drive import meta_payloads as meta
 
     delivery = meta.whatsapp_message(waba, f"wamid.{waba}.p{page}.r0", f"history row 0 of page {page}")
     value = delivery["entry"][0]["changes"][0]["value"]

@@ -69,8 +69,8 @@ class Tally:
         return value / self.webhooks
 
     def cost_per_million(self) -> dict[str, float]:
-        from ops.prices import ASSUMED
-        from ops.pricing import Counts, itemised
+        from ops.cost.prices import ASSUMED
+        from ops.cost.pricing import Counts, itemised
 
         lane = next(lane for lane in catalogue() if lane.name == LANE)
         platform = (self.door_invocations + self.consumer_invocations) * ASSUMED.platform_log_bytes_per_invocation
@@ -113,8 +113,8 @@ def floor_cost(ours: Tally) -> dict[str, float]:
     this run measured (a row under 1 KB for its week, the effect for its quarter, at their tables'
     classes: nothing less keeps them as long). Not per webhook, so not in it: an erasure's scan of
     the raw log (`lanectl plan` prices one)."""
-    from ops.prices import ASSUMED
-    from ops.pricing import Counts, itemised
+    from ops.cost.prices import ASSUMED
+    from ops.cost.pricing import Counts, itemised
 
     lane = next(lane for lane in catalogue() if lane.name == LANE)
     n = ours.webhooks

@@ -28,7 +28,7 @@ LANE = "engagement"
 
 
 def not_started_dead_letters(h: Harness, comments: int = 40, latency_ms: int = 1000) -> list[str]:
-    from ops import meta_payloads as meta
+    from ops.drive import meta_payloads as meta
 
     tag = uuid.uuid4().hex[:6]
     pages = [f"page-ns-{n}-{tag}" for n in range(10)]

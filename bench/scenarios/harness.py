@@ -50,7 +50,7 @@ def fan_out(work: list[Callable[[], Any]], threads: int) -> list[Any]:
 def calm(call: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     """Call the emulator's SQS, retrying the error moto raises when a call races a change to the
     same queue in another thread ("dictionary changed size during iteration"); AWS has no such
-    failure. (DynamoDB calls take the runtime's lock instead: ops/runtime/moto_patches.py. SQS
+    failure. (DynamoDB calls take the runtime's lock instead: local_aws/moto_patches.py. SQS
     calls cannot: a long poll would hold it for seconds.)"""
     for _ in range(9):
         try:

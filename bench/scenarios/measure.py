@@ -1,7 +1,7 @@
 """Small measuring tools: percentiles, rates over time, and a probe on the local model.
 
 The vendor probe is the model's own view of its traffic: it wraps the local fake of Bedrock's
-Converse (ops/runtime/converse_fake.py), which every consumer's calls reach, and records
+Converse (local_aws/converse_fake.py), which every consumer's calls reach, and records
 when each call started and ended, then calls through unchanged. Concurrency measured there is
 what a real vendor would count against its quota, independent of the pipeline's own budget
 bookkeeping.
@@ -97,8 +97,8 @@ class VendorProbe:
 @contextlib.contextmanager
 def vendor_probe() -> Iterator[VendorProbe]:
     """The model's own view of its traffic: every Converse call that reached the local runtime's
-    fake of Bedrock (ops/runtime/converse_fake.py), with the prompt it carried."""
-    from ops.runtime.converse_fake import FAKE
+    fake of Bedrock (local_aws/converse_fake.py), with the prompt it carried."""
+    from local_aws.converse_fake import FAKE
 
     probe = VendorProbe()
     original = FAKE.converse

@@ -17,7 +17,7 @@ LOCAL_LIMITS = [
     "the same code under the same load, and the checks assert only which way the difference goes.",
     "moto is the backend, with the runtime's changes: standard queues are indexed (every call O(log n)) and "
     "are SQS fair queues for message groups, played from AWS's documented rules on scaled clocks "
-    "(ops/runtime/fair_groups.py, thresholds in ops/runtime/fairness.py: noisy past a tenth of the in-flight "
+    "(local_aws/fair_groups.py, thresholds in local_aws/fairness.py: noisy past a tenth of the in-flight "
     "messages and 30 of them, or a tenth of recent processing time; quiet groups first, noisy ones by fewest in "
     "flight). Where SQS hands out messages from several hosts in no strict order, the emulator's order within "
     "a group is oldest first. Every DynamoDB request is answered behind one lock, so the emulator's "
@@ -25,7 +25,7 @@ LOCAL_LIMITS = [
     "Times are the `local` environment's: seconds where production has minutes (retry backoff, sweeper grace "
     "and period, alarm periods, visibility timeouts). Alarm evaluation uses sliding windows every second.",
     "Metrics are read from each function's output as it is written, its EMF documents and the lines its log "
-    "group's metric filters count (ops/runtime/log_filters.py); CloudWatch's own minute of aggregation and "
+    "group's metric filters count (local_aws/log_filters.py); CloudWatch's own minute of aggregation and "
     "its delay before a metric can be read are not played.",
     "Functions cannot crash the process the way a killed worker does, and Lambda throttling and cold starts "
     "are not modelled.",

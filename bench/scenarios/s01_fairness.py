@@ -28,9 +28,9 @@ from typing import Any
 from bench.scenarios.harness import Harness, fan_out
 from bench.scenarios.measure import fmt, percentile
 from bench.scenarios.result import Result
-from ops import meta_payloads as meta
+from local_aws.fairness import OFF as NO_FAIRNESS
 from ops.drive import Session, poll
-from ops.runtime.fairness import OFF as NO_FAIRNESS
+from ops.drive import meta_payloads as meta
 
 LANE = "engagement"
 THROTTLED_RETRIES = 8
@@ -242,7 +242,7 @@ def run(h: Harness, p: Params = FULL) -> Result:
         "Wait = `triaged_at` written by the task when it starts minus the time the webhook was sent.",
     ]
     result.caveats = [
-        "The fair queue is the emulator's (ops/runtime/fair_groups.py), following SQS's documented rules on "
+        "The fair queue is the emulator's (local_aws/fair_groups.py), following SQS's documented rules on "
         "scaled clocks; the baseline is a true FIFO, which SQS standard queues only approximate.",
         "What is left of the quiet pages' wait is the batch a slot holds when they arrive: a consumer works "
         f"through the records it took ({batch} a batch) one at a time, so a quiet comment arriving just after "

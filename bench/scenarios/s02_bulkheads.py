@@ -26,8 +26,8 @@ from bench.scenarios.bulk_import import Import
 from bench.scenarios.harness import Harness, fan_out
 from bench.scenarios.measure import fmt, percentile
 from bench.scenarios.result import Result
-from ops import meta_payloads as meta
 from ops.drive import Session, poll
+from ops.drive import meta_payloads as meta
 
 
 @dataclass(frozen=True)

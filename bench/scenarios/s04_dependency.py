@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 from bench.scenarios.harness import Harness
 from bench.scenarios.measure import fmt, overlap_series, peak_overlap, vendor_probe
 from bench.scenarios.result import Result
-from ops import meta_payloads as meta
 from ops.drive import Session, poll
+from ops.drive import meta_payloads as meta
 
 LANES = ("ai", "engagement")
 

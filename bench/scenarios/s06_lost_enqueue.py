@@ -26,8 +26,8 @@ from dataclasses import dataclass, field
 from bench.scenarios.harness import Harness, sweeper_grace
 from bench.scenarios.measure import fmt, percentile
 from bench.scenarios.result import Result
-from ops import meta_payloads as meta
 from ops.drive import RecordLine, Session, poll
+from ops.drive import meta_payloads as meta
 
 LANE = "messages"
 

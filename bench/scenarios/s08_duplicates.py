@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from bench.scenarios.harness import Harness, fan_out
 from bench.scenarios.measure import vendor_probe
 from bench.scenarios.result import Result
-from ops import meta_payloads as meta
 from ops.drive import Session, poll
+from ops.drive import meta_payloads as meta
 
 COPIES = 5
 COMMENT_AUTHOR = "u1"

@@ -26,8 +26,8 @@ from bench.scenarios.dlq_redrives import lanectl_redrive, unpaced_redrive
 from bench.scenarios.harness import Harness, Sampler, fan_out
 from bench.scenarios.measure import fmt, mean, vendor_probe
 from bench.scenarios.result import Result
-from ops import meta_payloads as meta
 from ops.drive import Session, poll
+from ops.drive import meta_payloads as meta
 
 LANE = "engagement"
 

@@ -15,11 +15,11 @@ message id) around an idempotent put of the message, and nothing else. It runs i
 emulator over the same deliveries, in batches as full as this pipeline's were in the same run,
 and is metered the same way.
 
-Prices: ops/prices.py's list prices; Lambda compute from its stated assumptions (door 30 ms at
+Prices: ops/cost/prices.py's list prices; Lambda compute from its stated assumptions (door 30 ms at
 1 GB, consumer 50 ms a message at 512 MB plus 20 ms an invocation), the same for both designs.
 Logs: the bytes this pipeline's door and consumer wrote, measured, plus Lambda's own START, END
 and REPORT lines per invocation for both, ingested and kept for production's log retention.
-X-Ray: at production's setting (tracing passed through, so no traces; ops/pricing.py says why).
+X-Ray: at production's setting (tracing passed through, so no traces; ops/cost/pricing.py says why).
 Storage: measured, every item and index entry each write left, until the item's own TTL, at its
 table's class in production (the door and the consumer are given production's retention for the
 run, and the run checks the items' TTLs). Writes and reads are priced at their table's class too. The
@@ -67,7 +67,7 @@ QUICK = Params(webhooks=60, tenants=10, per_second=20.0)
 
 
 def _ours(h: Harness, p: Params) -> tuple[Tally, dict[str, Any]]:
-    from ops import meta_payloads as meta
+    from ops.drive import meta_payloads as meta
 
     holder: dict[str, Any] = {}
 
@@ -293,7 +293,7 @@ def run(h: Harness, p: Params = FULL) -> Result:
         "5 s leaves a batch about three seconds to start records, and under this load the rest would be "
         "re-sent, churn production does not have.",
         "Empty polls are left out of the per-webhook figures: Lambda's pollers make them whether or not work "
-        "arrives (ops/pricing.py prices them as a fixed monthly cost).",
+        "arrives (ops/cost/pricing.py prices them as a fixed monthly cost).",
     ]
     result.caveats = [
         "This pipeline's extra writes buy things the common design lacks: the log row written before the "

@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 from bench.scenarios.harness import Harness, fan_out, sweeper_grace
 from bench.scenarios.measure import fmt, percentile
 from bench.scenarios.result import Result
-from ops import meta_payloads as meta
 from ops.drive import Session, poll
+from ops.drive import meta_payloads as meta
 from ops.drive.log_lines import RECEIVED_AT
 
 LANES = ("messages", "bulk")

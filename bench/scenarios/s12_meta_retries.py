@@ -1,6 +1,6 @@
 """12. Meta's retries: the door fails for a while, and Meta's own sender is what brings the deliveries back.
 
-Meta is played by ops/runtime/meta_sender.py on a scaled clock: a Page subscription (Messenger's
+Meta is played by local_aws/meta_sender.py on a scaled clock: a Page subscription (Messenger's
 and Instagram's rules) batching its comments into signed deliveries, retrying each with back-off
 while the door answers anything but 200, alerting after 15 minutes of failure and disabling the
 subscription after an hour. The door is broken the way a bad deploy would break it: its
@@ -26,9 +26,9 @@ from dataclasses import dataclass, field, replace
 
 from bench.scenarios.harness import Harness
 from bench.scenarios.result import Result
-from ops import meta_payloads as meta
+from local_aws.meta_sender import HOUR, POLICIES, MetaSenderThread, MetaSubscription, Product, http_post
 from ops.drive import Session, poll
-from ops.runtime.meta_sender import HOUR, POLICIES, MetaSenderThread, MetaSubscription, Product, http_post
+from ops.drive import meta_payloads as meta
 
 QUIET_ALARM = "IngressWebhooksQuiet"
 

@@ -1,7 +1,7 @@
 """13. Replies under send timeouts: Meta accepts a reply but its answer is lost, for a share of sends.
 
 Customers' messages arrive as ai.inbound jobs naming where replies go (WhatsApp); each turn's reply
-is sent through the local Graph API (ops/runtime/graph_fake.py), which accepts every send but drops
+is sent through the local Graph API (local_aws/graph_fake.py), which accepts every send but drops
 the connection before answering for `lost` of them: a timeout after the request left. WhatsApp's
 `sent` status, carrying the attempt's reference, still comes back for most; `status_loss` of them
 never arrive.

@@ -10,7 +10,7 @@ fact. So these counts are taken from those lines by metric filters on the functi
 is a line that would not otherwise be written, and an alarm reads them.
 
 The patterns are CloudWatch Logs filter patterns over JSON lines. The local runtime plays them on
-each function's output as CloudWatch would (ops/runtime/log_filters.py evaluates them); a field a
+each function's output as CloudWatch would (local_aws/log_filters.py evaluates them); a field a
 dimension names must be on every matching line.
 """
 

@@ -1,6 +1,6 @@
 """The local runtime, driven from inside its process as its users and operators would drive it.
 
-`make demo` (ops/demo.py) and the queueing scenarios (bench/scenarios) both drive it through this
+`make demo` (ops/demo/run.py) and the queueing scenarios (bench/scenarios) both drive it through this
 package, so they start it, read it and change it the same way:
 
 - `host.Harness` synthesizes the `local` app once per process and starts a fresh runtime for each

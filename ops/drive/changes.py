@@ -9,9 +9,9 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from ops.drive.lane_changes import changed_lane
 from ops.drive.reach import Reach
 from ops.drive.waiting import wait_for
-from ops.lane_changes import changed_lane
 from stacks.runtime_env import lane_id
 
 CONFIG_ADOPTION_SECONDS = 10.0
@@ -28,7 +28,7 @@ class Changes(Reach):
         the runtime has adopted them all. The runtime re-reads every configuration every two seconds
         and retires the warm instances, as a deploy would; this hands it the new
         configuration at once (the same FunctionHost.reconfigure call) to save those seconds."""
-        from ops.runtime.functions import FunctionConfig
+        from local_aws.functions import FunctionConfig
 
         lambda_ = self.aws("lambda")
         expected: dict[str, dict[str, str]] = {}
@@ -48,18 +48,18 @@ class Changes(Reach):
         )
 
     def configure_model(self, **changes: Any) -> None:
-        """Change how the model behaves (ops/runtime/converse_fake.py: latency_ms, failure_rate,
+        """Change how the model behaves (local_aws/converse_fake.py: latency_ms, failure_rate,
         failure_code, rejects, requests_per_second, refuse): Bedrock's side, not the pipeline's."""
         self.runtime.model.configure(**changes)
 
     def configure_graph(self, **changes: Any) -> None:
-        """Change how Meta's Graph API behaves (ops/runtime/graph_fake.py: latency_ms, error_code,
+        """Change how Meta's Graph API behaves (local_aws/graph_fake.py: latency_ms, error_code,
         error_rate, messages_per_second, lost_answer_rate, statuses, revoked): Meta's side."""
         self.runtime.graph.configure(**changes)
 
     def set_timeout(self, role: str, seconds: int) -> None:
         """UpdateFunctionConfiguration(Timeout=...), adopted at once like an environment change."""
-        from ops.runtime.functions import FunctionConfig
+        from local_aws.functions import FunctionConfig
 
         updated = self.aws("lambda").update_function_configuration(
             FunctionName=self.function_name(role), Timeout=seconds
@@ -116,9 +116,9 @@ class Changes(Reach):
         return dict(before)
 
     def set_fairness(self, lane: str, fairness: Any) -> Any:
-        """The fair-queue thresholds of a lane's queue (ops/runtime/fairness.py), as the runtime
+        """The fair-queue thresholds of a lane's queue (local_aws/fairness.py), as the runtime
         holds it; returns the previous ones. `fairness.OFF` makes it a queue without fairness."""
-        from ops.runtime.moto_sqs import index_of
+        from local_aws.moto_sqs import index_of
 
         index = index_of(self.runtime_queue(lane))
         previous = index.groups.fairness

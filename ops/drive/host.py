@@ -16,8 +16,8 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from local_aws.capture import PassthroughStream
 from ops.drive.session import Session
-from ops.runtime.capture import PassthroughStream
 
 
 class Harness:
@@ -30,7 +30,7 @@ class Harness:
     def synthesized(self) -> Any:
         if self._synthesized is None:
             os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
-            from ops.runtime.synth import synthesize
+            from local_aws.synth import synthesize
             from stacks.config.environments import ENVIRONMENTS
 
             self._synthesized = synthesize(ENVIRONMENTS["local"])
@@ -45,7 +45,7 @@ class Harness:
     def session(self, *, cli: bool = False, on_event: Callable[[str], None] | None = None) -> Iterator[Session]:
         """A fresh runtime. `cli=True` also serves the emulator on a port, for `lanectl`;
         `on_event` hears the runtime's events (alarm changes, errors) as they happen."""
-        from ops.runtime.runtime import LocalRuntime
+        from local_aws.runtime import LocalRuntime
 
         logging.getLogger("werkzeug").setLevel(logging.CRITICAL)
         synthesized = self.synthesized

@@ -50,6 +50,6 @@ class Reach:
         """The emulator's own queue object (for what no SQS API exposes: fair-queue thresholds)."""
         from moto.sqs.models import sqs_backends
 
-        from ops.runtime.deploy import ACCOUNT
+        from local_aws.deploy import ACCOUNT
 
         return sqs_backends[ACCOUNT][REGION].queues[self.lane_view(lane).queue_name]

@@ -17,7 +17,7 @@ from ops.drive.log_lines import LineLog
 
 class Session(Changes):
     def __init__(self, runtime: Any) -> None:
-        from ops.runtime.client import PipelineClient
+        from local_aws.client import PipelineClient
 
         super().__init__(runtime)
         self.log = LineLog()
@@ -42,7 +42,7 @@ class Session(Changes):
     def depth(self, lane: str, *, dlq: bool = False) -> Any:
         """Visible, in flight, delayed and the oldest message's age, read from the emulator's queue
         the way CloudWatch reads SQS (no receive)."""
-        from ops.runtime.queue_metrics import sample
+        from local_aws.queue_metrics import sample
 
         return sample(self.queue_url(lane, dlq=dlq).rsplit("/", 1)[1])
 

@@ -325,7 +325,7 @@ def _build() -> dict[str, Environment]:
             retain_stateful=False,
             termination_protection=False,
             # The local API takes a SigV4 access key id as the name of the role its caller acts as
-            # (ops/runtime/api.py): the client's default, `producer`, may act for every tenant; the
+            # (local_aws/api.py): the client's default, `producer`, may act for every tenant; the
             # `partner-acme` role shows a producer bound to one.
             jobs=JobsConfig(
                 tenant_queued_limit=200,

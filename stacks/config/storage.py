@@ -1,7 +1,7 @@
 """Which DynamoDB table class each table is kept in, decided from how long its items are kept.
 
 The Standard-IA class charges a quarter more per request and 60 % less per stored gigabyte
-(ops/prices.py). The data table's items are written about once and then mostly kept: the messages,
+(ops/cost/prices.py). The data table's items are written about once and then mostly kept: the messages,
 statuses, comments and replies the lanes' tasks store, for the effects' retention. A 1 KB item
 costs one write unit once and its storage every day it is kept, so Standard-IA is cheaper once an
 item is kept longer than about a month: for a million 1 KB items kept d days, 60 % of $0.25 a

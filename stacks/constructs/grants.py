@@ -4,7 +4,7 @@ index, `grant_send_messages` and `grant_consume_messages` add GetQueueUrl and Ge
 a secret's `grant_read` adds DescribeSecret; the pipeline calls none of these).
 
 Which grant each function used is recorded whenever the tests, the scenarios or the demo run
-(ops/runtime/iam/ledger.py), and tests/grants/ fails on a grant no run used. A grant that must
+(local_aws/iam/ledger.py), and tests/grants/ fails on a grant no run used. A grant that must
 stay although no local run can use it is kept with `keep_unexercised` and its reason, written into
 the role's template metadata, where that test reads it."""
 

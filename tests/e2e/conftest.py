@@ -13,9 +13,9 @@ from pathlib import Path
 import boto3
 import pytest
 
+from local_aws.client import PipelineClient
 from ops.drive import lanectl
-from ops.runtime.client import PipelineClient
-from ops.runtime.launch import LaunchFailed, launch
+from ops.drive.launch import LaunchFailed, launch
 
 
 @dataclass

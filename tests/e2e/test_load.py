@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from ops import load
+from ops.load import command as load
 from stacks.config.environments import ENVIRONMENTS
 from tests.e2e.conftest import start_pipeline
 

@@ -9,7 +9,7 @@ import pytest
 import requests
 
 from ops.drive import wait_for
-from ops.meta_payloads import CUSTOMER, whatsapp_message
+from ops.drive.meta_payloads import CUSTOMER, whatsapp_message
 from pipeline.adapters.sender_key import SenderKey
 from pipeline.domain import senders
 
@@ -100,7 +100,7 @@ def test_maximum_concurrency_is_never_exceeded(pipeline):
 
 
 def _set_model(pipeline, **changes) -> None:
-    """The local model's behaviour, through the emulator's settings endpoint (ops/runtime/moto_converse.py)."""
+    """The local model's behaviour, through the emulator's settings endpoint (local_aws/moto_converse.py)."""
     response = requests.post(f"{pipeline.aws_endpoint}/moto-api/local/model", json=changes, timeout=5)
     assert response.status_code == 200, response.text
 

@@ -11,7 +11,7 @@ import uuid
 import pytest
 
 from ops.drive import wait_for
-from ops.meta_payloads import whatsapp_message
+from ops.drive.meta_payloads import whatsapp_message
 from pipeline.adapters.sender_key import SenderKey
 from pipeline.domain import signed_request, stored_text, webhook_body
 from pipeline.tasks.messages import message_key

@@ -11,9 +11,9 @@ from datetime import UTC, datetime
 import pytest
 
 from bench import fuzz
+from local_aws.client import PipelineClient
 from ops.drive import wait_for
-from ops.meta_payloads import whatsapp_message
-from ops.runtime.client import PipelineClient
+from ops.drive.meta_payloads import whatsapp_message
 from stacks.config.environments import ENVIRONMENTS
 
 pytestmark = [pytest.mark.xdist_group("e2e"), pytest.mark.slow]

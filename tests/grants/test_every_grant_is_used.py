@@ -1,5 +1,5 @@
 """Least privilege by use: every grant a role has in the templates AWS runs was used by a call of
-this run of the suite (`make test` records each function's calls, ops/runtime/iam/ledger.py), or
+this run of the suite (`make test` records each function's calls, local_aws/iam/ledger.py), or
 is kept with its reason beside it in the stack (stacks/constructs/grants.py `keep_unexercised`).
 A call a role does not allow fails where it is made, with AccessDenied from the emulator; this
 test fails on the other side: a grant nothing needs."""
@@ -10,7 +10,7 @@ import os
 
 import pytest
 
-from ops.runtime.iam import grant_use, ledger
+from local_aws.iam import grant_use, ledger
 from stacks.app_builder import build_app
 from stacks.config.environments import ENVIRONMENTS
 from stacks.runtime_env import stack_name

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from ops.environment_cost import environment_cost
+from ops.cost.environment_cost import environment_cost
 from pipeline import metric_names
 from pipeline.domain.routing import WEBHOOK_LANES
 from stacks.constructs.lane import dlq_logical_id, queue_logical_id

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from ops.runtime import aws_limits
+from local_aws import aws_limits
 from pipeline import settings
 from pipeline.domain.routing import WEBHOOK_LANES
 from stacks.constructs.lane import queue_logical_id

@@ -1,11 +1,11 @@
 """The busiest counts come from the functions' own lines: a metric filter per count on the consumer's
-and the door's log groups, each a pattern the local runtime can play (ops/runtime/log_filters.py)."""
+and the door's log groups, each a pattern the local runtime can play (local_aws/log_filters.py)."""
 
 from __future__ import annotations
 
 import pytest
 
-from ops.runtime.log_filters import MetricFilter
+from local_aws.log_filters import MetricFilter
 from pipeline import metric_filters
 from stacks.runtime_env import metrics_namespace
 

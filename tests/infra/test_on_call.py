@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from cfnlint.api import REGIONS, ManualArgs, lint
 
-from ops.environment_cost import environment_cost
+from ops.cost.environment_cost import environment_cost
 from stacks.app_builder import build_app
 from stacks.config.environments import (
     ENVIRONMENTS,

@@ -18,10 +18,10 @@ from typing import Any
 
 import pytest
 
+from local_aws.synth import SynthesizedApp
+from ops.cost.model_cost import model_warnings
+from ops.cost.plan_checks import dependency_lines, lane_warnings, plan_lane
 from ops.drive.host import Harness
-from ops.model_cost import model_warnings
-from ops.plan_checks import dependency_lines, lane_warnings, plan_lane
-from ops.runtime.synth import SynthesizedApp
 from stacks.config import environments, lanes, models
 from stacks.runtime_env import stack_name
 
@@ -109,7 +109,7 @@ def registered(example, monkeypatch) -> Example:
 
 
 def _synthesize(env: environments.Environment, outdir: Path) -> SynthesizedApp:
-    """As ops/runtime/synth.py does, but in this process, where the guide's TaskAccess is."""
+    """As local_aws/synth.py does, but in this process, where the guide's TaskAccess is."""
     from stacks.app_builder import build_app
 
     app, _ = build_app(env, outdir=str(outdir))  # with cdk-nag: an unacknowledged finding fails here

@@ -3,7 +3,7 @@
 A unit test's tables, queues and secrets (tests/support/aws.py) stand in for the template's by
 logical ID, so each function's policies resolve to them, and a handler built with
 `function_environ` calls AWS as its role would: a call the role does not allow fails with
-AccessDenied here as it would on AWS (ops/runtime/iam/). The local template is synthesized once
+AccessDenied here as it would on AWS (local_aws/iam/). The local template is synthesized once
 per source tree and kept in the temporary directory, so a test session pays for it once.
 """
 
@@ -19,9 +19,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ops.runtime.iam.enforcer import ENFORCER
-from ops.runtime.iam.template import Grants, read_grants
-from ops.runtime.intrinsics import Resolver
+from local_aws.iam.enforcer import ENFORCER
+from local_aws.iam.template import Grants, read_grants
+from local_aws.intrinsics import Resolver
 from stacks.config.environments import ENVIRONMENTS, LOCAL_ACCOUNT
 from stacks.constructs.lane import dlq_logical_id, queue_logical_id
 from stacks.runtime_env import lane_id
@@ -68,7 +68,7 @@ def local_template() -> dict[str, Any]:
         with open(path.with_suffix(".lock"), "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             if not path.exists():
-                from ops.runtime.synth import synthesize
+                from local_aws.synth import synthesize
 
                 app = synthesize(ENVIRONMENTS["local"])
                 shutil.rmtree(app.outdir, ignore_errors=True)

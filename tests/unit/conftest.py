@@ -106,9 +106,9 @@ def metrics(capsys):
 
 @pytest.fixture
 def model():
-    """The process's fake of Bedrock's Converse (ops/runtime/converse_fake.py), every consumer's
+    """The process's fake of Bedrock's Converse (local_aws/converse_fake.py), every consumer's
     model when a test gives none of its own: default behaviour, no calls, and so again after."""
-    from ops.runtime.converse_fake import FAKE
+    from local_aws.converse_fake import FAKE
 
     FAKE.reset()
     yield FAKE

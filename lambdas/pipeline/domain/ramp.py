@@ -1,6 +1,6 @@
 """The paced ramp a lane resumes on: MaximumConcurrency from the SQS minimum up to the lane's
 budget step by step, so a dependency that has just recovered is not met by the whole backlog at
-once. `lanectl lane resume --ramp` (ops/lanes.py) walks it in one run; a function that resumes a
+once. `lanectl lane resume --ramp` (ops/commands/lanes.py) walks it in one run; a function that resumes a
 lane on a schedule takes one step a run (`next_level`)."""
 
 from __future__ import annotations

@@ -42,7 +42,7 @@ def metric_total(printed: list[dict[str, Any]], name: str, **dimensions: str) ->
 def line_metric_total(caplog: Any, name: str, **dimensions: str) -> float:
     """What the functions' log-group metric filters (pipeline/metric_filters.py) count from the
     handler's lines, as CloudWatch Logs would, with these dimensions (others ignored)."""
-    from ops.runtime.log_filters import MetricFilter, counts
+    from local_aws.log_filters import MetricFilter, counts
     from pipeline import metric_filters
 
     filters = [MetricFilter.of(m, "tests") for m in (*metric_filters.CONSUMER, *metric_filters.DOOR)]

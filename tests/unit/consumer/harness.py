@@ -1,7 +1,7 @@
 """Playing the Lambda service for one lane's consumer against moto.
 
 `LaneHarness.poll` does what the event source mapping does, through the runtime's one emulation of
-it (`ops/runtime/event_source.py`): receive from the lane queue (real visibility and receive
+it (`local_aws/event_source.py`): receive from the lane queue (real visibility and receive
 counts), build the SQS event, invoke the handler, and delete the records the response did not
 report as failures. Rows are written the way the ingress (its real
 WebhookLog adapter) and the jobs API write them. The handler's own clients come from a boto3
@@ -24,7 +24,7 @@ from typing import Any
 
 import boto3
 
-from ops.runtime import event_source
+from local_aws import event_source
 from pipeline import schema, settings
 from pipeline.adapters.webhook_log import LogEntry, WebhookLog
 from pipeline.domain import jobs as job_rules

@@ -9,7 +9,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from ops.lane_changes import changed_lane
+from ops.drive.lane_changes import changed_lane
 from pipeline.domain.envelope import Envelope
 from pipeline.policy.lanes import BudgetMode, TenantQuota
 

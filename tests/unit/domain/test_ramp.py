@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ops import lanes
+from ops.commands import lanes
 from pipeline.domain.ramp import RAMP_FLOOR, next_level, ramp_levels
 
 

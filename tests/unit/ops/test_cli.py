@@ -150,10 +150,10 @@ def test_output_keys_match_the_stack():
 
 def test_local_is_delegated_with_its_own_options(lanectl, monkeypatch):
     calls = []
-    fake = types.ModuleType("ops.local")
+    fake = types.ModuleType("ops.commands.local")
     fake.add_arguments = lambda parser: parser.add_argument("--port", type=int, default=8787)
     fake.main = lambda args: calls.append(args) or 7
-    monkeypatch.setitem(sys.modules, "ops.local", fake)
+    monkeypatch.setitem(sys.modules, "ops.commands.local", fake)
 
     result = lanectl("local", "--port", "9000", "--env", "local")
 
@@ -162,12 +162,12 @@ def test_local_is_delegated_with_its_own_options(lanectl, monkeypatch):
 
 
 def test_a_missing_delegate_exits_2(lanectl, monkeypatch):
-    monkeypatch.setitem(sys.modules, "ops.demo", None)
+    monkeypatch.setitem(sys.modules, "ops.demo.run", None)
 
     result = lanectl("demo")
 
     assert result.code == 2
-    assert "`lanectl demo` is not available in this checkout (ops/demo.py is missing)" in result.err
+    assert "`lanectl demo` is not available in this checkout (ops/demo/run.py is missing)" in result.err
 
 
 def test_the_local_drive_finds_a_lane_named_with_underscores_by_the_stacks_spelling():

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ops.lanes import parse_duration, ramp_levels
+from ops.commands.lanes import parse_duration, ramp_levels
 
 
 def _mapping(stack, lane):

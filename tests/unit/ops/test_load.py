@@ -14,8 +14,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import boto3
 import pytest
 
-from ops import load
 from ops.cli import Runtime, run
+from ops.load import command as load
 from pipeline.adapters.sender_key import SenderKey
 from pipeline.tasks.messages import message_key
 from tests.support.aws import REGION

@@ -7,9 +7,9 @@ from dataclasses import replace
 
 import pytest
 
-from ops import environment_cost, pricing
+from ops.cost import environment_cost, pricing
+from ops.cost.plan import plan_lane, run_plan
 from ops.output import Console
-from ops.plan import plan_lane, run_plan
 from stacks.config.environments import ENVIRONMENTS, EdgeConfig
 from stacks.config.lane_overrides import LaneOverride, lanes_for
 from stacks.config.lanes import Traffic
@@ -272,7 +272,7 @@ def test_a_model_without_a_price_is_a_warning_not_a_guess(capsys):
     code = run_plan(env, Console(), utilisation=0.7, average_fraction=0.25, strict=True)
     out = capsys.readouterr().out
     assert code != 0
-    assert "ai: no price for model meta.llama3-70b-instruct-v1:0 in ops/prices.py MODEL_PRICES" in out
+    assert "ai: no price for model meta.llama3-70b-instruct-v1:0 in ops/cost/prices.py MODEL_PRICES" in out
 
 
 def test_a_lane_that_sends_replies_pays_a_write_unit_a_message_for_its_numbers_rate():

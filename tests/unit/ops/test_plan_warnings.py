@@ -7,8 +7,8 @@ from dataclasses import replace
 
 import pytest
 
+from ops.cost.plan import run_plan
 from ops.output import Console
-from ops.plan import run_plan
 from stacks.config.doors import JobsConfig
 from stacks.config.environments import ENVIRONMENTS, Dependency, Environment
 from stacks.config.lane_overrides import LaneOverride, lanes_for

@@ -14,9 +14,9 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 from ops.aws import Aws, Target
+from ops.commands.preflight import FAIL, PASS, SKIP, check_mutual_tls
 from ops.context import Context
 from ops.output import Console
-from ops.preflight import FAIL, PASS, SKIP, check_mutual_tls
 from stacks.config.environments import ENVIRONMENTS
 from stacks.config.mutual_tls import MutualTlsConfig
 from tests.support.aws import REGION

@@ -8,7 +8,7 @@ import boto3
 from botocore.exceptions import ClientError
 from botocore.stub import Stubber
 
-from ops.redrive import _unsupported
+from ops.commands.redrive import _unsupported
 from tests.support.aws import REGION
 
 from .support import StubbedAws, envelope, park, receive_all, visible

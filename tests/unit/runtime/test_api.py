@@ -6,8 +6,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from ops.runtime.api import ApiServer, Route, route_throttles
-from ops.runtime.functions import Invocation
+from local_aws.api import ApiServer, Route, route_throttles
+from local_aws.functions import Invocation
 
 STAGE = {
     "DefaultRouteSettings": {"ThrottlingRateLimit": 0.001, "ThrottlingBurstLimit": 1},

@@ -1,4 +1,4 @@
-"""The live view of `lanectl local` (ops/runtime/console.py) shows, per lane, how long quiet
+"""The live view of `lanectl local` (ops/console/console.py) shows, per lane, how long quiet
 tenants wait and how many tenants are noisy, and names the noisy ones. The runtime it reads is a
 stand-in holding only what the view reads; the figures come through the real metrics store and
 queue sample types the runtime fills every second."""
@@ -12,13 +12,13 @@ from typing import Any
 
 from rich.console import Console
 
-from ops.runtime.console import inbox_line, render
-from ops.runtime.fairness import NoisyGroup
-from ops.runtime.live_view import view
-from ops.runtime.mappings import MappingState, MappingStats
-from ops.runtime.metrics import MetricsStore
-from ops.runtime.on_call import OnCallInbox, Page
-from ops.runtime.queue_metrics import QueueSample
+from local_aws.fairness import NoisyGroup
+from local_aws.mappings import MappingState, MappingStats
+from local_aws.metrics import MetricsStore
+from local_aws.on_call import OnCallInbox, Page
+from local_aws.queue_metrics import QueueSample
+from ops.console.console import inbox_line, render
+from ops.console.live_view import view
 from stacks.config.environments import ENVIRONMENTS
 
 

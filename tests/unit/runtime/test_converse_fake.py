@@ -1,4 +1,4 @@
-"""The local runtime's model: Bedrock's Converse as moto answers it (ops/runtime/converse_fake.py),
+"""The local runtime's model: Bedrock's Converse as moto answers it (local_aws/converse_fake.py),
 with its latency, failures and rate limit set per run, and Bedrock's own error shapes."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import requests
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
-from ops.runtime.converse_fake import ERRORS, ConverseFake, ModelBehaviour
-from ops.runtime.iam.asks import Lookups, asks
+from local_aws.converse_fake import ERRORS, ConverseFake, ModelBehaviour
+from local_aws.iam.asks import Lookups, asks
 from tests.support.aws import REGION
 
 CLAUDE = "anthropic.claude-3-haiku-20240307-v1:0"

@@ -1,5 +1,5 @@
 """The emulated DynamoDB holds items, transactions and batch writes to DynamoDB's limits
-(ops/runtime/moto_limits.py), measured as DynamoDB measures them (ops/runtime/aws_limits.py),
+(local_aws/moto_limits.py), measured as DynamoDB measures them (local_aws/aws_limits.py),
 refuses in DynamoDB's words, and writes nothing of what it refuses."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import boto3
 import pytest
 from botocore.exceptions import ClientError
 
-from ops.runtime.aws_limits import dynamodb_item_bytes
+from local_aws.aws_limits import dynamodb_item_bytes
 from tests.support.aws import REGION
 
 ITEM_LIMIT = 409_600

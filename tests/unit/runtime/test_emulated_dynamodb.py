@@ -1,4 +1,4 @@
-"""moto's DynamoDB with the runtime's patches (ops/runtime/moto_patches.py): a cancelled
+"""moto's DynamoDB with the runtime's patches (local_aws/moto_patches.py): a cancelled
 transaction leaves every item as it was, without copying tables, and a committed one writes all;
 a request's answer never sees a write that came after it."""
 
@@ -10,7 +10,7 @@ import boto3
 import pytest
 from botocore.exceptions import ClientError
 
-from ops.runtime import moto_indexes
+from local_aws import moto_indexes
 from tests.support.aws import REGION
 
 

@@ -1,4 +1,4 @@
-"""The emulator's in-process shortcuts (ops/runtime/moto_dispatch.py: unsigned requests, handlers
+"""The emulator's in-process shortcuts (local_aws/moto_dispatch.py: unsigned requests, handlers
 remembered by URL) leave S3 as moto serves it: private objects read back by their owner, and
 buckets told apart, in both of S3's addressing styles."""
 

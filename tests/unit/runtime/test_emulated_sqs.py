@@ -1,4 +1,4 @@
-"""The indexed SQS queues (ops/runtime/moto_sqs.py) keep SQS's semantics through the real API:
+"""The indexed SQS queues (local_aws/moto_sqs.py) keep SQS's semantics through the real API:
 visibility, receive counts, redrive, delays, deletes by any handle, purge, and the counts and age
 CloudWatch reads. Every test drives boto3 against moto with the patch installed (tests/conftest.py
 installs it for the whole session, as the runtime does)."""
@@ -13,7 +13,7 @@ import pytest
 from botocore.exceptions import ClientError
 from moto.sqs.models import sqs_backends
 
-from ops.runtime.moto_sqs import MessageIndex, counts_of
+from local_aws.moto_sqs import MessageIndex, counts_of
 from tests.support.aws import REGION
 
 ACCOUNT = "123456789012"
@@ -211,7 +211,7 @@ def test_deleted_handles_are_remembered_up_to_a_bound():
             self.receipt_handle = f"h{n}"
             self.all_receipt_handles = [self.receipt_handle]
 
-    from ops.runtime import message_index
+    from local_aws import message_index
 
     bound = message_index.DELETED_HANDLES_KEPT
     message_index.DELETED_HANDLES_KEPT = 3

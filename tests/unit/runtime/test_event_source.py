@@ -1,4 +1,4 @@
-"""The one emulation of Lambda's SQS event source mapping (ops/runtime/event_source.py), driven
+"""The one emulation of Lambda's SQS event source mapping (local_aws/event_source.py), driven
 against moto through the real SQS API: the event built from received messages, and what a batch
 leaves on the queue for each kind of response."""
 
@@ -9,7 +9,7 @@ import hashlib
 import boto3
 import pytest
 
-from ops.runtime import event_source
+from local_aws import event_source
 from tests.support.aws import REGION
 
 ARN = f"arn:aws:sqs:{REGION}:123456789012:lane"

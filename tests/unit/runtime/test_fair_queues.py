@@ -1,4 +1,4 @@
-"""SQS fair queues on the emulated standard queues (ops/runtime/fair_groups.py), through the real
+"""SQS fair queues on the emulated standard queues (local_aws/fair_groups.py), through the real
 API: a standard queue whose messages carry a MessageGroupId returns quiet groups' messages before
 a noisy group's, the noisy group with the fewest in flight first, forgets a group once drained or
 idle, and publishes the fair-queue metrics SQS does. Every test drives boto3 against moto with
@@ -14,10 +14,10 @@ import boto3
 import pytest
 from moto.sqs.models import sqs_backends
 
-from ops.runtime import queue_metrics
-from ops.runtime.fairness import Fairness
-from ops.runtime.metrics import MetricsStore
-from ops.runtime.moto_sqs import counts_of, fair_counts_of, index_of
+from local_aws import queue_metrics
+from local_aws.fairness import Fairness
+from local_aws.metrics import MetricsStore
+from local_aws.moto_sqs import counts_of, fair_counts_of, index_of
 from stacks.config.environments import ENVIRONMENTS
 from tests.support.aws import REGION
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import sys
 import threading
 
-from ops.runtime.capture import OutputCapture
-from ops.runtime.functions import MAX_INSTANCES, FunctionConfig, FunctionHost
-from ops.runtime.metrics import MetricsStore
+from local_aws.capture import OutputCapture
+from local_aws.functions import MAX_INSTANCES, FunctionConfig, FunctionHost
+from local_aws.metrics import MetricsStore
 from tests.unit.runtime import overlapping_init
 
 

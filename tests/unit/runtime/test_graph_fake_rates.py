@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from ops.runtime.graph_fake import GraphFake
+from local_aws.graph_fake import GraphFake
 from pipeline.adapters.graph_api import GraphSender
 from pipeline.domain import meta_send as ms
 from pipeline.domain.rates import RateKeeper, whatsapp_number

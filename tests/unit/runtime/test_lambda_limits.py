@@ -1,7 +1,7 @@
 """The emulated Lambda refuses a function's environment over 4 KB as Lambda does
-(ops/runtime/moto_limits.py), measured as Lambda measures it: the variables as one compact JSON
+(local_aws/moto_limits.py), measured as Lambda measures it: the variables as one compact JSON
 object, so the punctuation counts. A template holding such a function fails to deploy, as
-CloudFormation fails it (ops/runtime/moto_stacks.py)."""
+CloudFormation fails it (local_aws/moto_stacks.py)."""
 
 from __future__ import annotations
 

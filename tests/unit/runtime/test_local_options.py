@@ -7,7 +7,7 @@ import argparse
 
 import pytest
 
-from ops import local
+from ops.commands import local
 
 
 def test_a_rate_and_burst_are_read_as_api_gateway_takes_them():

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from ops.runtime.log_filters import LineCounts, MetricFilter, UnsupportedPattern, parsed_line
+from local_aws.log_filters import LineCounts, MetricFilter, UnsupportedPattern, parsed_line
 from pipeline import metric_filters
 
 

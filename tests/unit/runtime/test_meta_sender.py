@@ -1,4 +1,4 @@
-"""Meta's side of a subscription, played locally (ops/runtime/meta_sender.py): batching, retries of
+"""Meta's side of a subscription, played locally (local_aws/meta_sender.py): batching, retries of
 the same bytes with back-off, the alert and the disable after continuous failure, and what is
 lost while disabled; then the same rules driving a door over HTTP on 127.0.0.1."""
 
@@ -13,7 +13,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from ops.runtime.meta_sender import (
+from local_aws.meta_sender import (
     HOUR,
     MINUTE,
     POLICIES,

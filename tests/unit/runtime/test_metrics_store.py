@@ -1,10 +1,10 @@
-"""The runtime's metric store (ops/runtime/metrics.py): per-second statistics for the recent
+"""The runtime's metric store (local_aws/metrics.py): per-second statistics for the recent
 minutes the alarms read, totals for the whole run."""
 
 from __future__ import annotations
 
-from ops.runtime import metrics
-from ops.runtime.metrics import MetricsStore
+from local_aws import metrics
+from local_aws.metrics import MetricsStore
 
 NS, NAME = "Lanes", "RecordsDone"
 

@@ -1,4 +1,4 @@
-"""The emulator's direct JSON answers (ops/runtime/moto_results.py): for every operation that
+"""The emulator's direct JSON answers (local_aws/moto_results.py): for every operation that
 takes that path, a boto3 client reads exactly what moto's own serializer would have given it,
 binary values, empty answers and refusals included."""
 
@@ -10,7 +10,7 @@ from botocore.exceptions import ClientError
 from moto.backends import get_backend
 from moto.core.responses import ActionResult
 
-from ops.runtime import moto_patches, moto_results
+from local_aws import moto_patches, moto_results
 from tests.support.aws import REGION
 
 ITEM = {

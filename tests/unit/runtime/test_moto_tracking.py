@@ -1,4 +1,4 @@
-"""moto's instance tracking in the emulator (ops/runtime/moto_tracking.py): an item deleted from a
+"""moto's instance tracking in the emulator (local_aws/moto_tracking.py): an item deleted from a
 table and a message deleted from a queue are freed, while other models are still tracked."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import boto3
 from moto.dynamodb.models.dynamo_type import Item
 from moto.sqs.models import Message, Queue
 
-from ops.runtime import moto_patches
+from local_aws import moto_patches
 from tests.support.aws import REGION
 
 

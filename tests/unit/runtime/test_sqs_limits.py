@@ -1,5 +1,5 @@
 """The emulated SQS measures a message as SQS does, its body and attributes in UTF-8 bytes, and
-refuses what SQS refuses (ops/runtime/moto_limits.py): a message over its queue's
+refuses what SQS refuses (local_aws/moto_limits.py): a message over its queue's
 MaximumMessageSize, a batch over 1 MiB in all, and in a batch only the entry over the maximum."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""DynamoDB's time to live in the emulator (ops/runtime/ttl_reaper.py): the template's TTL is
+"""DynamoDB's time to live in the emulator (local_aws/ttl_reaper.py): the template's TTL is
 turned on, expired items are deleted, everything else is kept, and a table's index forgets what
 was deleted."""
 
@@ -8,8 +8,8 @@ import boto3
 import pytest
 from moto.core import DEFAULT_ACCOUNT_ID
 
-from ops.runtime import moto_patches
-from ops.runtime.ttl_reaper import FIVE_YEARS_SECONDS, TtlReaper, enable_from_template, ttl_attributes
+from local_aws import moto_patches
+from local_aws.ttl_reaper import FIVE_YEARS_SECONDS, TtlReaper, enable_from_template, ttl_attributes
 from tests.support.aws import REGION
 
 NOW = 1_800_000_000.0

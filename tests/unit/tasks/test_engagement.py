@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ops.runtime.converse_fake import label_for
+from local_aws.converse_fake import label_for
 from pipeline.domain import budgets
 from pipeline.domain.errors import PermanentError
 from pipeline.tasks import engagement

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from ops.runtime.graph_fake import GraphFake
+from local_aws.graph_fake import GraphFake
 from pipeline.domain import meta_send as ms
 from pipeline.tasks import ai, replies
 from tests.support.aws import META_ACCESS_TOKEN

@@ -10,13 +10,13 @@ import json
 import boto3
 import pytest
 
-from ops.runtime.alarms import ALARM, AlarmDefinition, AlarmEvaluator, alarm_arn
-from ops.runtime.iam import played
-from ops.runtime.iam.documents import parse_document
-from ops.runtime.iam.enforcer import ENFORCER
-from ops.runtime.iam.template import Grants
-from ops.runtime.metrics import MetricsStore
-from ops.runtime.on_call import OnCallInbox
+from local_aws.alarms import ALARM, AlarmDefinition, AlarmEvaluator, alarm_arn
+from local_aws.iam import played
+from local_aws.iam.documents import parse_document
+from local_aws.iam.enforcer import ENFORCER
+from local_aws.iam.template import Grants
+from local_aws.metrics import MetricsStore
+from local_aws.on_call import OnCallInbox
 
 ACCOUNT = "123456789012"
 REGION = "us-east-1"

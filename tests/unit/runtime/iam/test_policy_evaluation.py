@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from ops.runtime.iam.conditions import holds
-from ops.runtime.iam.documents import UnsupportedPolicy, parse_document
-from ops.runtime.iam.evaluation import RoleSession, ServicePrincipal, context_for, evaluate
-from ops.runtime.iam.patterns import resource_matches
+from local_aws.iam.conditions import holds
+from local_aws.iam.documents import UnsupportedPolicy, parse_document
+from local_aws.iam.evaluation import RoleSession, ServicePrincipal, context_for, evaluate
+from local_aws.iam.patterns import resource_matches
 
 ACCOUNT = "123456789012"
 TABLE = f"arn:aws:dynamodb:us-east-1:{ACCOUNT}:table/webhook-log"

@@ -7,10 +7,10 @@ import boto3
 import pytest
 from botocore.exceptions import ClientError
 
-from ops.runtime.iam import ledger
-from ops.runtime.iam.enforcer import ENFORCER
-from ops.runtime.iam.template import read_grants
-from ops.runtime.intrinsics import Resolver
+from local_aws.iam import ledger
+from local_aws.iam.enforcer import ENFORCER
+from local_aws.iam.template import read_grants
+from local_aws.intrinsics import Resolver
 
 ACCOUNT = "123456789012"
 REGION = "us-east-1"
@@ -187,7 +187,7 @@ def test_secrets_are_judged_by_their_full_arn_whatever_id_the_caller_gives(world
 def test_a_call_the_runtime_has_no_rule_for_is_refused_to_a_role_and_names_where_to_add_one(world):
     error = _refused(lambda: world["door"].client("s3").list_buckets())
     assert "s3:ListBuckets" in error["Message"]
-    assert "ops/runtime/iam/asks.py" in error["Message"]
+    assert "local_aws/iam/asks.py" in error["Message"]
 
 
 def test_the_runtimes_own_calls_keep_full_rights(world):

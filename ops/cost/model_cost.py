@@ -1,0 +1,60 @@
+"""What the lanes' model calls cost a month: tokens in and out at Bedrock's on-demand prices.
+
+Each message on a lane with a model is priced as one call of the tokens its model's planning
+assumptions state (stacks/config/models.py). For the ai lane that is an upper bound: a burst
+coalesced into one turn makes one call, not one per message. What a lane really spends is its
+`ModelInputTokens` and `ModelOutputTokens` metrics.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ops.cost.prices import LIST_PRICES, MODEL_PRICES, ModelPrice, Prices
+from stacks.config.environments import Environment
+
+
+@dataclass(frozen=True)
+class ModelCost:
+    lane: str
+    model_id: str
+    calls: float
+    input_tokens: float
+    output_tokens: float
+    price: ModelPrice | None
+    """None: a model with no price here; the plan warns rather than guess."""
+
+    @property
+    def total(self) -> float:
+        if self.price is None:
+            return 0.0
+        million = 1_000_000
+        return (
+            self.input_tokens / million * self.price.input_per_million
+            + self.output_tokens / million * self.price.output_per_million
+        )
+
+
+def model_costs(env: Environment, average_fraction: float, prices: Prices = LIST_PRICES) -> dict[str, ModelCost]:
+    costs = {}
+    for model in env.models:
+        lane = env.lane(model.lane)
+        calls = lane.traffic.peak_per_second * average_fraction * prices.seconds_per_month
+        costs[model.lane] = ModelCost(
+            lane=model.lane,
+            model_id=model.settings.model_id,
+            calls=calls,
+            input_tokens=calls * model.input_tokens_per_call,
+            output_tokens=calls * model.output_tokens_per_call,
+            price=MODEL_PRICES.get(model.foundation_model),
+        )
+    return costs
+
+
+def model_warnings(env: Environment) -> list[str]:
+    return [
+        f"{model.lane}: no price for model {model.settings.model_id} in ops/cost/prices.py MODEL_PRICES; its tokens "
+        "are not in the total"
+        for model in env.models
+        if model.foundation_model not in MODEL_PRICES
+    ]

@@ -1,0 +1,211 @@
+"""`lanectl plan ENV`: capacity and cost from the lane catalogue's traffic assumptions.
+
+Per lane, at peak: arrival rate λ, busy slots L = λ x service time (Little's law: how many
+messages are in service at once on average), slots to provision so those run at the target
+utilisation, and the queue bound at the objective, λ x objective (by Little's law again, a backlog
+above it at peak means messages wait longer than the objective). Then the checks where the
+configuration contradicts itself (ops/cost/plan_checks.py), and the monthly cost at list prices (see
+ops/cost/environment_cost.py).
+"""
+
+from __future__ import annotations
+
+import math
+import textwrap
+
+from ops.cost import pricing
+from ops.cost.environment_cost import EDGE_RULES, environment_cost
+from ops.cost.model_cost import model_warnings
+from ops.cost.plan_checks import LanePlan, account_lines, dependency_lines, lane_warnings, plan_lane, tenant_cap_lines
+from ops.cost.prices import ASSUMED, LIST_PRICES
+from ops.errors import FAILED, OK
+from ops.output import JSON, TEXT, Console, Table, duration, money, table
+from stacks.config.environments import Environment
+
+WIDTH = 110
+
+__all__ = ["LanePlan", "plan_lane", "run_plan"]
+
+
+def _wrapped(text: str, indent: str = "") -> list[str]:
+    return textwrap.wrap(text, width=WIDTH, initial_indent=indent, subsequent_indent=indent + "  ")
+
+
+def _capacity_table(plans: list[LanePlan], env: Environment) -> Table:
+    rows = []
+    for p in plans:
+        lane = p.lane
+        rows.append(
+            (
+                lane.name,
+                f"{p.arrival_per_second:g}",
+                f"{lane.policy.service_seconds:g}s",
+                f"{p.busy_slots:.1f}",
+                p.slots,
+                lane.policy.max_concurrency,
+                lane.reserved_concurrency if env.reserved_concurrency else "off",
+                "inf" if math.isinf(p.headroom) else f"{p.headroom:.1f}x",
+                duration(lane.policy.objective_seconds),
+                f"{p.queue_bound:,.0f}",
+            )
+        )
+    return table(
+        ("LANE", "PEAK/S", "SERVICE", "BUSY", "SLOTS", "MAX CONC", "RESERVED", "HEADROOM", "AGE ALARM", "QUEUE BOUND"),
+        rows,
+        right=(1, 2, 3, 4, 5, 6, 7, 8, 9),
+    )
+
+
+def _cost_lines(env: Environment, average_fraction: float) -> list[str | Table]:
+    prices = LIST_PRICES
+    costs = environment_cost(env, average_fraction, prices)
+    rows = []
+    for lane in env.lanes:
+        cost = costs.lanes[lane.name]
+        per = pricing.units(lane)
+        rows.append(
+            (
+                lane.name,
+                pricing.entry(lane),
+                f"{cost.messages / 1e6:,.1f}M",
+                f"{per.writes:g}/{per.reads:g}",
+                money(cost.sqs),
+                money(cost.lambda_),
+                money(cost.dynamodb),
+                money(cost.api),
+                money(cost.logs),
+                money(cost.xray),
+                money(cost.total),
+            )
+        )
+    fixed = costs.fixed
+    model_rows = [
+        (
+            cost.model_id,
+            cost.lane,
+            f"{cost.calls / 1e6:,.1f}M",
+            f"{cost.input_tokens / 1e6:,.0f}M",
+            f"{cost.output_tokens / 1e6:,.0f}M",
+            "no price"
+            if cost.price is None
+            else f"${cost.price.input_per_million:g}/${cost.price.output_per_million:g}",
+            money(cost.total),
+        )
+        for cost in costs.models.values()
+    ]
+    lines: list[str | Table] = [
+        f"monthly cost at list prices ({prices.region}, {prices.as_of}, no free tier; {prices.hours_per_month:g} h; "
+        f"average traffic = {average_fraction:.0%} of peak)"
+    ]
+    lines.append(
+        table(
+            ("LANE", "ENTRY", "MSGS/MONTH", "WRU/RRU", "SQS", "LAMBDA", "DYNAMODB", "API", "LOGS", "X-RAY", "TOTAL"),
+            rows,
+            right=(2, 3, 4, 5, 6, 7, 8, 9, 10),
+        )
+    )
+    lines.append(
+        f"fixed: idle SQS polling {money(fixed.idle_polling)}, sweeper {money(fixed.sweeper)}, "
+        f"{fixed.alarm_count} alarms {money(fixed.alarms)}, dashboard {money(fixed.dashboard)}"
+    )
+    if model_rows:
+        lines.append("model tokens (Bedrock on-demand; one call per message, as each lane's model plans it)")
+        lines.append(
+            table(
+                ("MODEL", "LANE", "CALLS/MONTH", "TOKENS IN", "TOKENS OUT", "$/M IN/OUT", "TOTAL"),
+                model_rows,
+                right=(2, 3, 4, 6),
+            )
+        )
+    edge = costs.edge
+    edge_detail = (
+        f"{edge.requests / 1e6:,.1f}M webhook requests: CloudFront {money(edge.cloudfront)}, AWS WAF "
+        f"{money(edge.waf)}, web ACL and {EDGE_RULES} rules {money(edge.fixed)}"
+    )
+    if env.edge.enabled:
+        lines += _wrapped(f"edge (CloudFront + AWS WAF, on): {money(edge.total)} ({edge_detail})")
+    else:
+        lines += _wrapped(
+            f"edge (CloudFront + AWS WAF): off; on, it would add about {money(edge.total)} ({edge_detail})"
+        )
+    lines += _wrapped(f"mutual TLS on the webhook: {_mutual_tls_state(env)}, {money(0)}; {MUTUAL_TLS_COST}")
+    lines.append(f"total: about {money(costs.total)} a month")
+    erasure = costs.erasure
+    lines += _wrapped(
+        f"each erasure request: about {money(erasure.scan)}, a consistent scan of the "
+        f"{env.retention.raw_deliveries_days}-day webhook log (about {erasure.raw_log_gib:,.1f} GiB; it has no "
+        "sender index, which would cost a write unit on every delivery); jobs and data are found by query"
+    )
+    usage = ASSUMED
+    lines += _wrapped(
+        "assumed: full consumer batches; every webhook or job through the API (one request, one door invocation of "
+        f"{usage.door_seconds * 1000:.0f} ms) and a row; ticks come from a schedule with no row; "
+        f"{usage.log_kib_per_message:g} KiB of logs per message; webhook rows kept {env.retention.raw_deliveries_days} "
+        f"days, job rows {env.retention.jobs_days}, effects {env.retention.effects_days} (the environment's "
+        "retention; DYNAMODB includes their storage and backups); X-RAY at Lambda's fixed sampling where tracing is "
+        "active "
+        f"(here: {'active' if env.tracing_active else 'passed through, so none'}). WRU/RRU = DynamoDB units per "
+        "message. Not included: custom metrics, data transfer (but the edge's), KMS, Secrets Manager."
+    )
+    return lines
+
+
+MUTUAL_TLS_COST = (
+    "API Gateway charges by the request alone, the same through a custom domain with mutual TLS; an ACM public "
+    "certificate is free, and the truststore is one S3 object of a few KiB"
+)
+
+
+def _mutual_tls_state(env: Environment) -> str:
+    if env.mutual_tls is None:
+        return "off"
+    return f"on at {env.mutual_tls.domain_name}"
+
+
+def run_plan(
+    env: Environment,
+    console: Console,
+    *,
+    utilisation: float,
+    average_fraction: float,
+    strict: bool,
+    output: str = TEXT,
+) -> int:
+    plans = [plan_lane(lane, utilisation) for lane in env.lanes]
+    if output == JSON:
+        from ops.cost.plan_json import document
+
+        planned = document(env, plans, utilisation=utilisation, average_fraction=average_fraction)
+        console.json(planned)
+        return FAILED if strict and planned["warnings"] else OK
+    console.line(
+        f"capacity plan for {env.name} (peak traffic from the lane catalogue; target utilisation {utilisation:.0%})"
+    )
+    console.line()
+    console.table(_capacity_table(plans, env))
+    console.lines(
+        _wrapped(
+            "BUSY = peak x service time (Little's law); SLOTS = BUSY / utilisation, rounded up; HEADROOM = MAX CONC "
+            "/ BUSY; QUEUE BOUND = peak x objective, the backlog above which messages wait longer than the objective"
+        )
+    )
+    console.line()
+    warnings = [w for p in plans for w in lane_warnings(p)]
+    dependency, dependency_warnings = dependency_lines(env, plans)
+    account, account_warnings = account_lines(env)
+    warnings += dependency_warnings + account_warnings + model_warnings(env)
+    console.line("dependencies")
+    console.lines([w for line in dependency for w in _wrapped(line, "  ")] or ["  none shared"])
+    console.line("tenant caps")
+    console.lines([w for line in tenant_cap_lines(env) for w in _wrapped(line, "  ")] or ["  none"])
+    console.line("account concurrency")
+    console.lines([w for line in account for w in _wrapped(line, "  ")])
+    console.line()
+    console.lines(_cost_lines(env, average_fraction))
+    console.line()
+    if warnings:
+        console.line(f"warnings ({len(warnings)})")
+        console.lines([line for w in warnings for line in _wrapped(f"! {w}", "  ")])
+    else:
+        console.line("no warnings: the configuration is consistent with its traffic assumptions")
+    return FAILED if strict and warnings else OK

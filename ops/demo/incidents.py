@@ -1,0 +1,125 @@
+"""The demo's incidents, handled by on-call with `lanectl`: an model outage that admission
+control turns into 503s, and a poison message that is dead-lettered, alarmed on and redriven."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import TYPE_CHECKING
+
+from ops.drive import poll
+from pipeline.adapters import lane_queue
+
+if TYPE_CHECKING:
+    from ops.demo.run import Demo
+
+POISON_MARKER = "POISON-PILL"
+AI_LANE = "ai"
+DLQ_ALARM = "AiLaneDeadLetters"
+
+
+def admission(d: Demo) -> None:
+    d.step(
+        "The model has an outage",
+        """On-call pauses the ai lane. Producers keep posting AI jobs: the lane can no longer meet its
+        objective, so the jobs API answers 503 with Retry-After instead of queueing promises it cannot
+        keep. When the model is back, on-call resumes with a ramp and the accepted work completes.""",
+    )
+    paused = d.lanectl("lane", "pause", AI_LANE)
+    d.expect("admission", "on-call pauses the ai lane", paused.returncode == 0, f"exit {paused.returncode}")
+    time.sleep(1.5)  # the poller reads the mapping every second
+    tenant = f"shop-{uuid.uuid4().hex[:6]}"
+    accepted: list[str] = []
+    shed = None
+    for n in range(25):
+        response = d.s.client.submit_job(
+            lane=AI_LANE,
+            kind="ai.inbound",
+            tenant=tenant,
+            payload={"conversation": f"conv-{n}", "message_id": f"m-{n}", "text": f"do you deliver to {n}?"},
+        )
+        if response.status == 503:
+            shed = response
+            break
+        if response.status == 202:
+            accepted.append(response.json()["id"])
+        time.sleep(0.4)
+    retry_after = shed.headers.get("retry-after") if shed else None
+    d.expect(
+        "admission",
+        "the jobs API sheds with 503 and a Retry-After",
+        shed is not None and bool(retry_after),
+        f"{len(accepted)} accepted, then 503 Retry-After {retry_after} s" if shed else "never shed",
+    )
+    resumed = d.lanectl("lane", "resume", AI_LANE, "--ramp", "4s")
+    d.expect("admission", "on-call resumes the lane with a ramp", resumed.returncode == 0, f"exit {resumed.returncode}")
+
+    def all_done() -> bool:
+        return all(d.s.client.job(job_id).json().get("status") == "done" for job_id in accepted)
+
+    done = poll(all_done, 60, interval=1)
+    d.expect("admission", "every accepted job completes after the resume", done, f"{len(accepted)} jobs")
+
+
+def _dead_letters(d: Demo) -> int:
+    return lane_queue.depth(d.s.aws("sqs"), d.s.queue_url(AI_LANE, dlq=True)).visible
+
+
+def _replies(d: Demo, tenant: str) -> int:
+    return sum(1 for i in d.s.items(f"conversation#{tenant}#conv-poison") if str(i["sk"]).startswith("reply#"))
+
+
+def poison(d: Demo) -> None:
+    d.step(
+        "A message the model always fails on",
+        f"""The model starts failing (a 500 from Bedrock) on any prompt containing {POISON_MARKER!r}.
+        A customer message with it keeps failing, retried with backoff; at the lane's max receives it is
+        dead-lettered with its reason and the DLQ alarm fires; the page reaches the on-call inbox only
+        because the topic's policy lets CloudWatch publish. Once Bedrock fixes the fault, on-call
+        looks at it, redrives it at a set rate, and the alarm clears.""",
+    )
+    # The fault is the model's (Bedrock answering 500 for this prompt), set on the local fake of it.
+    d.s.configure_model(rejects=POISON_MARKER)
+    tenant = f"shop-{uuid.uuid4().hex[:6]}"
+    response = d.s.client.submit_job(
+        lane=AI_LANE,
+        kind="ai.inbound",
+        tenant=tenant,
+        payload={"conversation": "conv-poison", "message_id": "m-poison", "text": f"my order {POISON_MARKER} is late"},
+    )
+    d.expect("poison", "the job is accepted", response.status == 202, f"{response.status}")
+    arrived = poll(lambda: _dead_letters(d), 60, interval=1)
+    d.expect(
+        "poison",
+        "it reaches the ai dead-letter queue after max receives",
+        arrived == 1,
+        f"{arrived} message(s) in the DLQ",
+    )
+    alarm = poll(lambda: d.s.alarm_state(DLQ_ALARM) == "ALARM", 20, interval=1)
+    d.expect("poison", "the DLQ alarm goes to ALARM", alarm, d.s.alarm_state(DLQ_ALARM))
+    paged = poll(lambda: any(p.state == "ALARM" for p in d.s.pages(DLQ_ALARM)), 10, interval=0.5)
+    pages = d.s.pages(DLQ_ALARM)
+    d.expect(
+        "poison",
+        "on-call is paged: CloudWatch publishes through the topic's policy to the on-call inbox",
+        paged,
+        f"{pages[-1].subject!r} to {pages[-1].endpoint}" if pages else "no page in the inbox",
+    )
+    d.lanectl("dlq", "peek", AI_LANE, "-n", "1")
+    d.s.configure_model(rejects="")
+    redrive = d.lanectl("dlq", "redrive", AI_LANE, "--rate", "5")
+    left = _dead_letters(d)
+    d.expect(
+        "poison",
+        "lanectl redrives it at a set rate",
+        redrive.returncode == 0 and left == 0,
+        f"exit {redrive.returncode}, {left} left in the DLQ",
+    )
+    answered = poll(lambda: _replies(d, tenant) > 0, 40, interval=1)
+    replies = _replies(d, tenant)
+    d.expect("poison", "after the fix it is processed exactly once", answered and replies == 1, f"{replies} reply")
+    cleared = poll(lambda: d.s.alarm_state(DLQ_ALARM) == "OK", 30, interval=1)
+    d.expect("poison", "the DLQ alarm returns to OK", cleared, d.s.alarm_state(DLQ_ALARM))
+
+
+SCENES = (admission, poison)
