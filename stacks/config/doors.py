@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from pipeline.domain import callers
 from pipeline.domain.webhook_body import MAX_LOGGABLE_BYTES
+from pipeline.policy import callers
 from pipeline.settings import SECRET_CACHE_SECONDS
 
 MIB = 1024 * 1024

@@ -7,7 +7,7 @@ import math
 from dataclasses import dataclass, field
 
 from pipeline.domain import erasure as erasure_rules
-from pipeline.domain.callers import ALL_TENANTS
+from pipeline.policy.callers import ALL_TENANTS
 from stacks.config.doors import (
     EDGE_REGION,
     MIB,

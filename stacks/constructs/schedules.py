@@ -20,16 +20,12 @@ from stacks.constructs.alarms import OnCall
 from stacks.constructs.function import FunctionSpec, PipelineFunction, SharedCode
 from stacks.constructs.grants import DEPTH, SEND, grant_index_query, grant_queue, grant_rows
 from stacks.constructs.tables import PipelineTables
-from stacks.runtime_env import PERIOD_METADATA, metrics_namespace
+from stacks.runtime_env import PERIOD_METADATA, lane_id, metrics_namespace
 
 SILENT_PERIODS = 3
 """Report-less alarm periods in a row before a silent sweeper pages. Each period is at least a
 sweep, so a healthy sweeper leaves none empty; a first deploy (the first sweep comes a sweep period
 after the schedule is made) or one missed or late sweep leaves at most two."""
-
-
-def _camel(name: str) -> str:
-    return "".join(part.capitalize() for part in name.replace("-", "_").split("_"))
 
 
 def sweep_alarm_period(env: Environment) -> int:
@@ -134,7 +130,7 @@ class Sweeper(Construct):
         self.lane_age_alarms = [
             on_call.alarm(
                 self,
-                f"Unprocessed{source.capitalize()}Age{_camel(lane)}",
+                f"Unprocessed{source.capitalize()}Age{lane_id(lane)}",
                 metric=metric(metric_names.OLDEST_UNPROCESSED_AGE, source, "Maximum", lane),
                 threshold=objectives[lane],
                 missing=cloudwatch.TreatMissingData.IGNORE,

@@ -11,8 +11,9 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from pipeline.domain import strict_json, tenant_ids
+from pipeline.domain import strict_json
 from pipeline.domain.envelope import INLINE_PAYLOAD_LIMIT, Envelope
+from pipeline.policy import tenant_ids
 
 JOB_ID_PREFIX = "job-"
 SOURCE = "job"

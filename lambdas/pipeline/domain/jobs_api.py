@@ -15,13 +15,13 @@ from typing import Any
 from pipeline import metric_names, schema
 from pipeline.domain import admission, http, jobs, retention, senders
 from pipeline.domain.admission import LaneProfile
-from pipeline.domain.callers import Callers, principal_of
 from pipeline.domain.envelope import Envelope, Outgoing
 from pipeline.domain.http import HttpRequest, Reply
 from pipeline.domain.jobs import Created, Duplicate, JobRequest, TenantLimited
 from pipeline.domain.ports import CORRELATION_ID, JobStore, LaneStates, Sender, SenderHasher, Telemetry
 from pipeline.domain.senders import SenderKeyUnavailable
 from pipeline.metric_names import JobFailure
+from pipeline.policy.callers import Callers, principal_of
 
 IDEMPOTENCY_HEADER = "idempotency-key"
 

@@ -14,31 +14,39 @@ never reads the process environment anywhere else. Lane and sweeper policies are
 
 from __future__ import annotations
 
-from pipeline.policy.lanes import LanePolicy
-from pipeline.policy.sweeper import SweeperSettings
-from pipeline.settings.doors import (
-    SECRET_CACHE_SECONDS,
-    ErasureSettings,
-    JobsSettings,
-    WebhookSettings,
-    erasure,
-    jobs,
-    webhook,
-)
-from pipeline.settings.environ import (
-    Credentials,
-    EnvVar,
-    SettingsError,
-    Tables,
-    credentials,
-    lane_queues,
-    region,
-    require,
-    section,
-)
-from pipeline.settings.kept import RetentionSettings, retention, sweeper
-from pipeline.settings.lanes import ConsumerSettings, DependencyBudget, dependencies, lane, lanes
-from pipeline.settings.model import ModelSettings
+import importlib
+from typing import TYPE_CHECKING, Any
+
+# Each name is read from its module on first use, so a function imports only the settings it reads:
+# the webhook door's cold start would otherwise load every lane's, the sweeper's and the model's
+# settings types, and the policies behind them, for nothing.
+_HOME = {
+    "LanePolicy": "pipeline.policy.lanes",
+    "SweeperSettings": "pipeline.policy.sweeper",
+    **dict.fromkeys(
+        ("SECRET_CACHE_SECONDS", "ErasureSettings", "JobsSettings", "WebhookSettings", "erasure", "jobs", "webhook"),
+        "pipeline.settings.doors",
+    ),
+    **dict.fromkeys(
+        (
+            "Credentials",
+            "EnvVar",
+            "SettingsError",
+            "Tables",
+            "credentials",
+            "lane_queues",
+            "region",
+            "require",
+            "section",
+        ),
+        "pipeline.settings.environ",
+    ),
+    **dict.fromkeys(("RetentionSettings", "retention", "sweeper"), "pipeline.settings.kept"),
+    **dict.fromkeys(
+        ("ConsumerSettings", "DependencyBudget", "dependencies", "lane", "lanes"), "pipeline.settings.lanes"
+    ),
+    "ModelSettings": "pipeline.settings.model",
+}
 
 __all__ = [
     "SECRET_CACHE_SECONDS",
@@ -69,3 +77,44 @@ __all__ = [
     "sweeper",
     "webhook",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOME.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(home), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return __all__
+
+
+if TYPE_CHECKING:
+    from pipeline.policy.lanes import LanePolicy
+    from pipeline.policy.sweeper import SweeperSettings
+    from pipeline.settings.doors import (
+        SECRET_CACHE_SECONDS,
+        ErasureSettings,
+        JobsSettings,
+        WebhookSettings,
+        erasure,
+        jobs,
+        webhook,
+    )
+    from pipeline.settings.environ import (
+        Credentials,
+        EnvVar,
+        SettingsError,
+        Tables,
+        credentials,
+        lane_queues,
+        region,
+        require,
+        section,
+    )
+    from pipeline.settings.kept import RetentionSettings, retention, sweeper
+    from pipeline.settings.lanes import ConsumerSettings, DependencyBudget, dependencies, lane, lanes
+    from pipeline.settings.model import ModelSettings

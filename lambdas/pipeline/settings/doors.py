@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
 
-from pipeline.domain.callers import Callers
+from pipeline.policy.callers import Callers
 from pipeline.settings.environ import EnvVar, policy
 
 SECRET_CACHE_SECONDS = (60, 300)
@@ -95,7 +95,7 @@ class JobsSettings:
 
     @cached_property
     def grants(self) -> Callers:
-        """The callers by grant key (domain/callers.py)."""
+        """The callers by grant key (policy/callers.py)."""
         return Callers.from_mapping(self.callers)
 
 

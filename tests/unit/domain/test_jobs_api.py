@@ -10,9 +10,9 @@ import pytest
 from pipeline import schema
 from pipeline.domain import http, jobs
 from pipeline.domain.admission import LaneProfile, LaneSnapshot
-from pipeline.domain.callers import Callers
 from pipeline.domain.jobs_api import JobsApi, JobsApiPorts, JobsApiRules
 from pipeline.metric_names import JobFailure
+from pipeline.policy.callers import Callers
 from tests.unit.domain.door_ports import (
     NOW,
     QUEUE_URLS,

@@ -1,0 +1,157 @@
+"""The layering docs/ARCHITECTURE.md promises, read from the code's own import statements.
+
+Inside the product (lambdas/pipeline): the domain decides and imports no adapter, no AWS SDK and no
+settings reader; policy/ (the typed settings the stack and the functions share) imports nothing
+above it; nothing in the product imports the tooling (CDK, the stacks, the CLI, the emulator, the
+benchmarks). The emulator (local_aws/) does not import the operator CLI. And no two modules import
+each other, directly or round a circle, at import time.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+PRODUCT = ROOT / "lambdas"
+TOOLING = ("aws_cdk", "constructs", "stacks", "ops", "local_aws", "bench", "tests")
+AWS_SDK = ("boto3", "botocore")
+
+
+def _module_name(path: Path) -> str:
+    base = PRODUCT if path.is_relative_to(PRODUCT) else ROOT
+    parts = list(path.relative_to(base).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _is_type_checking(node: ast.If) -> bool:
+    test = node.test
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def _imports(path: Path, *, runtime_only: bool) -> Iterator[str]:
+    """Every module an import statement names; with runtime_only, only those run when the module is
+    imported (not under TYPE_CHECKING, not inside a function)."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    package = _module_name(path).rsplit(".", 1)[0] if path.name != "__init__.py" else _module_name(path)
+
+    def visit(nodes: list[ast.stmt], top: bool) -> Iterator[str]:
+        for node in nodes:
+            if isinstance(node, ast.Import):
+                if top or not runtime_only:
+                    yield from (alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom):
+                if not (top or not runtime_only):
+                    continue
+                base = node.module or ""
+                if node.level:
+                    anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    base = ".".join([*anchor, base] if base else anchor)
+                yield base
+                yield from (f"{base}.{alias.name}" for alias in node.names)
+            elif isinstance(node, ast.If) and _is_type_checking(node):
+                if not runtime_only:
+                    yield from visit(node.body, top)
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                yield from visit(node.body, False)
+            elif isinstance(node, (ast.If, ast.Try, ast.With)):
+                for block in ("body", "orelse", "finalbody", "handlers"):
+                    for child in getattr(node, block, []):
+                        yield from visit(child.body if isinstance(child, ast.ExceptHandler) else [child], top)
+
+    yield from visit(tree.body, True)
+
+
+def _sources(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.rglob("*.py") if "__pycache__" not in p.parts)
+
+
+def _starts(name: str, prefixes: tuple[str, ...]) -> bool:
+    return any(name == p or name.startswith(p + ".") for p in prefixes)
+
+
+def _offending(folder: str, forbidden: tuple[str, ...]) -> list[str]:
+    base = PRODUCT / "pipeline" / folder if folder else PRODUCT
+    return [
+        f"{path.relative_to(ROOT)} imports {name}"
+        for path in _sources(base)
+        for name in sorted(set(_imports(path, runtime_only=False)))
+        if _starts(name, forbidden)
+    ]
+
+
+@pytest.mark.parametrize(
+    ("folder", "forbidden"),
+    [
+        ("", TOOLING),
+        ("domain", ("pipeline.adapters", "pipeline.handlers", "pipeline.settings", "pipeline.tasks", *AWS_SDK)),
+        ("policy", ("pipeline.domain", "pipeline.adapters", "pipeline.handlers", "pipeline.settings", *AWS_SDK)),
+        ("settings", ("pipeline.domain", "pipeline.adapters", "pipeline.handlers", "pipeline.tasks", *AWS_SDK)),
+        ("adapters", ("pipeline.handlers", "pipeline.tasks")),
+    ],
+    ids=["product-imports-no-tooling", "domain", "policy", "settings", "adapters"],
+)
+def test_each_layer_imports_only_what_is_below_it(folder, forbidden):
+    assert _offending(folder, forbidden) == []
+
+
+def test_the_emulator_does_not_import_the_operator_cli():
+    offending = [
+        f"{path.relative_to(ROOT)} imports {name}"
+        for path in _sources(ROOT / "local_aws")
+        for name in sorted(set(_imports(path, runtime_only=False)))
+        if _starts(name, ("ops", "bench", "tests"))
+    ]
+    assert offending == []
+
+
+def _graph(folders: list[Path]) -> dict[str, set[str]]:
+    paths = [p for folder in folders for p in _sources(folder)]
+    modules = {_module_name(p): p for p in paths}
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        graph[name] = {imported for imported in _imports(path, runtime_only=True) if imported in modules} - {name}
+    return graph
+
+
+def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One import circle, if any (a package importing its own submodule is not one: the submodule
+    does not import the package's body back)."""
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        stack.append(node)
+        for nxt in sorted(graph[node]):
+            if nxt.startswith(node + "."):
+                continue
+            if state.get(nxt) == 1:
+                return [*stack[stack.index(nxt) :], nxt]
+            if state.get(nxt) is None and (found := visit(nxt)):
+                return found
+        stack.pop()
+        state[node] = 2
+        return None
+
+    for node in sorted(graph):
+        if state.get(node) is None and (found := visit(node)):
+            return found
+    return None
+
+
+def test_no_import_circle_in_the_product_the_emulator_or_the_cli():
+    graph = _graph([PRODUCT / "pipeline", ROOT / "stacks", ROOT / "ops", ROOT / "local_aws"])
+    assert _cycle(graph) is None
+
+
+def test_the_circle_finder_finds_a_circle():
+    assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert _cycle({"a": {"b"}, "b": set()}) is None
