@@ -155,3 +155,13 @@ def test_no_import_circle_in_the_product_the_emulator_or_the_cli():
 def test_the_circle_finder_finds_a_circle():
     assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
     assert _cycle({"a": {"b"}, "b": set()}) is None
+
+
+def test_no_name_the_settings_package_exports_is_also_one_of_its_modules():
+    # The package reads its names lazily; importing a submodule sets the package attribute of the
+    # same name to the module, which would shadow a function of that name (settings.lanes).
+    from pipeline import settings
+
+    modules = {p.stem for p in (PRODUCT / "pipeline" / "settings").glob("*.py")}
+    assert set(settings.__all__) & modules == set()
+    assert all(not isinstance(getattr(settings, name), type(settings)) for name in settings.__all__)

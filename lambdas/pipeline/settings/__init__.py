@@ -6,7 +6,7 @@ never reads the process environment anywhere else. Lane and sweeper policies are
 `pipeline.policy`, read with its codec; this package only finds and reads the variables.
 
 - `environ.py`: the variable names, required and JSON values, tables, queue URLs
-- `lanes.py`: lane policies and the consumer's settings
+- `lane_settings.py`: lane policies and the consumer's settings
 - `kept.py`: retention periods and the sweeper's policy
 - `model.py`: the model a lane's task calls
 - `doors.py`: the webhook's, the jobs API's and the erasure callback's settings
@@ -43,7 +43,7 @@ _HOME = {
     ),
     **dict.fromkeys(("RetentionSettings", "retention", "sweeper"), "pipeline.settings.kept"),
     **dict.fromkeys(
-        ("ConsumerSettings", "DependencyBudget", "dependencies", "lane", "lanes"), "pipeline.settings.lanes"
+        ("ConsumerSettings", "DependencyBudget", "dependencies", "lane", "lanes"), "pipeline.settings.lane_settings"
     ),
     "ModelSettings": "pipeline.settings.model",
 }
@@ -116,5 +116,5 @@ if TYPE_CHECKING:
         section,
     )
     from pipeline.settings.kept import RetentionSettings, retention, sweeper
-    from pipeline.settings.lanes import ConsumerSettings, DependencyBudget, dependencies, lane, lanes
+    from pipeline.settings.lane_settings import ConsumerSettings, DependencyBudget, dependencies, lane, lanes
     from pipeline.settings.model import ModelSettings
