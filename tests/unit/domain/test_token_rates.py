@@ -90,7 +90,8 @@ def test_a_reservation_that_can_never_fit_is_refused_with_an_error_and_writes_no
     counters = Counters()
     with pytest.raises(ValueError, match="token"):
         TokenKeeper(counters, Clock(0.0)).take(rate, tokens)
-    assert counters.writes == 0 and counters.tokens == {}
+    assert counters.writes == 0
+    assert counters.tokens == {}
 
 
 def test_max_tokens_below_one_is_refused():
