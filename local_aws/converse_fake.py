@@ -160,13 +160,8 @@ class ConverseFake:
             str(block.get("text", "")) for message in messages or () for block in message.get("content") or ()
         )
         try:
-            self._admit(behaviour, started)
-            self._admit_tokens(
-                behaviour,
-                model_id,
-                started,
-                tokens(system_text) + tokens(prompt) + int(inference.get("maxTokens") or 0),
-            )
+            reserved = tokens(system_text) + tokens(prompt) + int(inference.get("maxTokens") or 0)
+            self._admit(behaviour, started, model_id, reserved)
             if behaviour.latency_ms:
                 time.sleep(behaviour.latency_ms / 1000.0)
             if behaviour.rejects and behaviour.rejects in prompt:
@@ -197,7 +192,7 @@ class ConverseFake:
             "metrics": {"latencyMs": int((ended - started) * 1000)},
         }
 
-    def _admit(self, behaviour: ModelBehaviour, now: float) -> None:
+    def _admit(self, behaviour: ModelBehaviour, now: float, model_id: str, reserved: int) -> None:
         if behaviour.refuse:
             raise ConverseError("AccessDeniedException")
         with self._lock:
@@ -212,20 +207,15 @@ class ConverseFake:
             ):
                 if rate is not None and len(window) >= rate:
                     raise ConverseError("ThrottlingException")
+            spent = self._tokens.setdefault(model_id, deque())
+            while spent and spent[0][0] <= now - 60.0:
+                spent.popleft()
+            limit = behaviour.tokens_per_minute
+            if limit is not None and sum(n for _, n in spent) + reserved > limit:
+                raise ConverseError("ThrottlingException", TOO_MANY_TOKENS)
             self._window.append(now)
             self._minute.append(now)
-
-    def _admit_tokens(self, behaviour: ModelBehaviour, model_id: str, now: float, reserved: int) -> None:
-        limit = behaviour.tokens_per_minute
-        if limit is None:
-            return
-        with self._lock:
-            window = self._tokens.setdefault(model_id, deque())
-            while window and window[0][0] <= now - 60.0:
-                window.popleft()
-            if sum(n for _, n in window) + reserved > limit:
-                raise ConverseError("ThrottlingException", TOO_MANY_TOKENS)
-            window.append((now, reserved))
+            spent.append((now, reserved))
 
     def tokens_in_window(self, model_id: str, now: float) -> int:
         """The tokens the model counted in the 60 s before `now`."""
