@@ -54,6 +54,9 @@ def main(argv: list[str]) -> None:
         raise SystemExit("SECONDS must be within 0..30: a bounded load on 127.0.0.1")
     with fake_aws():
         _run(seconds)
+    from bench import token_budgets
+
+    token_budgets.main([])
 
 
 def _run(seconds: float) -> None:

@@ -14,6 +14,9 @@ How it behaves is set per run (`configure`, or the drive session's `configure_mo
   message (one request that fails every time while the rest succeed);
 - `requests_per_second`: calls beyond it in any one second are refused with a ThrottlingException;
 - `requests_per_minute`: likewise in any one minute (Bedrock's quotas are requests a minute);
+- `tokens_per_minute`: per model, a call whose input tokens plus its maxTokens would take the
+  model past it in the last 60 s is refused with a ThrottlingException saying too many tokens
+  (Bedrock counts maxTokens against the quota when a call starts);
 - `refuse`: every call is refused as for a model the account has not enabled.
 
 Every call is recorded (start, end, outcome) for the scenarios, which measure the model's own
@@ -42,6 +45,8 @@ ERRORS: Mapping[str, str] = {
     "ValidationException": "The provided model identifier is invalid.",
 }
 """Bedrock's error codes and the messages it answers them with."""
+TOO_MANY_TOKENS = "Too many tokens, please wait before trying again."
+"""Bedrock's ThrottlingException message when a model's tokens a minute are spent."""
 
 _QUESTION = re.compile(r"\?|\b(how|when|where|what|price|open|available)\b", re.IGNORECASE)
 _COMPLAINT = re.compile(r"\b(refund|broken|worst|terrible|never arrived|scam|angry)\b", re.IGNORECASE)
@@ -65,8 +70,8 @@ def tokens(text: str) -> int:
 class ConverseError(Exception):
     """An error answer; moto_converse.py raises it as moto's service error of the same code."""
 
-    def __init__(self, code: str) -> None:
-        super().__init__(ERRORS[code])
+    def __init__(self, code: str, message: str | None = None) -> None:
+        super().__init__(message or ERRORS[code])
         self.code = code
 
 
@@ -78,6 +83,7 @@ class ModelBehaviour:
     rejects: str = ""
     requests_per_second: float | None = None
     requests_per_minute: float | None = None
+    tokens_per_minute: int | None = None
     refuse: bool = False
 
     def __post_init__(self) -> None:
@@ -88,6 +94,8 @@ class ModelBehaviour:
         for rate in (self.requests_per_second, self.requests_per_minute):
             if rate is not None and rate <= 0:
                 raise ValueError("requests_per_second and requests_per_minute must be > 0, or None for no limit")
+        if self.tokens_per_minute is not None and self.tokens_per_minute <= 0:
+            raise ValueError("tokens_per_minute must be > 0, or None for no limit")
 
 
 @dataclass(frozen=True)
@@ -109,6 +117,7 @@ class ConverseFake:
     _calls: deque[Call] = field(default_factory=lambda: deque(maxlen=100_000), repr=False)
     _window: deque[float] = field(default_factory=deque, repr=False)
     _minute: deque[float] = field(default_factory=deque, repr=False)
+    _tokens: dict[str, deque[tuple[float, int]]] = field(default_factory=dict, repr=False)
     _rng: random.Random = field(default_factory=random.Random, repr=False)
 
     def __post_init__(self) -> None:
@@ -121,6 +130,7 @@ class ConverseFake:
             self._calls.clear()
             self._window.clear()
             self._minute.clear()
+            self._tokens.clear()
             self._rng.seed(self.seed)
 
     def configure(self, **changes: Any) -> ModelBehaviour:
@@ -150,7 +160,8 @@ class ConverseFake:
             str(block.get("text", "")) for message in messages or () for block in message.get("content") or ()
         )
         try:
-            self._admit(behaviour, started)
+            reserved = tokens(system_text) + tokens(prompt) + int(inference.get("maxTokens") or 0)
+            self._admit(behaviour, started, model_id, reserved)
             if behaviour.latency_ms:
                 time.sleep(behaviour.latency_ms / 1000.0)
             if behaviour.rejects and behaviour.rejects in prompt:
@@ -181,7 +192,7 @@ class ConverseFake:
             "metrics": {"latencyMs": int((ended - started) * 1000)},
         }
 
-    def _admit(self, behaviour: ModelBehaviour, now: float) -> None:
+    def _admit(self, behaviour: ModelBehaviour, now: float, model_id: str, reserved: int) -> None:
         if behaviour.refuse:
             raise ConverseError("AccessDeniedException")
         with self._lock:
@@ -196,8 +207,20 @@ class ConverseFake:
             ):
                 if rate is not None and len(window) >= rate:
                     raise ConverseError("ThrottlingException")
+            spent = self._tokens.setdefault(model_id, deque())
+            while spent and spent[0][0] <= now - 60.0:
+                spent.popleft()
+            limit = behaviour.tokens_per_minute
+            if limit is not None and sum(n for _, n in spent) + reserved > limit:
+                raise ConverseError("ThrottlingException", TOO_MANY_TOKENS)
             self._window.append(now)
             self._minute.append(now)
+            spent.append((now, reserved))
+
+    def tokens_in_window(self, model_id: str, now: float) -> int:
+        """The tokens the model counted in the 60 s before `now`."""
+        with self._lock:
+            return sum(n for at, n in self._tokens.get(model_id, ()) if at > now - 60.0)
 
     def _record(self, call: Call) -> None:
         with self._lock:

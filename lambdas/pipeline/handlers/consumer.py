@@ -28,10 +28,13 @@ from pipeline.adapters.rate_windows import SliceCounters
 from pipeline.adapters.sender_key import SenderKey
 from pipeline.adapters.state_table import LaneCounts, LaneDrain
 from pipeline.adapters.tables import ItemReader, ObligationReader, TableNames
+from pipeline.adapters.token_windows import TokenCounters
 from pipeline.adapters.transactions import Committer
 from pipeline.domain import budgets, rates
 from pipeline.domain.consumer import Adapters, Consumer, ConsumerConfig
 from pipeline.domain.effects import Table
+from pipeline.domain.token_budgeted import TokenBudgeted
+from pipeline.domain.token_rates import TokenKeeper
 from pipeline.domain.work import TaskFn, Vendor
 from pipeline.tasks import TASKS, task_for
 
@@ -74,6 +77,15 @@ def create_handler(
             if model is not None
             else NoModel(lane.name)
         )
+        if model is not None and model.tokens_per_minute is not None:
+            vendor = TokenBudgeted(
+                vendor,
+                TokenKeeper(TokenCounters(clients.dynamodb, config.tables.state), clock),
+                model_id=model.model_id,
+                system_prompt=model.system_prompt,
+                max_tokens=model.max_tokens,
+                per_minute=model.tokens_per_minute,
+            )
     logger = logger_for(environ, f"consumer-{lane.name}")
     metrics = metrics_for(environ, f"consumer-{lane.name}")
     observer = ConsumerObserver(logger, metrics, lane.name)
