@@ -41,6 +41,19 @@ SENDER_HASHES = "sender_hashes"
 SENDER_INDEX = "by_sender"
 """Sparse, keys only: every row and item that names exactly one person, by that person's hash,
 except the items kept in that person's own partition of the data table (domain/senders.py)."""
+UNIT = "unit"
+"""On a stored message or comment: `<msg|comment>#<Meta's id>`, the key of UNIT_INDEX. Meta's ids
+are unique across tenants, so an operator holding only a `wamid.…` or a comment id finds it."""
+DELIVERY = "delivery"
+"""On a stored message or comment: the id of the log row (wh-…) or job (job-…) that carried it."""
+UNIT_INDEX = "by_unit"
+"""Sparse, on the data table: Meta's id to the item and the delivery that stored it (`lanectl
+trace wamid.…`). Only the two attributes above are projected; the item itself is read by key."""
+
+
+def unit_key(kind: str, meta_id: str) -> str:
+    """`kind`: msg or comment."""
+    return f"{kind}#{meta_id}"
 
 
 class RowStatus:
