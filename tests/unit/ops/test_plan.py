@@ -62,9 +62,9 @@ def test_plan_cost_section(lanectl):
         "of peak)" in result.out
     )
     # A 2 KB text: its compressed row (1 unit), its stored message as the done-mark, text deflated
-    # and in the sender's partition (1), a tenth of a drain count, and no index entry; one
-    # consistent read of the row.
-    assert _row(result.out, "messages", "cost")[0:4] == ["messages", "webhook", "131.4M", "2.1/1"]
+    # and in the sender's partition (1), its by_unit entry (1), a tenth of a drain count, and no
+    # by_sender entry; one consistent read of the row.
+    assert _row(result.out, "messages", "cost")[0:4] == ["messages", "webhook", "131.4M", "3.1/1"]
     # What the missing index costs instead: a scan of the week of raw deliveries per erasure
     assert "each erasure request: about $1.01, a consistent scan of the 7-day webhook log" in " ".join(
         result.out.split()
