@@ -160,7 +160,7 @@ def test_a_comment_id_leads_to_the_delivery_that_stored_it_in_json(pipeline, sta
     assert document["found_by"] == "1020_3040"
     assert document["id"] == webhook.log_id(encode(payload))
     [unit] = document["units"]
-    assert (unit["kind"], unit["id"], unit["stored"]["label"]) == ("comment", "1020_3040", "ok")
+    assert (unit["kind"], unit["id"], unit["stored"]["label"]) == ("comment", "1020_3040", "other")
     assert document["reads"]["DataTableName by_unit"] == 1
     assert "how much" not in out
 
