@@ -13,10 +13,12 @@ is shown only with `--show-personal`; ids are not personal and are always shown.
 
 From Meta's id of a stored unit, a WhatsApp message id (`wamid.…`), a Messenger or Instagram one
 (`m_…`) or a comment id (`<post>_<comment>`): one Query on the data table's by_unit index (keyed
-by that id, projecting only the delivery's id; eventually consistent, so 0.5 read unit for the
-one small entry) names the delivery that stored it, then the trace goes on from that delivery's
+by a hash of that id, projecting only the delivery's id; eventually consistent, so 0.5 read unit
+for the one small entry) names the delivery that stored it, then the trace goes on from that delivery's
 row as above. The index entry is written with the item the task writes anyway, so a delivery pays
-one index write unit per message or comment it stores and no extra base-table write. A unit
+one index write unit per message or comment it stores and no extra base-table write: the two
+attributes add 52 bytes to the item, which keeps a 2 KB text's item within one write unit
+(tests/unit/tasks/test_messages.py). A unit
 stored before the index existed, or a status (keyed by the business's own message), is not in
 it: trace its delivery's wh- id instead.
 
@@ -110,20 +112,20 @@ def _delivery_of(ctx: Context, trace: Trace, kind: str, meta_id: str) -> str:
             KeyConditionExpression="#unit = :unit",
             ExpressionAttributeNames={"#unit": schema.UNIT},
             ExpressionAttributeValues=to_item({":unit": schema.unit_key(kind, meta_id)}),
-            Limit=1,
         )
     except (BotoCoreError, ClientError) as exc:
         raise OpsError(f"cannot read {table}: {describe_error(exc)}", AWS) from exc
-    items = found.get("Items") or []
-    delivery = from_item(items[0]).get(schema.DELIVERY) if items else None
-    if not delivery:
+    # An 8-byte hash keys the index: the entry's sort key, which ends with Meta's id, confirms it.
+    entries = [from_item(i) for i in found.get("Items") or []]
+    matching = [e for e in entries if str(e.get(schema.SK, "")).endswith(f"#{meta_id}") and e.get(schema.DELIVERY)]
+    if not matching:
         what = "message" if kind == "msg" else "comment"
         raise OpsError(
             f"no stored {what} {meta_id} in {ctx.deployment().stack}: not delivered, not processed yet, past its "
             "retention, or stored before messages and comments named their delivery (trace its wh- id instead)",
             USAGE,
         )
-    return str(delivery)
+    return schema.delivery_id(matching[0][schema.DELIVERY])
 
 
 def _units(ctx: Context, trace: Trace) -> None:

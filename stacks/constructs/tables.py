@@ -90,7 +90,7 @@ class PipelineTables(Construct):
         Only stored messages and comments carry the key, and only the delivery's id is projected."""
         table.add_global_secondary_index(
             index_name=schema.UNIT_INDEX,
-            partition_key=dynamodb.Attribute(name=schema.UNIT, type=dynamodb.AttributeType.STRING),
+            partition_key=dynamodb.Attribute(name=schema.UNIT, type=dynamodb.AttributeType.BINARY),
             projection_type=dynamodb.ProjectionType.INCLUDE,
             non_key_attributes=[schema.DELIVERY],
         )

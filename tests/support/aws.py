@@ -86,7 +86,7 @@ def _data_table(client, name: str) -> None:
             {"AttributeName": schema.PK, "AttributeType": "S"},
             {"AttributeName": schema.SK, "AttributeType": "S"},
             {"AttributeName": schema.SENDER_HASH, "AttributeType": "S"},
-            {"AttributeName": schema.UNIT, "AttributeType": "S"},
+            {"AttributeName": schema.UNIT, "AttributeType": "B"},
         ],
         KeySchema=[
             {"AttributeName": schema.PK, "KeyType": "HASH"},

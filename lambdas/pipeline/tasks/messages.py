@@ -62,12 +62,12 @@ def comment_key(tenant: str, comment_id: str, person: str | None) -> dict[str, s
     return _key("comment", tenant, comment_id, person)
 
 
-def traced(kind: str, meta_id: str, delivery: str | None) -> dict[str, str]:
+def traced(kind: str, meta_id: str, delivery: str | None) -> dict[str, bytes | str]:
     """The attributes that put an item in the by_unit index: on a write the task makes anyway, so
     no write of its own (the index entry is one write unit when the item is created)."""
     if not delivery:
         return {}
-    return {schema.UNIT: schema.unit_key(kind, meta_id), schema.DELIVERY: delivery}
+    return {schema.UNIT: schema.unit_key(kind, meta_id), schema.DELIVERY: schema.delivery_bytes(delivery)}
 
 
 def store_message(
