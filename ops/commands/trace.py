@@ -11,6 +11,20 @@ GetItem a part, the sender key once (a webhook lane's items are keyed by the per
 one GetItem per unit on the data table. Who and what a unit is about (phone numbers, names, text)
 is shown only with `--show-personal`; ids are not personal and are always shown.
 
+From Meta's id of a stored unit, a WhatsApp message id (`wamid.…`), a Messenger or Instagram one
+(`m_…`) or a comment id (`<post>_<comment>`): one Query on the data table's by_unit index (keyed
+by a hash of that id, projecting only the delivery's id; eventually consistent, so 0.5 read unit
+for the one small entry) names the delivery that stored it, then the trace goes on from that delivery's
+row as above. The index entry is written with the item the task writes anyway, so a delivery pays
+one index write unit per message or comment it stores and no extra base-table write: the two
+attributes add 52 bytes to the item, which keeps a 2 KB text's item within one write unit
+(tests/unit/tasks/test_messages.py). A unit
+stored before the index existed, or a status (keyed by the business's own message), is not in
+it: trace its delivery's wh- id instead.
+
+Cost in read units: the row 1 (a consistent GetItem of up to 4 KB), a body part 1 each, a unit's
+item 1 each; a Meta id adds 0.5.
+
 A webhook row whose task finished stays `queued` (its effects are its done-mark: domain/marks.py),
 so for a delivery the units' items are what says it was processed.
 """
@@ -35,6 +49,8 @@ from pipeline.domain import marks
 
 WEBHOOK_ID = re.compile(r"wh-[0-9a-f]{64}")
 JOB_ID = re.compile(r"job-[0-9a-f]{32}")
+MESSAGE_ID = re.compile(r"(wamid\.|m_)[A-Za-z0-9+/=_.-]{1,400}")
+COMMENT_ID = re.compile(r"[0-9]{1,40}_[0-9]{1,40}")
 HIDDEN = "(personal: --show-personal)"
 
 
@@ -80,6 +96,36 @@ def _get(ctx: Context, trace: Trace, table_output: str, key: Mapping[str, Any]) 
         raise OpsError(f"cannot read {table}: {describe_error(exc)}", AWS) from exc
     item = found.get("Item")
     return None if item is None else from_item(item)
+
+
+def _delivery_of(ctx: Context, trace: Trace, kind: str, meta_id: str) -> str:
+    """The wh- (or job-) id of the delivery that stored Meta's unit `meta_id`."""
+    from pipeline import schema
+    from pipeline.adapters.items import to_item
+
+    table = ctx.deployment().output("DataTableName")
+    trace.read(f"DataTableName {schema.UNIT_INDEX}")
+    try:
+        found = ctx.aws.client("dynamodb").query(
+            TableName=table,
+            IndexName=schema.UNIT_INDEX,
+            KeyConditionExpression="#unit = :unit",
+            ExpressionAttributeNames={"#unit": schema.UNIT},
+            ExpressionAttributeValues=to_item({":unit": schema.unit_key(kind, meta_id)}),
+        )
+    except (BotoCoreError, ClientError) as exc:
+        raise OpsError(f"cannot read {table}: {describe_error(exc)}", AWS) from exc
+    # An 8-byte hash keys the index: the entry's sort key, which ends with Meta's id, confirms it.
+    entries = [from_item(i) for i in found.get("Items") or []]
+    matching = [e for e in entries if str(e.get(schema.SK, "")).endswith(f"#{meta_id}") and e.get(schema.DELIVERY)]
+    if not matching:
+        what = "message" if kind == "msg" else "comment"
+        raise OpsError(
+            f"no stored {what} {meta_id} in {ctx.deployment().stack}: not delivered, not processed yet, past its "
+            "retention, or stored before messages and comments named their delivery (trace its wh- id instead)",
+            USAGE,
+        )
+    return schema.delivery_id(matching[0][schema.DELIVERY])
 
 
 def _units(ctx: Context, trace: Trace) -> None:
@@ -187,6 +233,11 @@ def _unit_view(unit: Unit, personal: bool) -> dict[str, Any]:
 
 
 def trace(ctx: Context, item_id: str, *, personal: bool = False, output: str = TEXT) -> int:
+    via: Trace | None = None
+    if MESSAGE_ID.fullmatch(item_id) or COMMENT_ID.fullmatch(item_id):
+        via = Trace("meta", item_id, {})
+        kind = "msg" if MESSAGE_ID.fullmatch(item_id) else "comment"
+        item_id = _delivery_of(ctx, via, kind, item_id)
     if WEBHOOK_ID.fullmatch(item_id):
         found = Trace("webhook", item_id, {})
         row = _get(ctx, found, "WebhookTableName", {"id": item_id})
@@ -196,7 +247,8 @@ def trace(ctx: Context, item_id: str, *, personal: bool = False, output: str = T
     else:
         raise OpsError(
             f"{item_id!r} is neither a webhook log id (wh-<64 hex>, the door's log line and a dead letter's "
-            "`id` carry it) nor a job id (job-<32 hex>, from POST /jobs)",
+            "`id` carry it), a job id (job-<32 hex>, from POST /jobs), nor Meta's id of a message (wamid.…, m_…) "
+            "or a comment (<post>_<comment>)",
             USAGE,
         )
     if row is None:
@@ -207,12 +259,15 @@ def trace(ctx: Context, item_id: str, *, personal: bool = False, output: str = T
             USAGE,
         )
     found.row = row
+    if via is not None:
+        found.reads.update(via.reads)
     if found.source == "webhook":
         _units(ctx, found)
     steps = _path(found)
     if output == JSON:
         ctx.console.json(
             {
+                **({"found_by": via.id} if via is not None else {}),
                 "source": found.source,
                 "id": item_id,
                 "path": [{"step": step, "detail": detail} for step, detail in steps],
@@ -221,6 +276,8 @@ def trace(ctx: Context, item_id: str, *, personal: bool = False, output: str = T
             }
         )
         return 0
+    if via is not None:
+        ctx.console.line(f"{via.id}: stored by")
     ctx.console.line(f"{found.source} {item_id}")
     for step, detail in steps:
         ctx.console.line(f"  {step:<12} {detail}")
@@ -229,5 +286,5 @@ def trace(ctx: Context, item_id: str, *, personal: bool = False, output: str = T
         stored = "nothing stored" if view["stored"] is None else f"stored {view['stored']}"
         ctx.console.line(f"  {unit.kind:<12} {unit.id} from {view['person']}: {stored}")
     cost = ", ".join(f"{what} {count}" for what, count in sorted(found.reads.items()))
-    ctx.console.line(f"  reads: {cost} (consistent GetItems; no scan)")
+    ctx.console.line(f"  reads: {cost} (consistent GetItems{', one index Query' if via else ''}; no scan)")
     return 0

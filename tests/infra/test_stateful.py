@@ -235,3 +235,12 @@ def test_the_data_table_is_infrequent_access_where_its_items_are_kept_long_enoug
     }
     if env.name == "prod":  # a quarter's effects: the case the class exists for
         assert expected == "STANDARD_INFREQUENT_ACCESS"
+
+
+def test_the_data_table_finds_a_stored_unit_by_metas_id_projecting_only_its_delivery(synthesized):
+    props = synthesized.resource("DataTable")["Properties"]
+    indexes = {index["IndexName"]: index for index in props["GlobalSecondaryIndexes"]}
+    assert set(indexes) == {schema.SENDER_INDEX, schema.UNIT_INDEX}
+    index = indexes[schema.UNIT_INDEX]
+    assert index["KeySchema"] == [{"AttributeName": schema.UNIT, "KeyType": "HASH"}]
+    assert index["Projection"] == {"ProjectionType": "INCLUDE", "NonKeyAttributes": [schema.DELIVERY]}

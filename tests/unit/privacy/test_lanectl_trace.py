@@ -10,7 +10,7 @@ import pytest
 
 from pipeline.domain import webhook
 from tests.unit.ingress.conftest import encode
-from tests.unit.tasks.payloads import status, text_message, whatsapp
+from tests.unit.tasks.payloads import comment_change, feed, status, text_message, whatsapp
 
 ANA = "15550001"
 
@@ -92,7 +92,8 @@ def test_a_job_shows_its_path(pipeline, stack, lanectl):
 @pytest.mark.parametrize(
     ("given", "says"),
     [
-        ("wamid.1", "is neither a webhook log id (wh-<64 hex>"),
+        ("wamid.", "is neither a webhook log id (wh-<64 hex>"),
+        ("12_ab", "nor Meta's id of a message (wamid.…, m_…) or a comment"),
         ("wh-123", "is neither a webhook log id"),
         ("job-XYZ", "is neither a webhook log id"),
         ("", "is neither a webhook log id"),
@@ -129,3 +130,50 @@ def test_a_dead_lettered_delivery_says_where_it_went_and_why(pipeline, stack, la
     assert code == 0, out
     assert "  last error   not_a_delivery (PermanentError)" in out
     assert "  status       dead-lettered: its message is in the lane's DLQ (lanectl dlq peek LANE)" in out
+
+
+def test_a_whatsapp_message_id_leads_to_the_delivery_that_stored_it(pipeline, stack, lanectl):
+    payload = whatsapp(messages=[text_message("wamid.HBgL1", "where is my parcel", sender=ANA)])
+    pipeline.deliver(payload)
+    pipeline.drain()
+    row_id = webhook.log_id(encode(payload))
+
+    code, out, _ = lanectl("trace", "wamid.HBgL1", "--env", "dev")
+
+    assert code == 0, out
+    assert out.startswith(f"wamid.HBgL1: stored by\nwebhook {row_id}\n")
+    assert "  message      wamid.HBgL1 from (personal: --show-personal): stored {'stored_at':" in out
+    assert "DataTableName by_unit 1" in out
+    assert "where is my parcel" not in out
+    assert ANA not in out
+
+
+def test_a_comment_id_leads_to_the_delivery_that_stored_it_in_json(pipeline, stack, lanectl):
+    payload = feed(comment_change("1020_3040", "how much is it?"))
+    pipeline.deliver(payload)
+    pipeline.drain()
+
+    code, out, _ = lanectl("trace", "1020_3040", "--env", "dev", "--output", "json")
+
+    assert code == 0, out
+    document = json.loads(out)
+    assert document["found_by"] == "1020_3040"
+    assert document["id"] == webhook.log_id(encode(payload))
+    [unit] = document["units"]
+    assert (unit["kind"], unit["id"], unit["stored"]["label"]) == ("comment", "1020_3040", "other")
+    assert document["reads"]["DataTableName by_unit"] == 1
+    assert "how much" not in out
+
+
+@pytest.mark.parametrize("unknown", ["wamid.NEVERSEEN", "m_neverseen", "999_999"])
+def test_a_meta_id_nobody_stored_is_refused_and_nothing_is_written(pipeline, stack, lanectl, unknown):
+    pipeline.deliver(whatsapp(messages=[text_message("wamid.other", "hi", sender=ANA)]))
+    pipeline.drain()
+    before = _snapshot(pipeline, stack)
+
+    code, out, err = lanectl("trace", unknown, "--env", "dev")
+
+    assert code == 2
+    assert out == ""
+    assert f"no stored {'comment' if unknown[0].isdigit() else 'message'} {unknown} in " in err
+    assert _snapshot(pipeline, stack) == before
