@@ -3,7 +3,7 @@
 Counting a call is one UpdateItem on an item of a few dozen bytes, so one write unit whether it
 is counted or refused; it answers the count, so the instance that fills a slice stops asking:
 
-    ADD calls :n SET expires_at = :ttl  IF attribute_not_exists(calls) OR calls <= :room
+    ADD calls :one SET expires_at = :ttl  IF attribute_not_exists(calls) OR calls < :below
 
 A slice's item is useless once the slice ends; the table's TTL deletes it a while later.
 """
@@ -21,35 +21,28 @@ from pipeline.domain.rates import CALLS
 ITEM_TTL_SLACK_SECONDS = 300
 
 
-def add_within(
-    dynamodb: Any, table: str, key: str, attribute: str, n: int, at_most: int, expires_at: float
-) -> int | None:
-    """Add `n` to a slice's `attribute` unless that would take it past `at_most`: the new count, or
-    None when refused. The count comes back at no extra cost, so the taker that fills a slice knows."""
-    try:
-        answer = dynamodb.update_item(
-            TableName=table,
-            Key=items.to_item({schema.PK: key}),
-            UpdateExpression="ADD #count :n SET #ttl = :ttl",
-            ConditionExpression="attribute_not_exists(#count) OR #count <= :room",
-            ExpressionAttributeNames={"#count": attribute, "#ttl": schema.TTL},
-            ExpressionAttributeValues=items.to_item(
-                {":n": n, ":room": at_most - n, ":ttl": int(expires_at) + ITEM_TTL_SLACK_SECONDS}
-            ),
-            ReturnValues="UPDATED_NEW",
-        )
-    except ClientError as exc:
-        if exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
-            return None
-        raise
-    counted = items.from_item(answer.get("Attributes") or {}) or {}
-    return int(counted.get(attribute, n))
-
-
 class SliceCounters:
     def __init__(self, dynamodb: Any, table: str) -> None:
         self._dynamodb = dynamodb
         self._table = table
 
     def add_one(self, key: str, below: int, expires_at: float) -> int | None:
-        return add_within(self._dynamodb, self._table, key, CALLS, 1, below - 1, expires_at)
+        try:
+            answer = self._dynamodb.update_item(
+                TableName=self._table,
+                Key=items.to_item({schema.PK: key}),
+                UpdateExpression="ADD #calls :one SET #ttl = :ttl",
+                ConditionExpression="attribute_not_exists(#calls) OR #calls < :below",
+                ExpressionAttributeNames={"#calls": CALLS, "#ttl": schema.TTL},
+                ExpressionAttributeValues=items.to_item(
+                    {":one": 1, ":below": below, ":ttl": int(expires_at) + ITEM_TTL_SLACK_SECONDS}
+                ),
+                # The count comes back at no extra cost: the taker that fills a slice knows it.
+                ReturnValues="UPDATED_NEW",
+            )
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
+                return None
+            raise
+        counted = items.from_item(answer.get("Attributes") or {}) or {}
+        return int(counted.get(CALLS, below))

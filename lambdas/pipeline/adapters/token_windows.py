@@ -11,7 +11,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from pipeline.adapters.rate_windows import add_within
+from botocore.exceptions import ClientError
+
+from pipeline import schema
+from pipeline.adapters import items
+from pipeline.adapters.rate_windows import ITEM_TTL_SLACK_SECONDS
 from pipeline.domain.token_rates import TOKENS
 
 
@@ -23,4 +27,21 @@ class TokenCounters:
     def add_tokens(self, key: str, tokens: int, at_most: int, expires_at: float) -> int | None:
         if tokens < 1 or tokens > at_most:
             raise ValueError(f"{tokens} tokens cannot fit a share of {at_most}")
-        return add_within(self._dynamodb, self._table, key, TOKENS, tokens, at_most, expires_at)
+        try:
+            answer = self._dynamodb.update_item(
+                TableName=self._table,
+                Key=items.to_item({schema.PK: key}),
+                UpdateExpression="ADD #tokens :n SET #ttl = :ttl",
+                ConditionExpression="attribute_not_exists(#tokens) OR #tokens <= :room",
+                ExpressionAttributeNames={"#tokens": TOKENS, "#ttl": schema.TTL},
+                ExpressionAttributeValues=items.to_item(
+                    {":n": tokens, ":room": at_most - tokens, ":ttl": int(expires_at) + ITEM_TTL_SLACK_SECONDS}
+                ),
+                ReturnValues="UPDATED_NEW",
+            )
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
+                return None
+            raise
+        counted = items.from_item(answer.get("Attributes") or {}) or {}
+        return int(counted.get(TOKENS, tokens))
