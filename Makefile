@@ -27,7 +27,7 @@ help:
 	@echo "make scenarios     run the queueing scenarios and write bench/REPORT.md"
 	@echo "make bench         run the micro-benchmarks"
 	@echo "make soak          the local runtime under load for 10 minutes; writes its section of bench/REPORT.md"
-	@echo "make mutation      mutation score of the domain rules (FILES='retry consumer' picks modules)"
+	@echo "make mutation      mutation score of the domain rules (FILES='consumer.retry consumer.batch' picks modules)"
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -88,12 +88,13 @@ soak: setup
 
 # Not part of `make test`. Every run starts from a clean mutants/ (mutmut's copy of the project),
 # so each mutant is judged by the tests as they are now; one worker leaves a core for the rest.
-# FILES names the modules of lambdas/pipeline/domain to run and report. The consumer's rules are
-# mutated too but not run by default: consumer.py, task_step.py, settling.py and batch_time.py
+# FILES names the modules of lambdas/pipeline/domain to run and report, dotted from there. The
+# consumer's rules are mutated too but not run by default: consumer/batch.py, task_step.py, settling.py and batch_time.py
 # have about 1022 mutants, some 45 minutes with one worker (most die in the in-memory pipeline
 # tests within a second; each survivor runs a minute of moto tests): name them in FILES on the
-# command line to run them, `make mutation FILES="consumer task_step settling batch_time"`.
-FILES ?= webhook routing admission retry budgets marks stored_text erasure jobs
+# command line to run them, `make mutation FILES="consumer.batch consumer.task_step consumer.settling consumer.batch_time"`.
+FILES ?= webhook.delivery webhook.routing jobs.admission consumer.retry dependencies.budgets consumer.marks \
+	stored_text erasure.requests jobs.requests
 mutation: setup $(VENV)/.mutation-installed
 	rm -rf mutants
 	$(PY) tests/mutation/mutate.py run --max-children 1 $(foreach f,$(FILES),"pipeline.domain.$(f).*")

@@ -73,7 +73,7 @@ def _fill(budget, instances: int, extra_asks: int) -> tuple[Counter[str], dict[s
 
 
 def main(argv: Sequence[str]) -> None:
-    from pipeline.domain import budgets
+    from pipeline.domain.dependencies import budgets
     from stacks.config.environments import ENVIRONMENTS, LLM_DEPENDENCY
 
     env = ENVIRONMENTS[argv[0] if argv else "prod"]

@@ -103,7 +103,7 @@ def _cheap_paths(messages: int) -> tuple[Figures, Figures]:
         # A tenant whose whole quota is held by other consumers: every record of each batch is
         # deferred, so everything metered is the price of deferring.
         from pipeline.adapters.leases import LeaseBudgets
-        from pipeline.domain import budgets
+        from pipeline.domain.dependencies import budgets
         from pipeline.policy.lanes import TenantQuota
 
         # The messages lane has no cap (nothing it calls has a per-tenant limit): give it one here,

@@ -90,8 +90,9 @@ class World:
     def deliver(self, count: int, tenant_of: Callable[[int], str], copies: int = 1) -> None:
         """Log `count` deliveries the way the ingress does and put their messages on the lane."""
         from pipeline.adapters.webhook_log import LogEntry, WebhookLog
-        from pipeline.domain import webhook, webhook_body
-        from pipeline.domain.routing import Route
+        from pipeline.domain.webhook import body as webhook_body
+        from pipeline.domain.webhook import delivery as webhook
+        from pipeline.domain.webhook.routing import Route
 
         log = WebhookLog(self.dynamodb, "webhook-log")
         now = time.time()

@@ -129,8 +129,8 @@ def aws_calls() -> None:
     import boto3
     from moto import mock_aws
 
-    from pipeline.domain import webhook
     from pipeline.domain.signature import sign
+    from pipeline.domain.webhook import delivery as webhook
     from pipeline.handlers import ingress
     from stacks import runtime_env
     from stacks.config.environments import ENVIRONMENTS

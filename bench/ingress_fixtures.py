@@ -126,7 +126,7 @@ def stubbed_handler() -> Callable[[dict[str, Any], Any], dict[str, Any]]:
     from pipeline.adapters.secrets import MetaSecretSource
     from pipeline.adapters.sender_key import SenderKey
     from pipeline.adapters.webhook_log import WebhookLog
-    from pipeline.domain.webhook_door import WebhookDoorPorts
+    from pipeline.domain.webhook.door import WebhookDoorPorts
     from pipeline.handlers import ingress
 
     environ = door_environ()

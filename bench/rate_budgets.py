@@ -65,8 +65,8 @@ def _run(seconds: float) -> None:
     from local_aws.graph_fake import GraphFake
     from pipeline.adapters.graph_api import GraphSender
     from pipeline.adapters.rate_windows import SliceCounters
-    from pipeline.domain import meta_send as ms
-    from pipeline.domain.rates import RateKeeper, whatsapp_number
+    from pipeline.domain.dependencies import meta_send as ms
+    from pipeline.domain.dependencies.rates import RateKeeper, whatsapp_number
 
     dynamodb = boto3.client("dynamodb", region_name=REGION)
     _state_table(dynamodb)
@@ -121,7 +121,7 @@ def _run(seconds: float) -> None:
 def _report(  # type: ignore[no-untyped-def]
     seconds: float, graph, dynamodb, writes: Counter[str], offered: Counter[str], deferred: Counter[str], other
 ) -> None:
-    from pipeline.domain.rates import whatsapp_number
+    from pipeline.domain.dependencies.rates import whatsapp_number
 
     rate = whatsapp_number(NUMBERS[0], PER_SECOND)
     sample = dynamodb.scan(TableName="state", Limit=1)["Items"]

@@ -17,8 +17,11 @@ from typing import Any
 
 from pipeline import schema
 from pipeline.adapters.webhook_log import _row
-from pipeline.domain import retention, routing, senders, webhook, webhook_body
-from pipeline.domain.webhook import LogEntry
+from pipeline.domain import retention, senders
+from pipeline.domain.webhook import body as webhook_body
+from pipeline.domain.webhook import delivery as webhook
+from pipeline.domain.webhook import routing
+from pipeline.domain.webhook.delivery import LogEntry
 
 KEY = b"bench-sender-key-0123456789abcdefghijklmnop"
 NOW = 1_767_225_600.0

@@ -2,7 +2,7 @@
 
 `python -m bench.token_budgets [SECONDS]` (18 by default), also run at the end of
 bench/rate_budgets.py. The minute is scaled to 6 s so a run holds three windows: the budget is a
-`Rate` like any other (domain/token_rates.py), its slices a ninth of the window, so the
+`Rate` like any other (domain/dependencies/token_rates.py), its slices a ninth of the window, so the
 arithmetic is the minute's at a tenth of the time. Four consumer instances (threads, each with
 its own token keeper, sharing the counters in moto's DynamoDB through the consumer's adapter)
 offer calls reserving 600 to 1 600 tokens (a maxTokens of 512 plus prompts of 350 to 4 350
@@ -55,8 +55,8 @@ def run(seconds: float) -> None:
     import boto3
 
     from pipeline.adapters.token_windows import TokenCounters
-    from pipeline.domain.rates import Rate
-    from pipeline.domain.token_rates import TokenKeeper, reservation
+    from pipeline.domain.dependencies.rates import Rate
+    from pipeline.domain.dependencies.token_rates import TokenKeeper, reservation
 
     dynamodb = boto3.client("dynamodb", region_name=REGION)
     _state_table(dynamodb)

@@ -6,9 +6,9 @@ from aws_cdk import CfnOutput, Stack
 from aws_cdk import Environment as CdkEnvironment
 from constructs import Construct
 
-from pipeline.domain import erasure as erasure_rules
-from pipeline.domain.lane_pause import pause_reasons
-from pipeline.domain.routing import WEBHOOK_LANES
+from pipeline.domain.dependencies.lane_pause import pause_reasons
+from pipeline.domain.erasure import requests as erasure_rules
+from pipeline.domain.webhook.routing import WEBHOOK_LANES
 from stacks import runtime_env
 from stacks.config.environments import Environment
 from stacks.constructs.alarms import OnCall

@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from pipeline.domain import erasure as erasure_rules
+from pipeline.domain.erasure import requests as erasure_rules
 from pipeline.policy import codec
 from pipeline.policy.sweeper import SweeperSettings
 from pipeline.settings import (

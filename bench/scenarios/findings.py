@@ -2,7 +2,7 @@
 (`python -m bench.scenarios --findings`).
 
 1. Records a consumer cannot start. A consumer starts a record only if the invocation has at
-   least the task's time limit plus a reserve left (domain/task_step.py). The first version of
+   least the task's time limit plus a reserve left (domain/consumer/task_step.py). The first version of
    the suite found that the records it could not start were failed back to SQS with visibility
    0: each return cost a receive, and on a lane whose batches outlast that window (the
    engagement lane with a slow model) never-tried work walked into the DLQ without a reason and

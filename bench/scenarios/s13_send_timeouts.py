@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from bench.scenarios.harness import Harness
 from bench.scenarios.result import Result
 from ops.drive import poll
-from pipeline.domain import meta_send as ms
+from pipeline.domain.dependencies import meta_send as ms
 from pipeline.tasks import ai
 
 LANE = "ai"

@@ -4,7 +4,7 @@ Webhook log and jobs carry the obligation: a row exists before its message is se
 written "queued" with `pending_shard`, which puts it in the sparse `pending_by_age` index (sorted
 by `pending_since`), until a consumer finishes it and removes the attribute. A webhook row enters
 that index only when the door could not send its message; most webhook rows are finished by
-their task's own writes and never written again (domain/marks.py), so a delivery costs one write
+their task's own writes and never written again (domain/consumer/marks.py), so a delivery costs one write
 and no index entry. The sweeper queries the index, never scans. The shard spreads index writes
 so a burst does not land on one index partition.
 """
@@ -88,7 +88,7 @@ class RowStatus:
     ABANDONED = "abandoned"
     ERASED = "erased"
     """Emptied by an erasure request: the row keeps only its key, lane, tenant, kind and times, so a
-    message still on its way finds it finished and does nothing (domain/erasure.py)."""
+    message still on its way finds it finished and does nothing (domain/erasure/requests.py)."""
 
     TERMINAL = frozenset({DONE, EXPIRED, FAILED, UNPARSEABLE, ABANDONED, ERASED})
 

@@ -28,8 +28,9 @@ from pipeline.adapters.jobs_table import JobsTable, JobsTableUnavailable
 from pipeline.adapters.lane_queue import QueueSender
 from pipeline.adapters.open_erasures import OpenErasures
 from pipeline.adapters.sender_key import SenderKey, SenderKeyUnavailable
-from pipeline.domain import erasure, retention, senders
-from pipeline.domain.erasure import IdentityLinksUnavailable
+from pipeline.domain import retention, senders
+from pipeline.domain.erasure import requests as erasure
+from pipeline.domain.erasure.requests import IdentityLinksUnavailable
 from pipeline.domain.senders import UnusableId
 from stacks.config.privacy import DAY
 

@@ -16,7 +16,7 @@ from ops.context import Context
 from ops.errors import FAILED, INTERRUPTED, OK, OpsError
 from ops.output import duration
 from ops.resolve import known_lane
-from pipeline.domain.ramp import RAMP_FLOOR, ramp_levels
+from pipeline.domain.dependencies.ramp import RAMP_FLOOR, ramp_levels
 
 SETTLE_TIMEOUT_SECONDS = 120.0
 _TRANSITIONS = ("Creating", "Enabling", "Disabling", "Updating")

@@ -25,7 +25,7 @@ it: trace its delivery's wh- id instead.
 Cost in read units: the row 1 (a consistent GetItem of up to 4 KB), a body part 1 each, a unit's
 item 1 each; a Meta id adds 0.5.
 
-A webhook row whose task finished stays `queued` (its effects are its done-mark: domain/marks.py),
+A webhook row whose task finished stays `queued` (its effects are its done-mark: domain/consumer/marks.py),
 so for a delivery the units' items are what says it was processed.
 """
 
@@ -45,7 +45,7 @@ from ops.context import Context
 from ops.errors import AWS, USAGE, OpsError
 from ops.output import JSON, TEXT
 from pipeline.adapters.items import from_item
-from pipeline.domain import marks
+from pipeline.domain.consumer import marks
 
 WEBHOOK_ID = re.compile(r"wh-[0-9a-f]{64}")
 JOB_ID = re.compile(r"job-[0-9a-f]{32}")

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from ops.cost.model_cost import ModelCost, model_costs
 from ops.cost.prices import LIST_PRICES, Prices
 from ops.cost.pricing import Cost, FixedCost, entry, fixed_cost, lane_cost, row_kib
-from pipeline.domain.lane_pause import pause_reasons
+from pipeline.domain.dependencies.lane_pause import pause_reasons
 from stacks.config.environments import Environment
 from stacks.config.lanes import Lane
 from stacks.config.on_call import sns_delivers

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from ops.cost.prices import ASSUMED, LIST_PRICES, Prices, Usage
 from pipeline import metric_names
-from pipeline.domain.routing import WEBHOOK_LANES
+from pipeline.domain.webhook.routing import WEBHOOK_LANES
 from stacks.config.lanes import Lane
 from stacks.config.privacy import Retention
 from stacks.config.storage import INFREQUENT_ACCESS, data_table_class
@@ -52,7 +52,7 @@ def units(lane: Lane, usage: Usage = ASSUMED) -> UnitsPerMessage:
     # The send (one request per 64 KiB), then one receive and one delete per batch.
     sqs = math.ceil(lane.traffic.payload_kib / LIST_PRICES.sqs_request_kib) + 2 / lane.policy.batch_size
     budgets = (2 if lane.policy.tenant_quota else 0) + (2 if lane.policy.dependency else 0)  # each: take and give back
-    # A reply sent counts against its number's rate: one write unit (domain/rates.py), at most
+    # A reply sent counts against its number's rate: one write unit (domain/dependencies/rates.py), at most
     # one send per message (a turn answers every message since the last reply).
     budgets += 1 if lane.policy.task in SENDING_TASKS else 0
     drain = 1 / lane.policy.batch_size  # one drain-count update per batch, for admission

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from pipeline.domain.webhook_body import MAX_LOGGABLE_BYTES
+from pipeline.domain.webhook.body import MAX_LOGGABLE_BYTES
 from pipeline.policy import callers
 from pipeline.settings import SECRET_CACHE_SECONDS
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from pipeline.domain import erasure as erasure_rules
+from pipeline.domain.erasure import requests as erasure_rules
 from pipeline.policy.callers import ALL_TENANTS
 from stacks.config.doors import (
     EDGE_REGION,
@@ -58,7 +58,7 @@ class Dependency:
     mode: BudgetMode = BudgetMode.ENFORCE
     requests_per_minute: int | None = None
     """Calls a minute across its lanes (Bedrock's requests-per-minute quota for the model), counted
-    in slices of the minute (lambdas/pipeline/domain/rates.py); None: bounded only at once."""
+    in slices of the minute (lambdas/pipeline/domain/dependencies/rates.py); None: bounded only at once."""
 
     def __post_init__(self) -> None:
         if self.limit < 1:
@@ -86,7 +86,7 @@ class SweeperConfig:
     patience_cap_seconds: int = 60 * 60
     """Past patience a busy lane's row stays late until the lane has drained past it, but no longer
     than this: the bound for a lane that stalls or cannot be read. An hour is as far back as the
-    drain counts that show a lane draining are kept (domain/admission.py)."""
+    drain counts that show a lane draining are kept (domain/jobs/admission.py)."""
 
     @property
     def run_seconds(self) -> float:
@@ -170,7 +170,7 @@ class Environment:
     meta_messages_per_second: int = 80
     """WhatsApp Cloud API's throughput per business phone number: 80 by default, up to 1,000 once
     Meta raises the number's tier. Sends are counted against it before they are made
-    (lambdas/pipeline/domain/rates.py), so at most this many leave in any one second."""
+    (lambdas/pipeline/domain/dependencies/rates.py), so at most this many leave in any one second."""
     models: tuple[LaneModel, ...] = DEFAULT_MODELS
     """The model each lane's task calls (stacks/config/models.py); a lane not named has none."""
     on_call: tuple[OnCallEndpoint, ...] = ()

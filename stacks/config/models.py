@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pipeline.domain.model import TRIAGE_LABELS
+from pipeline.domain.dependencies.model import TRIAGE_LABELS
 from pipeline.settings.model import ModelSettings
 from stacks.config.lanes import AI, ENGAGEMENT
 

@@ -65,7 +65,7 @@ class Retention:
 
 @dataclass(frozen=True)
 class ErasureConfig:
-    """How an erasure request runs (lambdas/pipeline/domain/erasure.py)."""
+    """How an erasure request runs (lambdas/pipeline/domain/erasure/requests.py)."""
 
     deadline_days: int = 7
     """An erasure not run this long after it was asked for is given up (and its lane's alarms have

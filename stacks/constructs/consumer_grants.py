@@ -12,8 +12,8 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_secretsmanager as secretsmanager
 
-from pipeline.domain import erasure as erasure_rules
-from pipeline.domain.routing import WEBHOOK_LANES
+from pipeline.domain.erasure import requests as erasure_rules
+from pipeline.domain.webhook.routing import WEBHOOK_LANES
 from stacks.config.lanes import Lane
 from stacks.config.models import LaneModel
 from stacks.constructs.grants import grant_rows, grant_secret, keep_unexercised

@@ -13,7 +13,7 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from pipeline import metric_names, schema
-from pipeline.domain.sweep import SWEPT_SOURCES, source_lanes
+from pipeline.domain.sweep.run import SWEPT_SOURCES, source_lanes
 from stacks.config.environments import Environment
 from stacks.config.lanes import Lane
 from stacks.constructs.alarms import OnCall

@@ -16,7 +16,7 @@ from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_iam as iam
 
 from pipeline import metric_names
-from pipeline.domain.lane_pause import MODEL_REFUSED, TOKEN_INVALID
+from pipeline.domain.dependencies.lane_pause import MODEL_REFUSED, TOKEN_INVALID
 from stacks.config.environments import Environment
 from stacks.constructs.alarms import OnCall
 from stacks.constructs.lane import LaneConsumer
@@ -27,7 +27,8 @@ CAUSES = {
     "such model or profile in the region)",
     TOKEN_INVALID: "Meta refused the access token (error 190): it was revoked, expired or replaced",
 }
-"""The stop-the-lane reasons (domain/model.py ModelRefused, domain/meta_send.py TokenInvalid)."""
+"""The stop-the-lane reasons (ModelRefused in domain/dependencies/model.py, TokenInvalid in
+domain/dependencies/meta_send.py)."""
 
 
 def pause_on_refusal(consumer: LaneConsumer, env: Environment, reasons: Iterable[str], on_call: OnCall) -> None:

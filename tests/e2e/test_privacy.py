@@ -13,7 +13,9 @@ import pytest
 from ops.drive import wait_for
 from ops.drive.meta_payloads import whatsapp_message
 from pipeline.adapters.sender_key import SenderKey
-from pipeline.domain import signed_request, stored_text, webhook_body
+from pipeline.domain import stored_text
+from pipeline.domain.erasure import signed_request
+from pipeline.domain.webhook import body as webhook_body
 from pipeline.tasks.messages import message_key
 
 pytestmark = [pytest.mark.xdist_group("e2e"), pytest.mark.slow]

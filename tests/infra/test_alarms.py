@@ -11,7 +11,7 @@ import pytest
 
 from ops.cost.environment_cost import environment_cost
 from pipeline import metric_names
-from pipeline.domain.routing import WEBHOOK_LANES
+from pipeline.domain.webhook.routing import WEBHOOK_LANES
 from stacks.constructs.lane import dlq_logical_id, queue_logical_id
 from stacks.runtime_env import PERIOD_METADATA
 

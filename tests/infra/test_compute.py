@@ -8,7 +8,7 @@ import pytest
 
 from local_aws import aws_limits
 from pipeline import settings
-from pipeline.domain.routing import WEBHOOK_LANES
+from pipeline.domain.webhook.routing import WEBHOOK_LANES
 from stacks.constructs.lane import queue_logical_id
 from stacks.runtime_env import PERIOD_METADATA, stack_name
 

@@ -99,7 +99,7 @@ def test_a_lane_using_an_unknown_dependency_is_refused():
 
 
 def test_a_body_cap_the_webhook_log_cannot_hold_is_refused():
-    from pipeline.domain.webhook_body import MAX_LOGGABLE_BYTES
+    from pipeline.domain.webhook.body import MAX_LOGGABLE_BYTES
     from stacks.config.environments import WebhookConfig
 
     assert WebhookConfig().max_body_bytes == 3 * 1024 * 1024

@@ -1,10 +1,13 @@
 """The layering docs/ARCHITECTURE.md promises, read from the code's own import statements.
 
 Inside the product (lambdas/pipeline): the domain decides and imports no adapter, no AWS SDK and no
-settings reader; policy/ (the typed settings the stack and the functions share) imports nothing
-above it; nothing in the product imports the tooling (CDK, the stacks, the CLI, the emulator, the
-benchmarks). The emulator (local_aws/) does not import the operator CLI. And no two modules import
-each other, directly or round a circle, at import time.
+settings reader; its parts (the webhook door, the jobs API, the consumer, the dependencies behind a
+lane, the sweeper, the erasure) import one another only along the arrows drawn below, never back,
+and the values they share sit at the domain's root and import no part. policy/ (the typed settings
+the stack and the functions share) imports nothing above it; nothing in the product imports the
+tooling (CDK, the stacks, the CLI, the emulator, the benchmarks). The emulator (local_aws/) does not
+import the operator CLI. And no two modules import each other, directly or round a circle, at
+import time.
 """
 
 from __future__ import annotations
@@ -165,3 +168,51 @@ def test_no_name_the_settings_package_exports_is_also_one_of_its_modules():
     modules = {p.stem for p in (PRODUCT / "pipeline" / "settings").glob("*.py")}
     assert set(settings.__all__) & modules == set()
     assert all(not isinstance(getattr(settings, name), type(settings)) for name in settings.__all__)
+
+
+DOMAIN = PRODUCT / "pipeline" / "domain"
+PART_ARROWS = {
+    "webhook": set(),
+    "jobs": set(),
+    "dependencies": set(),
+    "consumer": {"dependencies", "jobs", "webhook"},
+    "sweep": {"webhook"},
+    "erasure": {"jobs"},
+}
+"""Which parts of the domain each part may import: the consumer runs tasks against the dependencies,
+keeps jobs' rows and reads a delivery's stored body; the sweeper knows the lanes a delivery can
+wait on; an erasure is a job. Nothing imports the consumer, the sweeper or the erasure."""
+
+
+def _part_of(module: str) -> str | None:
+    """The part a `pipeline.domain.…` module belongs to; None for the shared root."""
+    parts = module.split(".")
+    return parts[2] if len(parts) > 3 and parts[2] in PART_ARROWS else None
+
+
+def test_the_domain_parts_are_the_folders_the_arrows_name():
+    folders = {p.name for p in DOMAIN.iterdir() if p.is_dir() and p.name != "__pycache__"}
+    assert folders == set(PART_ARROWS)
+
+
+def test_the_domain_parts_import_one_another_only_along_their_arrows():
+    offending = []
+    for path in _sources(DOMAIN):
+        here = _part_of(_module_name(path)) if path.parent != DOMAIN else None
+        allowed = PART_ARROWS.get(here, set()) if here else set()
+        for name in sorted(set(_imports(path, runtime_only=False))):
+            there = _part_of(name) if name.startswith("pipeline.domain.") else None
+            if there and there != here and there not in allowed:
+                offending.append(f"{path.relative_to(ROOT)} imports {name}")
+    assert offending == []
+
+
+def test_the_consumers_path_for_a_record_runs_one_way():
+    # batch -> task_step -> settling: a later step never calls back into an earlier one.
+    order = ["batch", "task_step", "settling"]
+    offending = []
+    for i, step in enumerate(order):
+        path = DOMAIN / "consumer" / f"{step}.py"
+        earlier = {f"pipeline.domain.consumer.{s}" for s in order[:i]}
+        offending += [f"{step} imports {n}" for n in set(_imports(path, runtime_only=False)) if n in earlier]
+    assert offending == []

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from pipeline.domain import erasure as erasure_rules
-from pipeline.domain.routing import WEBHOOK_LANES
+from pipeline.domain.erasure import requests as erasure_rules
+from pipeline.domain.webhook.routing import WEBHOOK_LANES
 
 pytestmark = pytest.mark.xdist_group("synth")
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from pipeline import metric_names
-from pipeline.domain.lane_pause import MODEL_REFUSED, TOKEN_INVALID
+from pipeline.domain.dependencies.lane_pause import MODEL_REFUSED, TOKEN_INVALID
 from stacks.runtime_env import lane_id
 
 pytestmark = pytest.mark.xdist_group("synth")

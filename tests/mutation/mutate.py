@@ -1,8 +1,8 @@
 """Runs mutmut (the version pinned in pyproject.toml's `mutation` group) with one correction.
 
-mutmut names a mutant after its file's path (`lambdas/pipeline/domain/retry.py` gives
-`lambdas.pipeline.domain.retry`) and strips only a leading `src.`, while the code imports as
-`pipeline.domain.retry` because `lambdas/` is the Lambda asset's root. The two names must agree:
+mutmut names a mutant after its file's path (`lambdas/pipeline/domain/consumer/retry.py` gives
+`lambdas.pipeline.domain.consumer.retry`) and strips only a leading `src.`, while the code imports as
+`pipeline.domain.consumer.retry` because `lambdas/` is the Lambda asset's root. The two names must agree:
 mutmut matches the tests that reach a function, and the mutant a worker switches on, by module
 name. So this launcher strips `lambdas.` the same way and then hands the command line to mutmut.
 

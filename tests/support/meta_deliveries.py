@@ -14,7 +14,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from pipeline.domain.routing import ENGAGEMENT_LANE, MESSAGES_LANE, Route
+from pipeline.domain.webhook.routing import ENGAGEMENT_LANE, MESSAGES_LANE, Route
 
 # Text a person might type, minus what SQS cannot carry (U+FFFE, U+FFFF, lone surrogates): those
 # are drawn on purpose elsewhere.

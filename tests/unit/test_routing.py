@@ -7,8 +7,8 @@ import copy
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pipeline.domain import routing
-from pipeline.domain.routing import ENGAGEMENT_LANE, MESSAGES_LANE, WEBHOOK_LANES
+from pipeline.domain.webhook import routing
+from pipeline.domain.webhook.routing import ENGAGEMENT_LANE, MESSAGES_LANE, WEBHOOK_LANES
 from pipeline.policy import tenant_ids
 from tests.support import meta_deliveries
 

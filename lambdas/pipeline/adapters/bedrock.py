@@ -4,7 +4,7 @@ One Converse call per prompt, with the lane's system prompt, token limit and tem
 (pipeline/settings/model.py). The SDK retries nothing here: a throttled or failed call goes back
 to the lane as a transient error, whose backoff (the lane's retry policy, on the message's
 visibility) is the retry, so a busy model is not hit again within the same second by every
-consumer at once. Errors are classed in domain/model.py.
+consumer at once. Errors are classed in domain/dependencies/model.py.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ import boto3
 from botocore.config import Config
 from botocore.exceptions import ClientError, ConnectionError, ReadTimeoutError
 
+from pipeline.domain.dependencies.model import Completion, ModelTimeout, ModelUnavailable, error_for
 from pipeline.domain.errors import PermanentError
-from pipeline.domain.model import Completion, ModelTimeout, ModelUnavailable, error_for
 from pipeline.settings import Credentials, ModelSettings
 
 LEAST_CALL_SECONDS = 0.5

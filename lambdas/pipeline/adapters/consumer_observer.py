@@ -28,10 +28,10 @@ from typing import Any
 
 from pipeline import metric_names
 from pipeline.adapters.observability import MetricUnit
-from pipeline.domain.budgets import Grant
+from pipeline.domain.consumer.outcomes import RecordOutcome
+from pipeline.domain.consumer.records import Received
+from pipeline.domain.dependencies.budgets import Grant
 from pipeline.domain.errors import describe
-from pipeline.domain.outcomes import RecordOutcome
-from pipeline.domain.records import Received
 from pipeline.metric_names import Outcome
 
 _LEVELS = {

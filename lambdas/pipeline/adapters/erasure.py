@@ -7,7 +7,7 @@ an index entry on every row would cost a write unit on every delivery (see READM
 data", for the sums). The scan is consistent, so a row written before it started is seen. Jobs
 and data items are found by a query of each table's keys-only index, and of the person's own
 partition of the data table (domain/senders.py); those never read a body. A row is emptied
-by one conditional put of its tombstone (domain/erasure.py): a webhook row on condition it still
+by one conditional put of its tombstone (domain/erasure/requests.py): a webhook row on condition it still
 exists (nothing here brings back a row TTL deleted), a job row on condition its status is the one
 read, committed with its tenant's queued count when it was still queued (as any job leaving
 `queued` does). A webhook row's body parts go first, so that an erasure stopped half way leaves a
@@ -28,12 +28,14 @@ from pipeline import schema
 from pipeline.adapters import items
 from pipeline.adapters.tables import TableNames
 from pipeline.adapters.webhook_log import BODY_PARTS
-from pipeline.domain import erasure, retention, senders, webhook_body
+from pipeline.domain import retention, senders
+from pipeline.domain.consumer.job_bookkeeping import queued_decrement
+from pipeline.domain.consumer.work import Erasable, RowsPage
 from pipeline.domain.effects import KEY_ATTRIBUTES, OnConflict, Put, Table, Update, Write
+from pipeline.domain.erasure import requests as erasure
 from pipeline.domain.errors import TransientError
-from pipeline.domain.job_bookkeeping import queued_decrement
 from pipeline.domain.ports import CommitState, Committer
-from pipeline.domain.work import Erasable, RowsPage
+from pipeline.domain.webhook import body as webhook_body
 from pipeline.settings import RetentionSettings
 
 BATCH_WRITE_LIMIT = 25

@@ -14,9 +14,11 @@ from pipeline import schema
 from pipeline.adapters.jobs_table import Created, Duplicate, JobsTable, TenantLimited
 from pipeline.adapters.lane_queue import QueueSender
 from pipeline.adapters.open_erasures import OpenErasure, OpenErasures
-from pipeline.domain import erasure, jobs, retention
+from pipeline.domain import retention
 from pipeline.domain.envelope import Outgoing
-from pipeline.domain.erasure import ErasuresBusy, Requested
+from pipeline.domain.erasure import requests as erasure
+from pipeline.domain.erasure.requests import ErasuresBusy, Requested
+from pipeline.domain.jobs import requests as jobs
 
 NONCE_BYTES = 16
 CLAIM_ATTEMPTS = 3

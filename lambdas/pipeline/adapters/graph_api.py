@@ -6,7 +6,7 @@ The access token is read from Secrets Manager (`{"access_token": "..."}`) and ke
 refuses (190) is read again at once on the next send, so a rotation made to fix it takes effect
 without waiting. One connection per send, from the standard library (Lambda's runtime promises nothing else), and
 no retries: a connection that never opened is `NotSent` (safe to try again), an answer that never
-came once the request may have left is `OutcomeUnknown` (never repeated; domain/meta_send.py).
+came once the request may have left is `OutcomeUnknown` (never repeated; domain/dependencies/meta_send.py).
 """
 
 from __future__ import annotations
@@ -19,8 +19,7 @@ from urllib.parse import urlsplit
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from pipeline.domain.errors import PermanentError, TransientError
-from pipeline.domain.meta_send import (
+from pipeline.domain.dependencies.meta_send import (
     WHATSAPP,
     NotSent,
     OutcomeUnknown,
@@ -31,6 +30,7 @@ from pipeline.domain.meta_send import (
     send_api_text,
     whatsapp_text,
 )
+from pipeline.domain.errors import PermanentError, TransientError
 
 TOKEN_CACHE_SECONDS = 60.0
 CONNECT_SECONDS = 2.0

@@ -20,8 +20,9 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from pipeline import schema
-from pipeline.domain import erasure, senders
-from pipeline.domain.erasure import IdentityLinksUnavailable
+from pipeline.domain import senders
+from pipeline.domain.erasure import requests as erasure
+from pipeline.domain.erasure.requests import IdentityLinksUnavailable
 
 LINKED = "linked"
 

@@ -26,9 +26,17 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from pipeline import schema
 from pipeline.adapters.items import from_item
-from pipeline.domain import jobs
-from pipeline.domain.jobs import Created, CreateResult, Duplicate, Job, JobRequest, JobsTableUnavailable, TenantLimited
-from pipeline.domain.marks import RESULT
+from pipeline.domain.consumer.marks import RESULT
+from pipeline.domain.jobs import requests as jobs
+from pipeline.domain.jobs.requests import (
+    Created,
+    CreateResult,
+    Duplicate,
+    Job,
+    JobRequest,
+    JobsTableUnavailable,
+    TenantLimited,
+)
 
 LANE = "lane"
 KIND = "kind"

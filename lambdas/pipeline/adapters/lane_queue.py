@@ -19,12 +19,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from pipeline.domain.consumer.settle_reserve import SQS_BATCH_BYTES
 from pipeline.domain.envelope import Envelope, Outgoing
-from pipeline.domain.settle_reserve import SQS_BATCH_BYTES
 
 if TYPE_CHECKING:
     # Only annotated: the door sends no follow-ups and need not load the consumer's work rules.
-    from pipeline.domain.work import FollowUp
+    from pipeline.domain.consumer.work import FollowUp
 
 MAX_DELAY_SECONDS = 900
 

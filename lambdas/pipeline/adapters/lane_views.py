@@ -10,7 +10,7 @@ table's counts (adapters/state_table.py); nothing here calls AWS itself.
   counts everything the lane still holds: visible, in flight and delayed. The figures are
   approximate, which is fine: they only decide whether a row may still be queued. Every answer
   is kept for the run, never across runs; a read that fails is logged and answered "unknown",
-  which the rule treats as busy (see domain/sweep_verdict.py).
+  which the rule treats as busy (see domain/sweep/verdict.py).
 """
 
 from __future__ import annotations
@@ -23,9 +23,9 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from pipeline.adapters import lane_queue
 from pipeline.adapters.state_table import LaneCounts
-from pipeline.domain import admission
-from pipeline.domain.admission import LaneSnapshot
-from pipeline.domain.sweep_inputs import DepthSeen, LaneHistory, LaneView
+from pipeline.domain.jobs import admission
+from pipeline.domain.jobs.admission import LaneSnapshot
+from pipeline.domain.sweep.inputs import DepthSeen, LaneHistory, LaneView
 
 BUCKETS_PER_READ = 50
 """Two keys a bucket (drain count, sighting) in one BatchGetItem of at most 100."""

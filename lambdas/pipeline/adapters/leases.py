@@ -1,4 +1,4 @@
-"""Budgets held as expiring leases in the state table (the arithmetic is in domain/budgets.py).
+"""Budgets held as expiring leases in the state table (the arithmetic is in domain/dependencies/budgets.py).
 
 Taking slots is one UpdateItem, conditional on the counter leaving room:
 
@@ -11,7 +11,7 @@ and take what is free, in one more conditional update. Giving slots back is one 
 removes the lease and lowers the counter, conditional on the lease still being there (a lease
 already purged as expired must not lower the counter twice).
 
-A sharded budget (domain/budgets.py) is taken from its shards in turn, from a random one on, until
+A sharded budget (domain/dependencies/budgets.py) is taken from its shards in turn, from a random one on, until
 one grants; a shard found full is skipped by this instance for a second, and a budget all of whose
 shards are believed full is refused with no call at all.
 """
@@ -27,7 +27,17 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from pipeline import schema
 from pipeline.adapters import items
-from pipeline.domain.budgets import IN_USE, LEASE_PREFIX, Budget, FullShards, Grant, Lease, LeaseBook, Mode, share
+from pipeline.domain.dependencies.budgets import (
+    IN_USE,
+    LEASE_PREFIX,
+    Budget,
+    FullShards,
+    Grant,
+    Lease,
+    LeaseBook,
+    Mode,
+    share,
+)
 
 ROUNDS = 4
 """Conditional rounds per acquisition: each failed round returns the item, so under contention a

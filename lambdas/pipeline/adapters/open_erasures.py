@@ -11,8 +11,8 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from pipeline import schema
-from pipeline.domain import erasure
-from pipeline.domain.jobs import JobsTableUnavailable
+from pipeline.domain.erasure import requests as erasure
+from pipeline.domain.jobs.requests import JobsTableUnavailable
 
 JOB_ID = "job_id"
 NONCE = "nonce"

@@ -26,11 +26,11 @@ from botocore.exceptions import BotoCoreError, ClientError
 from pipeline import schema
 from pipeline.adapters import items, row_envelopes
 from pipeline.adapters.row_envelopes import LANE, TENANT, UnreplayableRow
-from pipeline.domain import marks
+from pipeline.domain.consumer import marks
 from pipeline.domain.effects import OnConflict, Table, Update, Write
 from pipeline.domain.envelope import Envelope
 from pipeline.domain.ports import CommitState, Committer
-from pipeline.domain.sweep_inputs import PendingRow
+from pipeline.domain.sweep.inputs import PendingRow
 
 REPLAYS = "replays"
 REPLAYED_AT = "replayed_at"

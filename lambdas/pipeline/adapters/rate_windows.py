@@ -1,4 +1,4 @@
-"""Rate budgets' counters in the state table, one item per key per slice (domain/rates.py).
+"""Rate budgets' counters in the state table, one item per key per slice (domain/dependencies/rates.py).
 
 Counting a call is one UpdateItem on an item of a few dozen bytes, so one write unit whether it
 is counted or refused; it answers the count, so the instance that fills a slice stops asking:
@@ -16,7 +16,7 @@ from botocore.exceptions import ClientError
 
 from pipeline import schema
 from pipeline.adapters import items
-from pipeline.domain.rates import CALLS
+from pipeline.domain.dependencies.rates import CALLS
 
 ITEM_TTL_SLACK_SECONDS = 300
 

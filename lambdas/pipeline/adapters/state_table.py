@@ -1,4 +1,4 @@
-"""The state table's counts per lane, in ten-second buckets (domain/admission.py has the keys):
+"""The state table's counts per lane, in ten-second buckets (domain/jobs/admission.py has the keys):
 
 - drain counts: consumers add the messages their batches finished (`record_drained`, at most one
   UpdateItem a second per instance: `LaneDrain`); the jobs API reads them as the lane's drain
@@ -23,8 +23,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from pipeline import schema
-from pipeline.domain import admission
-from pipeline.domain.sweep_inputs import DepthSeen, depth_key
+from pipeline.domain.jobs import admission
+from pipeline.domain.sweep.inputs import DepthSeen, depth_key
 
 DEPTH = "depth"
 SEEN_AT = "seen_at"

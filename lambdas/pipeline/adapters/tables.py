@@ -5,7 +5,7 @@ single reads tasks make (`ItemReader`).
 One consistent BatchGetItem answers "is this already done?" for every record of a batch, whatever
 table its obligation lives in (webhook log, jobs, or the state table's done-markers). The same
 read brings back a webhook row's body, so a delivery travelling by reference costs no second read
-unless its body was split into parts (see domain/webhook_body.py).
+unless its body was split into parts (see domain/webhook/body.py).
 """
 
 from __future__ import annotations
@@ -20,11 +20,11 @@ from pipeline import schema
 from pipeline.adapters import items
 from pipeline.adapters.row_envelopes import PAYLOAD, plain
 from pipeline.adapters.webhook_log import BODY, BODY_ENCODING, BODY_PARTS, WebhookLog
-from pipeline.domain import webhook_body
+from pipeline.domain.consumer.ports import Location, location_id
 from pipeline.domain.effects import KEY_ATTRIBUTES, Table
 from pipeline.domain.envelope import Envelope
 from pipeline.domain.errors import PermanentError, TransientError
-from pipeline.domain.ports import Location, location_id
+from pipeline.domain.webhook import body as webhook_body
 
 BATCH_GET_LIMIT = 100
 UNPROCESSED_ROUNDS = 5

@@ -1,4 +1,4 @@
-"""Token budgets' counters in the state table, one item per model per slice (domain/token_rates.py).
+"""Token budgets' counters in the state table, one item per model per slice (domain/dependencies/token_rates.py).
 
 A reservation is one UpdateItem, taken or refused, on an item of a few dozen bytes: one write unit:
 
@@ -16,7 +16,7 @@ from botocore.exceptions import ClientError
 from pipeline import schema
 from pipeline.adapters import items
 from pipeline.adapters.rate_windows import ITEM_TTL_SLACK_SECONDS
-from pipeline.domain.token_rates import TOKENS
+from pipeline.domain.dependencies.token_rates import TOKENS
 
 
 class TokenCounters:

@@ -17,7 +17,7 @@ the writes themselves say the work was done (domain/marks.effect_is_mark).
 A transaction holds at most 100 items. A larger result may still commit if the writes over the
 limit are `standalone` (safe to apply ahead of the done-mark, since re-applying them changes
 nothing): those go first, in chunks; the last transaction carries the done-mark
-(domain/commit_plan.py). Before each call the caller's `room` says whether there is time for it;
+(domain/consumer/commit_plan.py). Before each call the caller's `room` says whether there is time for it;
 when there is not, the commit stops there (PARTIAL, with how many writes landed), and a re-sent
 copy resumes after them (`resume_from`).
 """
@@ -31,7 +31,7 @@ from botocore.exceptions import ClientError
 
 from pipeline.adapters import items
 from pipeline.adapters.tables import TableNames
-from pipeline.domain import commit_plan
+from pipeline.domain.consumer import commit_plan
 from pipeline.domain.effects import Check, OnConflict, Put, Update, Write, item_key
 from pipeline.domain.errors import PermanentError
 from pipeline.domain.ports import CommitResult, CommitState

@@ -5,7 +5,7 @@ Row layout (table key `id` = `wh-<sha256 of the raw body>`):
   replayed it (none is none, as the sweeper reads it). A row enters the sparse age index
   (`pending_shard`, `pending_since`) only when its send failed (`mark_unsent`): a row whose message
   reached its lane is the queue's to deliver, and most rows are never written again (their task's
-  writes are their done-mark; see domain/marks.py). That keeps a delivery at one write, with no
+  writes are their done-mark; see domain/consumer/marks.py). That keeps a delivery at one write, with no
   index entry to add and later remove.
 - `lane`, `tenant`, `kind` for parseable bodies; `unparseable_reason` otherwise.
 - the raw bytes: `body` (Binary, part 0); `body_encoding` (domain/webhook_body.ENCODINGS) unless it
@@ -37,9 +37,9 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from pipeline import schema
-from pipeline.domain import webhook_body
-from pipeline.domain.webhook import LogEntry, Recorded, WebhookLogUnavailable
-from pipeline.domain.webhook_body import BODY_PARTS
+from pipeline.domain.webhook import body as webhook_body
+from pipeline.domain.webhook.body import BODY_PARTS
+from pipeline.domain.webhook.delivery import LogEntry, Recorded, WebhookLogUnavailable
 
 STATUS = "status"
 RECEIVED_AT = "received_at"

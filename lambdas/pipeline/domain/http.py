@@ -1,6 +1,6 @@
 """API Gateway HTTP API (payload format 2.0) requests and responses, as plain values.
 
-The doors' rules (domain/webhook_door.py, domain/jobs_api.py, domain/erasure_callback.py) take an
+The doors' rules (domain/webhook/door.py, domain/jobs/api.py, domain/erasure/callback.py) take an
 `HttpRequest` and return a `Reply`; the handlers turn the event into the one and the other into
 what API Gateway takes back. Every door reads events through here so that header-name case, base64
 bodies, duplicate query parameters and body caps are handled once. Pure: no AWS, no environment.

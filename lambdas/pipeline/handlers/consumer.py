@@ -1,7 +1,7 @@
 """The one consumer every lane runs: SQS batch in, ReportBatchItemFailures response out.
 
 The lane (its task, budgets, retry policy and deadlines) comes from the environment the stack
-writes (stacks/runtime_env.consumer); the record pipeline is domain/consumer.py.
+writes (stacks/runtime_env.consumer); the record pipeline is domain/consumer/batch.py.
 """
 
 from __future__ import annotations
@@ -30,12 +30,12 @@ from pipeline.adapters.state_table import LaneCounts, LaneDrain
 from pipeline.adapters.tables import ItemReader, ObligationReader, TableNames
 from pipeline.adapters.token_windows import TokenCounters
 from pipeline.adapters.transactions import Committer
-from pipeline.domain import budgets, rates
-from pipeline.domain.consumer import Adapters, Consumer, ConsumerConfig
+from pipeline.domain.consumer.batch import Adapters, Consumer, ConsumerConfig
+from pipeline.domain.consumer.token_budgeted import TokenBudgeted
+from pipeline.domain.consumer.work import TaskFn, Vendor
+from pipeline.domain.dependencies import budgets, rates
+from pipeline.domain.dependencies.token_rates import TokenKeeper
 from pipeline.domain.effects import Table
-from pipeline.domain.token_budgeted import TokenBudgeted
-from pipeline.domain.token_rates import TokenKeeper
-from pipeline.domain.work import TaskFn, Vendor
 from pipeline.tasks import TASKS, task_for
 
 Handler = Callable[[Mapping[str, Any], Any], dict[str, Any]]

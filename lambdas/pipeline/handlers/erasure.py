@@ -1,9 +1,9 @@
 """Meta's data-deletion callback (`POST /meta/data-deletion`) and the status of an erasure
-(`GET /meta/data-deletion/{code}`). The rules are domain/erasure_callback.py; this module builds
+(`GET /meta/data-deletion/{code}`). The rules are domain/erasure/callback.py; this module builds
 their ports and wires them.
 
 Meta calls the callback when a person removes the app or asks for their data to be deleted, with a
-`signed_request` (domain/signed_request.py). A request whose signature is missing or malformed is
+`signed_request` (domain/erasure/signed_request.py). A request whose signature is missing or malformed is
 401, one no app secret in force signed is 403, and nothing is written or sent for either. A signed
 one becomes an erasure job (adapters/erasure_requests.py) naming the person only by their hash,
 and the answer is what Meta asks for: `{"url": <status page>, "confirmation_code": <code>}`. Meta
@@ -37,8 +37,8 @@ from pipeline.adapters.observability import logger_for, metrics_for
 from pipeline.adapters.open_erasures import OpenErasures
 from pipeline.adapters.secrets import MetaSecretSource
 from pipeline.adapters.sender_key import SenderKey
-from pipeline.domain.erasure_callback import ErasureCallback, ErasureCallbackPorts
-from pipeline.domain.jobs import JobsTableUnavailable
+from pipeline.domain.erasure.callback import ErasureCallback, ErasureCallbackPorts
+from pipeline.domain.jobs.requests import JobsTableUnavailable
 from pipeline.handlers.http_door import Failures, Handler, entry_point, http_handler
 from pipeline.metric_names import ErasureFailure
 

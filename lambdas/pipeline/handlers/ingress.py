@@ -1,5 +1,5 @@
 """The Meta webhook door (`GET/POST /webhooks/meta`): verify, cap, log, route, enqueue, answer.
-The rules are domain/webhook_door.py; this module builds their ports and wires them to Lambda.
+The rules are domain/webhook/door.py; this module builds their ports and wires them to Lambda.
 
 With mutual TLS on (WEBHOOK_SETTINGS.client_subject), a request without Meta's client certificate
 is answered 403 before anything else: API Gateway verified the chain, the door checks whose it is.
@@ -33,8 +33,9 @@ from pipeline.adapters.observability import logger_for, metrics_for
 from pipeline.adapters.secrets import MetaSecretSource
 from pipeline.adapters.sender_key import SenderKey
 from pipeline.adapters.webhook_log import WebhookLog
-from pipeline.domain import routing, webhook_body
-from pipeline.domain.webhook_door import WebhookDoor, WebhookDoorPorts, WebhookDoorRules
+from pipeline.domain.webhook import body as webhook_body
+from pipeline.domain.webhook import routing
+from pipeline.domain.webhook.door import WebhookDoor, WebhookDoorPorts, WebhookDoorRules
 from pipeline.handlers.http_door import Failures, Handler, entry_point, http_handler
 from pipeline.metric_names import WebhookFailure
 

@@ -1,5 +1,5 @@
 """The jobs API (`POST /jobs`, `GET /jobs/{id}`), IAM-authorised at API Gateway. The rules are
-domain/jobs_api.py; this module reads the function's settings, builds the ports and wires them.
+domain/jobs/api.py; this module reads the function's settings, builds the ports and wires them.
 
 Every request is bound to its caller's IAM identity: the environment's config grants each
 principal the tenants it may act for (policy/callers.py). A caller with no grant is refused 403
@@ -29,9 +29,9 @@ from pipeline.adapters.lane_queue import QueueSender
 from pipeline.adapters.lane_views import CachedLaneState, LaneStateReader
 from pipeline.adapters.observability import logger_for, metrics_for
 from pipeline.adapters.sender_key import SenderKey
-from pipeline.domain.admission import LaneProfile
-from pipeline.domain.jobs import JobsTableUnavailable
-from pipeline.domain.jobs_api import JobsApi, JobsApiPorts, JobsApiRules
+from pipeline.domain.jobs.admission import LaneProfile
+from pipeline.domain.jobs.api import JobsApi, JobsApiPorts, JobsApiRules
+from pipeline.domain.jobs.requests import JobsTableUnavailable
 from pipeline.handlers.http_door import Failures, Handler, entry_point, http_handler
 from pipeline.metric_names import JobFailure
 from pipeline.settings import RetentionSettings

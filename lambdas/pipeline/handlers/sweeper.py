@@ -26,12 +26,12 @@ from pipeline.adapters.pending_rows import PendingRows
 from pipeline.adapters.row_envelopes import job_envelope, webhook_envelope
 from pipeline.adapters.tables import TableNames
 from pipeline.adapters.transactions import Committer
-from pipeline.domain import job_bookkeeping
+from pipeline.domain.consumer import job_bookkeeping
 from pipeline.domain.effects import Table, Write
 from pipeline.domain.envelope import Envelope, Outgoing
-from pipeline.domain.sweep import SWEPT_SOURCES, Sweep, SweepReport, source_lanes
-from pipeline.domain.sweep_inputs import PendingRow, ReplayFailed
-from pipeline.domain.sweep_verdict import patience_for
+from pipeline.domain.sweep.inputs import PendingRow, ReplayFailed
+from pipeline.domain.sweep.run import SWEPT_SOURCES, Sweep, SweepReport, source_lanes
+from pipeline.domain.sweep.verdict import patience_for
 
 SERVICE = "sweeper"
 STOP_MARGIN_MS = 5_000

@@ -1,5 +1,5 @@
 """The sweeper's policy: how long a row may sit before it is called lost, and how often it may be
-replayed before it is abandoned (domain/sweep_verdict.py has the rule)."""
+replayed before it is abandoned (domain/sweep/verdict.py has the rule)."""
 
 from __future__ import annotations
 

@@ -41,7 +41,7 @@ class EnvVar:
     ACCESS_TOKEN_ARN = "META_ACCESS_TOKEN_ARN"  # noqa: S105 (the name of a variable holding an ARN)
     """The secret holding the access token replies are sent with (`{"access_token": "..."}`)."""
     SEND_PER_SECOND = "META_MESSAGES_PER_SECOND"
-    """Meta's messages a second per business phone number (domain/rates.py), on sending lanes."""
+    """Meta's messages a second per business phone number (domain/dependencies/rates.py), on sending lanes."""
     MODEL = "MODEL_SETTINGS"
     """JSON: the lane's model (ModelSettings); absent on lanes whose task calls none."""
     RETENTION = "RETENTION_SETTINGS"

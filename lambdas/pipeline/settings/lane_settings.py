@@ -30,7 +30,7 @@ class DependencyBudget:
     limit: int
     mode: str
     requests_per_minute: int | None = None
-    """Calls a minute the dependency allows across every lane (domain/rates.py); None: unbounded."""
+    """Calls a minute the dependency allows across every lane (domain/dependencies/rates.py); None: unbounded."""
 
 
 def dependencies(environ: Mapping[str, str]) -> dict[str, DependencyBudget]:

@@ -27,7 +27,7 @@ class ModelSettings:
     """The HTTP read timeout of one Converse call: a stalled connection fails as a model timeout
     well inside the lane's task limit instead of holding its slot of the budget."""
     tokens_per_minute: int | None = None
-    """The model's tokens a minute this lane may reserve (domain/token_rates.py), or None:
+    """The model's tokens a minute this lane may reserve (domain/dependencies/token_rates.py), or None:
     unbudgeted, Bedrock's own quota refusing past it. None by default because the quota is the
     account's, per model and region, and differs between them; a made-up figure would either
     throttle below what the account has or fail to bound it. Set it to the account's quota (the
@@ -45,7 +45,7 @@ class ModelSettings:
             problems.append("temperature must be 0..1")
         if self.call_timeout_seconds <= 0:
             problems.append("call_timeout_seconds must be > 0")
-        # A slice gets a 1/11 share (domain/rates.py): a smaller quota could never take one call.
+        # A slice gets a 1/11 share (domain/dependencies/rates.py): a smaller quota could never take one call.
         if self.tokens_per_minute is not None and self.tokens_per_minute < 11 * (self.max_tokens + 1):
             problems.append("tokens_per_minute must be at least 11 x (max_tokens + 1), or None")
         if problems:

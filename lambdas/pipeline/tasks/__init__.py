@@ -1,6 +1,6 @@
 """The lanes' work: plain functions, one per catalogue task name (`Lane.task`).
 
-Each is `run(ctx: TaskContext) -> TaskResult` (see domain/work.py): it reads, may call the
+Each is `run(ctx: TaskContext) -> TaskResult` (see domain/consumer/work.py): it reads, may call the
 lane's model, and returns its writes for the consumer to commit with the done-mark.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from types import MappingProxyType
 
-from pipeline.domain.work import TaskFn
+from pipeline.domain.consumer.work import TaskFn
 from pipeline.tasks import ai, bulk, engagement, messages, scheduled
 
 TASKS: Mapping[str, TaskFn] = MappingProxyType(

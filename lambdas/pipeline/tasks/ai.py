@@ -48,11 +48,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from pipeline import schema
-from pipeline.domain import meta_send, senders, stored_text
+from pipeline.domain import senders, stored_text
+from pipeline.domain.consumer.work import FollowUp, TaskContext, TaskResult
+from pipeline.domain.dependencies import meta_send
 from pipeline.domain.effects import Check, OnConflict, Put, Table, Update
 from pipeline.domain.envelope import Envelope
 from pipeline.domain.errors import PermanentError, TransientError
-from pipeline.domain.work import FollowUp, TaskContext, TaskResult
 from pipeline.tasks import privacy, replies
 
 INBOUND = "ai.inbound"

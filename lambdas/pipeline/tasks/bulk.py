@@ -17,9 +17,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from pipeline import schema
+from pipeline.domain.consumer.work import TaskContext, TaskResult
 from pipeline.domain.effects import Put, Table, Update, Write
 from pipeline.domain.errors import PermanentError
-from pipeline.domain.work import TaskContext, TaskResult
 from pipeline.tasks import erase
 
 PAGE = "import.page"

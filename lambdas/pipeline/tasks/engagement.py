@@ -3,7 +3,7 @@
 Each new or edited comment is labelled (question, complaint, spam, other) by the model behind
 the `llm` dependency, holding one slot of that shared budget for the calls. The lane's system
 prompt asks for one label (stacks/config/models.py); an answer that is not one of them is stored
-as `other` (domain/model.py). What keeps one page's
+as `other` (domain/dependencies/model.py). What keeps one page's
 campaign from starving every other page is not in here: the lane's queue is an SQS fair queue
 (the tenant is the message group), which hands out quiet pages' comments first.
 
@@ -17,10 +17,10 @@ from collections.abc import Mapping
 
 from pipeline import schema
 from pipeline.domain import stored_text
+from pipeline.domain.consumer.work import TaskContext, TaskResult
+from pipeline.domain.dependencies.model import triage_label
 from pipeline.domain.effects import OnConflict, Put, Table
 from pipeline.domain.errors import PermanentError
-from pipeline.domain.model import triage_label
-from pipeline.domain.work import TaskContext, TaskResult
 from pipeline.tasks import meta, privacy
 from pipeline.tasks.messages import comment_key, traced
 

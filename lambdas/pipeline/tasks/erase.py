@@ -1,5 +1,5 @@
 """Erasure: everything about one person, found by their hash and erased (`privacy.erase` jobs on
-the bulk lane; see domain/erasure.py for how a request becomes one). A person asked for by an
+the bulk lane; see domain/erasure/requests.py for how a request becomes one). A person asked for by an
 app-scoped id is also every id linked to it (`linked`, adapters/identity_links.py): one scan of
 the log for all of them, then each one's indexes and partition.
 
@@ -10,7 +10,7 @@ each page's rows emptied before the next is read, and when the task's time runs 
 and leaves the rest to its next run (errors.MoreToDo: the consumer re-sends the job with the
 place it got to, at no cost in attempts), so a log of any size is read whole. The job's row keeps
 that place and the time too (`note_progress`), so the sweeper sees a long erasure alive rather
-than lost, and a replay of its row resumes (domain/sweep_verdict.py). Then the indexes
+than lost, and a replay of its row resumes (domain/sweep/verdict.py). Then the indexes
 and the person's partition are asked again (the indexes are eventually consistent, and a task may
 have been writing as this one read) until they hold nothing; a person still turning up after
 `ROUNDS` rounds is retried later.
@@ -41,11 +41,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from pipeline import schema
-from pipeline.domain import erasure, senders
+from pipeline.domain import senders
+from pipeline.domain.consumer.work import Erasable, FollowUp, TaskContext, TaskResult
 from pipeline.domain.effects import Table
 from pipeline.domain.envelope import Envelope
+from pipeline.domain.erasure import requests as erasure
 from pipeline.domain.errors import MoreToDo, PermanentError, TransientError
-from pipeline.domain.work import Erasable, FollowUp, TaskContext, TaskResult
 from pipeline.tasks import ai
 
 KIND = erasure.KIND

@@ -27,8 +27,8 @@ from typing import Any
 
 from pipeline import schema
 from pipeline.domain import senders, stored_text
+from pipeline.domain.consumer.work import TaskContext, TaskResult
 from pipeline.domain.effects import OnConflict, Put, Table, Update, Write
-from pipeline.domain.work import TaskContext, TaskResult
 from pipeline.tasks import meta, privacy, replies
 
 STATUS_RANK = {"sent": 1, "delivered": 2, "read": 3, "failed": 4}

@@ -15,8 +15,8 @@ from typing import Any
 
 from pipeline import schema
 from pipeline.domain import senders
+from pipeline.domain.consumer.work import TaskContext
 from pipeline.domain.effects import OnConflict, Put, Table
-from pipeline.domain.work import TaskContext
 
 WEBHOOK = "webhook"
 

@@ -1,7 +1,7 @@
 """ai lane: sending a turn's reply to the customer through Meta, at most once.
 
 The turn stores its reply with `send_state` `pending` and puts a `reply.send` on the lane
-(tasks/ai.py). Sending (states in domain/meta_send.py):
+(tasks/ai.py). Sending (states in domain/dependencies/meta_send.py):
 
 1. The reply is read. None yet: the turn's commit has not landed (retried shortly), or a newer
    message superseded the turn (nothing to send). Already `sent` or `unanswered`: done.
@@ -29,11 +29,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from pipeline import schema
-from pipeline.domain import meta_send as ms
+from pipeline.domain.consumer.work import FollowUp, TaskContext, TaskResult
+from pipeline.domain.dependencies import meta_send as ms
 from pipeline.domain.effects import OnConflict, Table, Update
 from pipeline.domain.envelope import Envelope
 from pipeline.domain.errors import PermanentError, TransientError
-from pipeline.domain.work import FollowUp, TaskContext, TaskResult
 
 SEND = "reply.send"
 RESOLVE = "reply.resolve"

@@ -10,9 +10,9 @@ heartbeat look older than it is.
 from __future__ import annotations
 
 from pipeline import schema
+from pipeline.domain.consumer.work import TaskContext, TaskResult
 from pipeline.domain.effects import OnConflict, Put, Table, Update
 from pipeline.domain.errors import PermanentError
-from pipeline.domain.work import TaskContext, TaskResult
 
 TICK_SUFFIX = ".tick"
 RECORD_TTL_SECONDS = 7 * 24 * 3600

@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pipeline import schema
+from pipeline.domain.consumer.work import TaskContext, TaskResult
 from pipeline.domain.effects import Put, Table, Update
-from pipeline.domain.work import TaskContext, TaskResult
 
 
 def counter_write(name: str, by: int = 1) -> Update:

@@ -27,10 +27,11 @@ import boto3
 from local_aws import event_source
 from pipeline import schema, settings
 from pipeline.adapters.webhook_log import LogEntry, WebhookLog
-from pipeline.domain import jobs as job_rules
-from pipeline.domain import retention, webhook_body
+from pipeline.domain import retention
 from pipeline.domain.envelope import Envelope
-from pipeline.domain.routing import Route
+from pipeline.domain.jobs import requests as job_rules
+from pipeline.domain.webhook import body as webhook_body
+from pipeline.domain.webhook.routing import Route
 from pipeline.handlers.consumer import create_handler
 from tests.support.aws import REGION
 from tests.unit.consumer.handler_seams import Calls, Context, hooked_clients

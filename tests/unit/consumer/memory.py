@@ -1,4 +1,4 @@
-"""The ports of the record pipeline (domain/consumer.py) in memory: no AWS, no moto.
+"""The ports of the record pipeline (domain/consumer/batch.py) in memory: no AWS, no moto.
 
 Each port keeps what it was asked in plain lists, so a test reads what an operator would see:
 the batch's answer, the rows' statuses, what was re-sent, dead-lettered, counted and logged.
@@ -15,16 +15,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pipeline import schema
-from pipeline.domain import budgets as budget_rules
-from pipeline.domain import marks
-from pipeline.domain.budgets import Budget, Grant
+from pipeline.domain.consumer import marks
+from pipeline.domain.consumer.outcomes import RecordOutcome
+from pipeline.domain.consumer.ports import location_id
+from pipeline.domain.consumer.records import Received
+from pipeline.domain.consumer.work import FollowUp
+from pipeline.domain.dependencies import budgets as budget_rules
+from pipeline.domain.dependencies.budgets import Budget, Grant
+from pipeline.domain.dependencies.model import Completion
 from pipeline.domain.effects import Put, Table, Update, Write
 from pipeline.domain.envelope import Envelope
-from pipeline.domain.model import Completion
-from pipeline.domain.outcomes import RecordOutcome
-from pipeline.domain.ports import CommitResult, CommitState, location_id
-from pipeline.domain.records import Received
-from pipeline.domain.work import FollowUp
+from pipeline.domain.ports import CommitResult, CommitState
 
 NOW = 1_800_000_000.0
 LANE = "messages"

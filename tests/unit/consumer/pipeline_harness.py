@@ -10,14 +10,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pipeline import schema
-from pipeline.domain import marks
-from pipeline.domain.budgets import Budget
-from pipeline.domain.budgets import Mode as BudgetMode
-from pipeline.domain.consumer import Adapters, Consumer, ConsumerConfig
+from pipeline.domain.consumer import marks
+from pipeline.domain.consumer.batch import Adapters, Consumer, ConsumerConfig
+from pipeline.domain.consumer.outcomes import RecordOutcome
+from pipeline.domain.consumer.work import TaskContext, TaskFn, TaskResult
+from pipeline.domain.dependencies.budgets import Budget
+from pipeline.domain.dependencies.budgets import Mode as BudgetMode
 from pipeline.domain.effects import Put, Table, Update
 from pipeline.domain.envelope import Envelope
-from pipeline.domain.outcomes import RecordOutcome
-from pipeline.domain.work import TaskContext, TaskFn, TaskResult
 from pipeline.policy.lanes import LanePolicy, RetryPolicy, TenantQuota
 from tests.unit.consumer.memory import (
     LANE,

@@ -10,7 +10,7 @@ import boto3
 from bench.consumer_costs import item_size
 from pipeline import schema
 from pipeline.adapters.leases import LeaseBudgets
-from pipeline.domain import budgets
+from pipeline.domain.dependencies import budgets
 from stacks.config.environments import ENVIRONMENTS, LLM_DEPENDENCY
 from tests.support.aws import REGION
 

@@ -11,7 +11,7 @@ import boto3
 
 from pipeline import schema
 from pipeline.adapters.leases import LeaseBudgets
-from pipeline.domain import budgets
+from pipeline.domain.dependencies import budgets
 from pipeline.domain.envelope import Envelope
 from tests.support.aws import REGION
 from tests.unit.consumer.fakes import ConcurrencyProbe, Recorder

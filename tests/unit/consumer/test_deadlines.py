@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 from pipeline import schema
-from pipeline.domain.marks import marker_key
+from pipeline.domain.consumer.marks import marker_key
 from tests.unit.consumer.fakes import Recorder
 from tests.unit.consumer.handler_output import line_metric_total, log_lines
 from tests.unit.consumer.lane_env import internal, with_lane

@@ -20,11 +20,11 @@ from pipeline.adapters.clients import Clients
 from pipeline.adapters.consumer_observer import ConsumerObserver
 from pipeline.adapters.lane_views import LaneStateReader
 from pipeline.adapters.leases import LeaseBudgets
-from pipeline.domain import budgets
+from pipeline.domain.consumer.marks import marker_key
+from pipeline.domain.consumer.work import TaskResult
+from pipeline.domain.dependencies import budgets
 from pipeline.domain.effects import Check, OnConflict, Table
 from pipeline.domain.errors import PermanentError, TransientError
-from pipeline.domain.marks import marker_key
-from pipeline.domain.work import TaskResult
 from tests.support.aws import REGION
 from tests.unit.consumer.fakes import Recorder, counter_value, counter_write
 from tests.unit.consumer.handler_output import log_lines

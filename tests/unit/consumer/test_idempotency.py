@@ -7,7 +7,7 @@ import threading
 import time
 
 from pipeline import schema
-from pipeline.domain.marks import marker_key
+from pipeline.domain.consumer.marks import marker_key
 from tests.unit.consumer.fakes import Recorder, counter_value
 from tests.unit.consumer.handler_output import log_lines
 from tests.unit.consumer.handler_seams import Context

@@ -9,8 +9,8 @@ import boto3
 
 from pipeline import schema
 from pipeline.adapters.webhook_log import WebhookLog
+from pipeline.domain.consumer.work import TaskResult
 from pipeline.domain.effects import Put, Table
-from pipeline.domain.work import TaskResult
 from tests.support.aws import REGION
 from tests.unit.consumer.handler_output import log_lines
 from tests.unit.tasks.payloads import WABA, FakeVendor, message_at, person, status, status_at, text_message, whatsapp

@@ -9,9 +9,9 @@ import threading
 import pytest
 
 from pipeline import schema, settings
+from pipeline.domain.consumer.work import TaskResult
 from pipeline.domain.effects import Put, Table
 from pipeline.domain.errors import PermanentError, TransientError
-from pipeline.domain.work import TaskResult
 from pipeline.policy.lanes import RetryPolicy
 from tests.unit.consumer.fakes import Recorder, counter_value
 from tests.unit.consumer.handler_output import line_metric_total, log_lines, metric_total, stdout_records
@@ -321,8 +321,8 @@ def test_a_problem_line_names_the_exception_without_its_payload_text():
 
 def test_what_a_task_ignored_is_counted_by_name():
     from pipeline.adapters.consumer_observer import ConsumerObserver
-    from pipeline.domain import outcomes
-    from pipeline.domain.records import Received
+    from pipeline.domain.consumer import outcomes
+    from pipeline.domain.consumer.records import Received
     from pipeline.metric_names import Outcome
 
     class Metrics:

@@ -5,11 +5,11 @@ moto in test_degraded.py."""
 from __future__ import annotations
 
 from pipeline import schema
-from pipeline.domain import budgets as budget_rules
+from pipeline.domain.consumer.work import TaskResult
+from pipeline.domain.dependencies import budgets as budget_rules
 from pipeline.domain.effects import Table
 from pipeline.domain.errors import DependencyBusy, PermanentError, TransientError
 from pipeline.domain.ports import CommitState
-from pipeline.domain.work import TaskResult
 from pipeline.metric_names import Outcome
 from tests.unit.consumer.memory import NOW, PortDown
 from tests.unit.consumer.pipeline_harness import Pipeline, counter, lane_settings

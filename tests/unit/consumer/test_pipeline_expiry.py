@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 from pipeline import schema
+from pipeline.domain.consumer.work import TaskResult
 from pipeline.domain.effects import Table
 from pipeline.domain.envelope import Envelope
-from pipeline.domain.work import TaskResult
 from pipeline.metric_names import Outcome
 from tests.unit.consumer.memory import LANE, NOW
 from tests.unit.consumer.pipeline_harness import Pipeline, lane_settings

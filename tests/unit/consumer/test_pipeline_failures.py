@@ -1,6 +1,6 @@
 """The record pipeline's failures on in-memory ports: what is dead-lettered and with which
 attributes, what is retried and how it backs off, and when retries run out. Fast, so most changes
-to the consumer's outcomes (domain/settling.py) are caught here before any test that needs moto runs."""
+to the consumer's outcomes (domain/consumer/settling.py) are caught here before any test that needs moto runs."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ import random
 import pytest
 
 from pipeline import schema
-from pipeline.domain import retry
+from pipeline.domain.consumer import retry
+from pipeline.domain.consumer.work import TaskResult
 from pipeline.domain.effects import Table
 from pipeline.domain.errors import PermanentError, TransientError
-from pipeline.domain.work import TaskResult
 from pipeline.metric_names import Outcome
 from tests.unit.consumer.memory import LANE, NOW
 from tests.unit.consumer.pipeline_harness import Pipeline, lane_settings
@@ -214,7 +214,7 @@ def test_a_dead_lettered_row_never_has_its_expiry_shortened():
 
 
 def test_a_dead_lettered_webhook_keeps_its_body_parts_as_long_as_its_row():
-    from pipeline.domain.webhook_body import part_id
+    from pipeline.domain.webhook.body import part_id
     from pipeline.policy.lanes import DLQ_RETENTION_SECONDS
 
     p = Pipeline(task=raising(PermanentError("bad_input", "no")))
@@ -259,7 +259,7 @@ def test_aws_side_unavailability_on_the_last_attempt_is_deferred_without_spendin
 
 def test_aws_unavailability_is_waited_out_only_so_long_then_retried_as_usual():
     # Given a record that has already been deferred as often as the bound allows
-    from pipeline.domain.settling import AWS_OUTAGE_DEFERRALS
+    from pipeline.domain.consumer.settling import AWS_OUTAGE_DEFERRALS
 
     p = Pipeline(task=raising(AwsError("ThrottlingException", 400)))
     record = p.record(p.job("job-1", deferrals=AWS_OUTAGE_DEFERRALS), receives=5)

@@ -1,6 +1,6 @@
 """The record pipeline's successes on in-memory ports: what a record that runs ends as, what its
 commit writes, and what the rows and queues show afterwards (failures: test_pipeline_failures.py).
-Fast, so most changes to domain/consumer.py and domain/task_step.py are caught here before any test
+Fast, so most changes to domain/consumer/batch.py and domain/consumer/task_step.py are caught here before any test
 that needs moto runs."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ from __future__ import annotations
 import pytest
 
 from pipeline import schema
+from pipeline.domain.consumer.work import FollowUp, TaskResult
 from pipeline.domain.effects import Put, Table
 from pipeline.domain.ports import CommitState
-from pipeline.domain.work import FollowUp, TaskResult
 from pipeline.metric_names import Outcome
 from tests.unit.consumer.memory import LANE, NOW
 from tests.unit.consumer.pipeline_harness import Pipeline, counter, keyed_put, lane_settings

@@ -5,11 +5,11 @@ disabled once per batch, and the pause is counted by its reason."""
 from __future__ import annotations
 
 from pipeline import schema
+from pipeline.domain.consumer.settling import LANE_PAUSED
+from pipeline.domain.dependencies.meta_send import TokenInvalid
+from pipeline.domain.dependencies.model import ModelRefused
 from pipeline.domain.effects import Table
 from pipeline.domain.errors import TransientError
-from pipeline.domain.meta_send import TokenInvalid
-from pipeline.domain.model import ModelRefused
-from pipeline.domain.settling import LANE_PAUSED
 from pipeline.metric_names import Outcome
 from tests.unit.consumer.pipeline_harness import Pipeline, lane_settings
 

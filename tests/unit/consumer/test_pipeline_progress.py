@@ -6,9 +6,9 @@ from __future__ import annotations
 from dataclasses import replace
 
 from pipeline import schema
-from pipeline.domain import outcomes as out
+from pipeline.domain.consumer import outcomes as out
+from pipeline.domain.consumer.work import TaskResult
 from pipeline.domain.errors import DependencyBusy, MoreToDo
-from pipeline.domain.work import TaskResult
 from pipeline.metric_names import Outcome
 from tests.unit.consumer.pipeline_harness import Pipeline
 

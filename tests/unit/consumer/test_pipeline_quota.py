@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from pipeline.domain import budgets as budget_rules
+from pipeline.domain.consumer.work import TaskResult
+from pipeline.domain.dependencies import budgets as budget_rules
 from pipeline.domain.envelope import Envelope
-from pipeline.domain.work import TaskResult
 from pipeline.metric_names import Outcome
 from tests.unit.consumer.memory import PortDown
 from tests.unit.consumer.pipeline_harness import Pipeline, counter, lane_settings

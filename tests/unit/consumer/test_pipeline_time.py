@@ -11,11 +11,11 @@ import time
 import pytest
 
 from pipeline import schema
-from pipeline.domain.consumer import ConsumerConfig
+from pipeline.domain.consumer.batch import ConsumerConfig
+from pipeline.domain.consumer.work import TaskResult
 from pipeline.domain.effects import Table
 from pipeline.domain.envelope import Envelope
 from pipeline.domain.errors import DependencyBusy, TransientError
-from pipeline.domain.work import TaskResult
 from pipeline.metric_names import Outcome
 from tests.unit.consumer.memory import NOW
 from tests.unit.consumer.pipeline_harness import Pipeline, Remaining, counter, lane_settings

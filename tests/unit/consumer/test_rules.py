@@ -9,12 +9,13 @@ import time
 import pytest
 from botocore.exceptions import ClientError, EndpointConnectionError, ParamValidationError
 
-from pipeline.domain import budgets, retry
-from pipeline.domain.budgets import LeaseBook, Mode
+from pipeline.domain.consumer import retry
+from pipeline.domain.consumer.records import receive
+from pipeline.domain.consumer.time_limit import run_with_limit
+from pipeline.domain.dependencies import budgets
+from pipeline.domain.dependencies.budgets import LeaseBook, Mode
 from pipeline.domain.envelope import Envelope
 from pipeline.domain.errors import PermanentError, TaskTimeout, TransientError, classify
-from pipeline.domain.records import receive
-from pipeline.domain.time_limit import run_with_limit
 
 
 def _client_error(code: str, status: int) -> ClientError:

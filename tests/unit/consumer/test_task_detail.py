@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
+from pipeline.domain.consumer.work import TaskResult
 from pipeline.domain.effects import OnConflict, Put, Table
-from pipeline.domain.work import TaskResult
 from pipeline.metric_names import Outcome
 from tests.unit.consumer.pipeline_harness import Pipeline
 

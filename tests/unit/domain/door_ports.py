@@ -13,15 +13,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pipeline import schema
-from pipeline.domain import erasure
-from pipeline.domain.admission import LaneSnapshot
 from pipeline.domain.envelope import Outgoing
-from pipeline.domain.erasure import ErasuresBusy, Requested
+from pipeline.domain.erasure import requests as erasure
+from pipeline.domain.erasure.requests import ErasuresBusy, Requested
 from pipeline.domain.http import HttpRequest
-from pipeline.domain.jobs import Created, CreateResult, Duplicate, Job, JobRequest, TenantLimited
+from pipeline.domain.jobs.admission import LaneSnapshot
+from pipeline.domain.jobs.requests import Created, CreateResult, Duplicate, Job, JobRequest, TenantLimited
 from pipeline.domain.meta_secret import MetaSecrets
 from pipeline.domain.senders import SenderKeyUnavailable
-from pipeline.domain.webhook import LogEntry, Recorded, WebhookLogUnavailable
+from pipeline.domain.webhook.delivery import LogEntry, Recorded, WebhookLogUnavailable
 from tests.support.aws import http_api_event
 
 NOW = 1_800_000_000.0

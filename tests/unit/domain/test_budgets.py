@@ -8,8 +8,8 @@ import random
 import boto3
 
 from pipeline.adapters.leases import LeaseBudgets
-from pipeline.domain import budgets
-from pipeline.domain.budgets import Budget, Lease, LeaseBook, Mode, Share
+from pipeline.domain.dependencies import budgets
+from pipeline.domain.dependencies.budgets import Budget, Lease, LeaseBook, Mode, Share
 from tests.support.aws import REGION
 
 QUOTA = budgets.tenant_quota("engagement", "page-1", 4, "enforce")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from pipeline.domain.client_certificate import MalformedSubject, common_names, is_from
+from pipeline.domain.webhook.client_certificate import MalformedSubject, common_names, is_from
 
 META = "client.webhooks.fbclientcerts.com"
 

@@ -4,7 +4,7 @@ the copy's writes are not the ones its progress describes."""
 from __future__ import annotations
 
 from pipeline import schema
-from pipeline.domain import commit_plan
+from pipeline.domain.consumer import commit_plan
 from pipeline.domain.effects import Put, Table
 
 

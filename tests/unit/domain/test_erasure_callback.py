@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from pipeline.domain import erasure, http
-from pipeline.domain.erasure_callback import BUSY_RETRY_SECONDS, ErasureCallback, ErasureCallbackPorts
+from pipeline.domain import http
+from pipeline.domain.erasure import requests as erasure
+from pipeline.domain.erasure.callback import BUSY_RETRY_SECONDS, ErasureCallback, ErasureCallbackPorts
+from pipeline.domain.erasure.signed_request import sign
 from pipeline.domain.meta_secret import MetaSecrets, SecretsUnavailable
-from pipeline.domain.signed_request import sign
 from pipeline.metric_names import ErasureFailure
 from tests.unit.domain.door_ports import (
     APP_SECRET,
@@ -147,7 +148,7 @@ def test_the_app_scoped_id_is_erased_with_every_id_linked_to_it(callback):
 
 
 def test_freshness_is_measured_from_issued_at_up_to_the_limit_itself():
-    from pipeline.domain.signed_request import Refused, SignedRequest, check_fresh
+    from pipeline.domain.erasure.signed_request import Refused, SignedRequest, check_fresh
 
     check_fresh(SignedRequest("1", NOW - MAX_AGE), now=NOW, max_age_seconds=MAX_AGE)
     check_fresh(SignedRequest("1", NOW + 60), now=NOW, max_age_seconds=MAX_AGE)  # a clock a minute ahead

@@ -8,9 +8,10 @@ import json
 import pytest
 
 from pipeline import schema
-from pipeline.domain import http, jobs
-from pipeline.domain.admission import LaneProfile, LaneSnapshot
-from pipeline.domain.jobs_api import JobsApi, JobsApiPorts, JobsApiRules
+from pipeline.domain import http
+from pipeline.domain.jobs import requests as jobs
+from pipeline.domain.jobs.admission import LaneProfile, LaneSnapshot
+from pipeline.domain.jobs.api import JobsApi, JobsApiPorts, JobsApiRules
 from pipeline.metric_names import JobFailure
 from pipeline.policy.callers import Callers
 from tests.unit.domain.door_ports import (

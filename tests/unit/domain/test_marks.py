@@ -12,11 +12,11 @@ import pytest
 from pipeline import schema
 from pipeline.adapters.tables import TableNames
 from pipeline.adapters.transactions import Committer
-from pipeline.domain import marks
+from pipeline.domain.consumer import marks
+from pipeline.domain.consumer.marks import Obligation
 from pipeline.domain.effects import Put, Table
 from pipeline.domain.envelope import Envelope
 from pipeline.domain.errors import Classified
-from pipeline.domain.marks import Obligation
 from pipeline.domain.ports import CommitState
 from tests.support.aws import REGION
 

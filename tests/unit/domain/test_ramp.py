@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ops.commands import lanes
-from pipeline.domain.ramp import RAMP_FLOOR, next_level, ramp_levels
+from pipeline.domain.dependencies.ramp import RAMP_FLOOR, next_level, ramp_levels
 
 
 def test_lanectl_walks_the_ramp_the_domain_defines():

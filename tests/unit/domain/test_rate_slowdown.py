@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from pipeline.domain import meta_send as ms
-from pipeline.domain.model import ModelThrottled
-from pipeline.domain.rates import RateKeeper, model_requests, whatsapp_number
-from pipeline.domain.task_context import TaskRun
+from pipeline.domain.consumer.task_context import TaskRun
+from pipeline.domain.dependencies import meta_send as ms
+from pipeline.domain.dependencies.model import ModelThrottled
+from pipeline.domain.dependencies.rates import RateKeeper, model_requests, whatsapp_number
 from tests.unit.domain.test_rates import Counters
 from tests.unit.tasks.payloads import envelope
 

@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from pipeline.domain.rates import Rate, RateKeeper, model_requests, slice_at, whatsapp_number
+from pipeline.domain.dependencies.rates import Rate, RateKeeper, model_requests, slice_at, whatsapp_number
 
 
 class Counters:

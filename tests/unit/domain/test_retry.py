@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import random
 
-from pipeline.domain import retry
+from pipeline.domain.consumer import retry
 
 DRAWS = 2000
 

@@ -3,7 +3,7 @@ more SendMessageBatch calls than ten small ones."""
 
 from __future__ import annotations
 
-from pipeline.domain import settle_reserve
+from pipeline.domain.consumer import settle_reserve
 
 
 def test_ten_small_re_sends_are_one_call_and_ten_of_200_kib_are_ten():

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pytest
 
+from pipeline.domain.consumer.token_budgeted import TokenBudgeted
+from pipeline.domain.dependencies.model import Completion
+from pipeline.domain.dependencies.token_rates import TokenKeeper
 from pipeline.domain.errors import DependencyBusy, PermanentError
-from pipeline.domain.model import Completion
-from pipeline.domain.token_budgeted import TokenBudgeted
-from pipeline.domain.token_rates import TokenKeeper
 from pipeline.settings.model import ModelSettings
 from tests.unit.domain.test_token_rates import Clock, Counters
 

@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from pipeline.domain.token_rates import TokenKeeper, estimate_input_tokens, model_tokens, reservation
+from pipeline.domain.dependencies.token_rates import TokenKeeper, estimate_input_tokens, model_tokens, reservation
 
 
 class Counters:

@@ -7,7 +7,7 @@ import pytest
 
 from pipeline import schema
 from pipeline.adapters.token_windows import TokenCounters
-from pipeline.domain.token_rates import TokenKeeper, model_tokens
+from pipeline.domain.dependencies.token_rates import TokenKeeper, model_tokens
 
 TABLE = "state"
 

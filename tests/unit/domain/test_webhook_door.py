@@ -6,10 +6,11 @@ from __future__ import annotations
 import pytest
 
 from pipeline import schema
-from pipeline.domain import http, retention, webhook
+from pipeline.domain import http, retention
 from pipeline.domain.meta_secret import MetaSecrets, SecretsMisconfigured, SecretsUnavailable
 from pipeline.domain.signature import sign
-from pipeline.domain.webhook_door import WebhookDoor, WebhookDoorPorts, WebhookDoorRules
+from pipeline.domain.webhook import delivery as webhook
+from pipeline.domain.webhook.door import WebhookDoor, WebhookDoorPorts, WebhookDoorRules
 from pipeline.metric_filters import ENQUEUED_MESSAGE
 from pipeline.metric_names import WebhookFailure
 from tests.unit.domain.door_ports import (

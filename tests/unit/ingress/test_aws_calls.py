@@ -5,7 +5,7 @@ from __future__ import annotations
 import base64
 import os
 
-from pipeline.domain import webhook
+from pipeline.domain.webhook import delivery as webhook
 from tests.unit.ingress.conftest import encode, page_comment, post, whatsapp_message
 
 

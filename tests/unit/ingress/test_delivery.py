@@ -9,8 +9,9 @@ import os
 from bench.consumer_costs import item_size
 from bench.scenarios.message_text import varied_text
 from pipeline import schema
-from pipeline.domain import webhook, webhook_body
 from pipeline.domain.envelope import Envelope
+from pipeline.domain.webhook import body as webhook_body
+from pipeline.domain.webhook import delivery as webhook
 from tests.unit.ingress.conftest import NOW, encode, page_comment, post, whatsapp_message
 
 

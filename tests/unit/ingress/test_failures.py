@@ -8,8 +8,9 @@ import logging
 import boto3
 
 from pipeline import schema
-from pipeline.domain import routing, webhook
 from pipeline.domain.envelope import Envelope
+from pipeline.domain.webhook import delivery as webhook
+from pipeline.domain.webhook import routing
 from pipeline.handlers import ingress
 from tests.support.aws import REGION, AwsCalls, handler_clients, http_api_event
 from tests.unit.ingress.conftest import PATH, encode, post, whatsapp_message

@@ -6,7 +6,7 @@ from urllib.parse import urlencode
 
 import pytest
 
-from pipeline.domain import webhook
+from pipeline.domain.webhook import delivery as webhook
 from tests.support.aws import META_VERIFY_TOKEN, http_api_event
 from tests.unit.ingress.conftest import PATH
 

@@ -15,8 +15,9 @@ from pipeline.adapters.observability import logger_for, metrics_for
 from pipeline.adapters.secrets import MetaSecrets, MetaSecretSource
 from pipeline.adapters.sender_key import SenderKey
 from pipeline.adapters.webhook_log import WebhookLog
-from pipeline.domain import http, webhook
-from pipeline.domain.webhook_door import WebhookDoorPorts
+from pipeline.domain import http
+from pipeline.domain.webhook import delivery as webhook
+from pipeline.domain.webhook.door import WebhookDoorPorts
 from pipeline.handlers import ingress
 from tests.support.aws import META_APP_SECRET, REGION
 from tests.unit.ingress.conftest import encode, post, whatsapp_message

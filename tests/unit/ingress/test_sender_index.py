@@ -5,7 +5,8 @@ from __future__ import annotations
 import boto3
 
 from pipeline import schema
-from pipeline.domain import senders, webhook
+from pipeline.domain import senders
+from pipeline.domain.webhook import delivery as webhook
 from pipeline.handlers import ingress
 from tests.support.aws import REGION, SENDER_KEY
 from tests.unit.ingress.conftest import encode, page_comment, post, whatsapp_message

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from pipeline import schema
-from pipeline.domain import webhook
-from pipeline.domain.webhook import Unparseable
+from pipeline.domain.webhook import delivery as webhook
+from pipeline.domain.webhook.delivery import Unparseable
 from tests.unit.ingress.conftest import post
 
 DEPTH_LIMIT = 64  # the local environment's max_json_depth

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pipeline.domain import webhook_body
+from pipeline.domain.webhook import body as webhook_body
 
 
 @given(raw=st.binary(max_size=5000))

@@ -7,10 +7,10 @@ import json
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pipeline.domain import webhook
 from pipeline.domain.envelope import Envelope
-from pipeline.domain.routing import Route
-from pipeline.domain.webhook import Unparseable
+from pipeline.domain.webhook import delivery as webhook
+from pipeline.domain.webhook.delivery import Unparseable
+from pipeline.domain.webhook.routing import Route
 from tests.support import meta_deliveries
 
 json_values = st.recursive(

@@ -9,7 +9,7 @@ import boto3
 import pytest
 
 from pipeline import schema
-from pipeline.domain import jobs
+from pipeline.domain.jobs import requests as jobs
 from pipeline.handlers import jobs as jobs_handler
 from stacks.config.environments import LOCAL_ACCOUNT, LOCAL_PRODUCER
 from tests.support.aws import REGION, AwsCalls, handler_clients, http_api_event

@@ -8,8 +8,8 @@ import math
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pipeline.domain import admission
-from pipeline.domain.admission import LaneProfile, LaneSnapshot
+from pipeline.domain.jobs import admission
+from pipeline.domain.jobs.admission import LaneProfile, LaneSnapshot
 
 PROFILE = LaneProfile(name="bulk", objective_seconds=60, slots=10, capacity_per_second=0.5)
 

@@ -8,7 +8,7 @@ import math
 import boto3
 
 from pipeline.adapters.state_table import LaneCounts
-from pipeline.domain import admission
+from pipeline.domain.jobs import admission
 from tests.support.aws import REGION
 from tests.unit.jobs.conftest import NOW, body_of, job, submit
 

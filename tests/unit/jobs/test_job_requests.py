@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from pipeline.domain import jobs
 from pipeline.domain.envelope import INLINE_PAYLOAD_LIMIT
-from pipeline.domain.jobs import InvalidJob, PayloadTooLarge
+from pipeline.domain.jobs import requests as jobs
+from pipeline.domain.jobs.requests import InvalidJob, PayloadTooLarge
 
 NOW = 1_800_000_000.0
 LANES = ("ai", "bulk", "messages")

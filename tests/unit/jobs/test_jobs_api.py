@@ -8,8 +8,8 @@ import json
 import pytest
 
 from pipeline import schema
-from pipeline.domain import jobs
 from pipeline.domain.envelope import Envelope
+from pipeline.domain.jobs import requests as jobs
 from stacks.config.environments import ENVIRONMENTS
 from tests.support.aws import http_api_event
 from tests.unit.jobs.conftest import NOW, PRODUCER, body_of, job, status, submit

@@ -8,7 +8,7 @@ import pytest
 
 from pipeline.adapters.lane_views import CachedLaneState, LaneStateReader
 from pipeline.adapters.state_table import LaneCounts, LaneDrain
-from pipeline.domain import admission
+from pipeline.domain.jobs import admission
 from tests.support.aws import REGION, AwsCalls
 from tests.unit.jobs.conftest import NOW, Clock
 

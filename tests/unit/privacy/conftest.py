@@ -15,7 +15,8 @@ import pytest
 
 from ops.cli import Runtime, run
 from ops.output import Console
-from pipeline.domain import erasure, signed_request
+from pipeline.domain.erasure import requests as erasure
+from pipeline.domain.erasure import signed_request
 from pipeline.handlers import erasure as erasure_handler
 from pipeline.handlers import ingress
 from pipeline.handlers import jobs as jobs_handler

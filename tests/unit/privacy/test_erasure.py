@@ -14,8 +14,10 @@ from pipeline.adapters import items
 from pipeline.adapters.erasure import DynamoEraser
 from pipeline.adapters.tables import TableNames
 from pipeline.adapters.webhook_log import WebhookLog
-from pipeline.domain import erasure, senders, stored_text, webhook
+from pipeline.domain import senders, stored_text
 from pipeline.domain.effects import Table
+from pipeline.domain.erasure import requests as erasure
+from pipeline.domain.webhook import delivery as webhook
 from tests.support.aws import REGION, SENDER_KEY
 from tests.unit.ingress.conftest import encode
 from tests.unit.tasks.payloads import comment_change, feed, messenger_message, status, text_message, whatsapp

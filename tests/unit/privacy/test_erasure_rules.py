@@ -8,8 +8,9 @@ import time
 import pytest
 
 from pipeline import schema
-from pipeline.domain import erasure, jobs
-from pipeline.domain.jobs import Job
+from pipeline.domain.erasure import requests as erasure
+from pipeline.domain.jobs import requests as jobs
+from pipeline.domain.jobs.requests import Job
 
 HASH = "0123456789abcdef0123456789abcdef"
 CODE = "fedcba9876543210fedcba9876543210"

@@ -9,7 +9,8 @@ import re
 import pytest
 
 from pipeline import schema
-from pipeline.domain import erasure, senders
+from pipeline.domain import senders
+from pipeline.domain.erasure import requests as erasure
 from tests.support.aws import SENDER_KEY
 from tests.unit.tasks.payloads import text_message, whatsapp
 

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from pipeline.domain import webhook
+from pipeline.domain.webhook import delivery as webhook
 from tests.unit.ingress.conftest import encode
 from tests.unit.tasks.payloads import comment_change, feed, status, text_message, whatsapp
 

@@ -9,8 +9,9 @@ import boto3
 from pipeline import schema
 from pipeline.adapters.erasure import DynamoEraser
 from pipeline.adapters.tables import TableNames
-from pipeline.domain import senders, webhook
+from pipeline.domain import senders
 from pipeline.domain.effects import Table
+from pipeline.domain.webhook import delivery as webhook
 from tests.support.aws import REGION, SENDER_KEY
 from tests.unit.ingress.conftest import encode
 from tests.unit.tasks.payloads import comment_change, feed, status, text_message, whatsapp

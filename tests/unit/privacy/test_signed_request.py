@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pipeline.domain import signed_request
-from pipeline.domain.signed_request import Refusal, Refused
+from pipeline.domain.erasure import signed_request
+from pipeline.domain.erasure.signed_request import Refusal, Refused
 
 SECRET = b"app-secret"
 PREVIOUS = b"previous-app-secret"

@@ -10,8 +10,8 @@ from botocore.config import Config
 
 from local_aws.converse_fake import TOO_MANY_TOKENS, ModelBehaviour
 from pipeline.adapters.bedrock import ConverseModel
+from pipeline.domain.dependencies.model import ModelThrottled
 from pipeline.domain.errors import TransientError
-from pipeline.domain.model import ModelThrottled
 from pipeline.settings import ModelSettings
 from tests.support.aws import REGION
 

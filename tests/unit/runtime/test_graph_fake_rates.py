@@ -10,8 +10,8 @@ import pytest
 
 from local_aws.graph_fake import GraphFake
 from pipeline.adapters.graph_api import GraphSender
-from pipeline.domain import meta_send as ms
-from pipeline.domain.rates import RateKeeper, whatsapp_number
+from pipeline.domain.dependencies import meta_send as ms
+from pipeline.domain.dependencies.rates import RateKeeper, whatsapp_number
 from tests.unit.domain.test_rates import Counters, _most_in_any_window
 
 TOKEN = "token-1"

@@ -15,8 +15,8 @@ import pytest
 
 from pipeline import schema
 from pipeline.adapters.state_table import LaneCounts, LaneDrain
-from pipeline.domain import jobs
 from pipeline.domain.envelope import Envelope
+from pipeline.domain.jobs import requests as jobs
 from pipeline.handlers.sweeper import create_handler
 from tests.support.aws import REGION
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from pipeline import metric_names, schema
-from pipeline.domain.routing import WEBHOOK_LANES
+from pipeline.domain.webhook.routing import WEBHOOK_LANES
 from stacks.config.environments import ENVIRONMENTS
 
 from .conftest import metric

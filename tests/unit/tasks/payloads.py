@@ -9,9 +9,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pipeline.domain import senders
+from pipeline.domain.dependencies.model import Completion
 from pipeline.domain.effects import Table
 from pipeline.domain.envelope import Envelope
-from pipeline.domain.model import Completion
 
 WABA = "waba-100"
 PAGE = "page-200"

@@ -7,8 +7,8 @@ import json
 import boto3
 
 from pipeline import schema
+from pipeline.domain.dependencies.model import Completion
 from pipeline.domain.envelope import Envelope
-from pipeline.domain.model import Completion
 from pipeline.tasks import ai
 from stacks.config.models import reply_model
 from tests.support.aws import REGION

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from local_aws.converse_fake import label_for
-from pipeline.domain import budgets
+from pipeline.domain.dependencies import budgets
 from pipeline.domain.errors import PermanentError
 from pipeline.tasks import engagement
 from tests.unit.tasks.payloads import (

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
+from pipeline.domain.consumer.work import Erasable, RowsPage
 from pipeline.domain.errors import MoreToDo
-from pipeline.domain.work import Erasable, RowsPage
 from pipeline.tasks import erase
 from tests.unit.tasks.payloads import FakeContext, envelope
 

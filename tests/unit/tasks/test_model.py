@@ -7,8 +7,8 @@ import pytest
 from botocore.exceptions import ReadTimeoutError
 
 from pipeline.adapters.bedrock import ConverseModel, converse_client
+from pipeline.domain.dependencies.model import Completion, ModelRefused, ModelTimeout
 from pipeline.domain.errors import PermanentError, TransientError, classify
-from pipeline.domain.model import Completion, ModelRefused, ModelTimeout
 from pipeline.settings import ModelSettings
 from tests.support.aws import REGION
 

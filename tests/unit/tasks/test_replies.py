@@ -8,7 +8,7 @@ import time
 import pytest
 
 from local_aws.graph_fake import GraphFake
-from pipeline.domain import meta_send as ms
+from pipeline.domain.dependencies import meta_send as ms
 from pipeline.tasks import ai, replies
 from tests.support.aws import META_ACCESS_TOKEN
 from tests.unit.consumer.handler_output import log_lines

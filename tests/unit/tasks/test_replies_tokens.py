@@ -7,7 +7,7 @@ import json
 import math
 import time
 
-from pipeline.domain.token_rates import model_tokens
+from pipeline.domain.dependencies.token_rates import model_tokens
 from tests.unit.tasks.test_replies import _message, _reply, ai_lane, graph  # noqa: F401 (fixtures)
 
 PER_MINUTE = 11_000

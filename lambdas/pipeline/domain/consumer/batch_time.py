@@ -1,4 +1,4 @@
-"""Whether a batch has time for its next step: the settle reserve (domain/settle_reserve.py)
+"""Whether a batch has time for its next step: the settle reserve (domain/consumer/settle_reserve.py)
 priced against what the batch has settled so far and the calls this instance has seen.
 
 The consumer takes no further step that calls SQS or DynamoDB unless the invocation would still
@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from pipeline.domain import outcomes as out
-from pipeline.domain import settle_reserve as reserve_rules
-from pipeline.domain.consumer_config import ConsumerConfig
-from pipeline.domain.outcomes import RecordOutcome
-from pipeline.domain.ports import CallTimes
-from pipeline.domain.records import Received
-from pipeline.domain.settling import attempt_of
+from pipeline.domain.consumer import outcomes as out
+from pipeline.domain.consumer import settle_reserve as reserve_rules
+from pipeline.domain.consumer.config import ConsumerConfig
+from pipeline.domain.consumer.outcomes import RecordOutcome
+from pipeline.domain.consumer.ports import CallTimes
+from pipeline.domain.consumer.records import Received
+from pipeline.domain.consumer.settling import attempt_of
 
 
 class BatchTime:

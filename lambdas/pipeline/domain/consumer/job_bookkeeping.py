@@ -12,9 +12,9 @@ when it got there, so it is not taken off again.
 from __future__ import annotations
 
 from pipeline import schema
-from pipeline.domain import jobs
 from pipeline.domain.effects import OnConflict, Table, Update, Write
 from pipeline.domain.envelope import Envelope
+from pipeline.domain.jobs import requests as jobs
 
 
 def queued_decrement(lane: str, tenant: str) -> Update:

@@ -1,13 +1,13 @@
-"""A lane's model behind its tokens-a-minute budget (domain/token_rates.py): each call reserves
+"""A lane's model behind its tokens-a-minute budget (domain/dependencies/token_rates.py): each call reserves
 its maxTokens plus its input's estimate before it is made; a full window defers the record
 without spending an attempt (`DependencyBusy`), as the requests budget does."""
 
 from __future__ import annotations
 
+from pipeline.domain.consumer.work import Vendor
+from pipeline.domain.dependencies.model import Completion
+from pipeline.domain.dependencies.token_rates import TokenKeeper, model_tokens, reservation
 from pipeline.domain.errors import DependencyBusy, PermanentError
-from pipeline.domain.model import Completion
-from pipeline.domain.token_rates import TokenKeeper, model_tokens, reservation
-from pipeline.domain.work import Vendor
 
 
 class TokenBudgeted:

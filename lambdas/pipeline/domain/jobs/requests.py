@@ -24,9 +24,9 @@ QUEUED_PREFIX = "queued#"
 QUEUED = "queued"
 """Number attribute on a tenant's counter item: that tenant's jobs on the lane not yet terminal."""
 RESERVED_KIND_PREFIX = "privacy."
-"""Kinds the pipeline makes itself (an erasure, domain/erasure.py); the jobs API refuses them."""
+"""Kinds the pipeline makes itself (an erasure, domain/erasure/requests.py); the jobs API refuses them."""
 RESERVED_TENANT = "privacy"
-"""The erasures' tenant (domain/erasure.py): its queued limit is what keeps Meta's callbacks
+"""The erasures' tenant (domain/erasure/requests.py): its queued limit is what keeps Meta's callbacks
 answered, so no producer may spend it."""
 
 # The job row stores the payload as a native DynamoDB value (the sweeper replays it from there),

@@ -13,12 +13,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from pipeline import metric_names, schema
-from pipeline.domain import admission, http, jobs, retention, senders
-from pipeline.domain.admission import LaneProfile
+from pipeline.domain import http, retention, senders
 from pipeline.domain.envelope import Envelope, Outgoing
 from pipeline.domain.http import HttpRequest, Reply
-from pipeline.domain.jobs import Created, Duplicate, JobRequest, TenantLimited
-from pipeline.domain.ports import CORRELATION_ID, JobStore, LaneStates, Sender, SenderHasher, Telemetry
+from pipeline.domain.jobs import admission
+from pipeline.domain.jobs import requests as jobs
+from pipeline.domain.jobs.admission import LaneProfile
+from pipeline.domain.jobs.ports import JobStore, LaneStates
+from pipeline.domain.jobs.requests import Created, Duplicate, JobRequest, TenantLimited
+from pipeline.domain.ports import CORRELATION_ID, Sender, SenderHasher, Telemetry
 from pipeline.domain.senders import SenderKeyUnavailable
 from pipeline.metric_names import JobFailure
 from pipeline.policy.callers import Callers, principal_of

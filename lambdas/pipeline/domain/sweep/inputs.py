@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol
 
 from pipeline.domain.envelope import Envelope
 
@@ -33,7 +32,7 @@ class DepthSeen:
 @dataclass(frozen=True)
 class LaneHistory:
     """A stretch of a lane's recent past: what its consumers finished, by drain bucket start (see
-    domain/admission.py), and the depths sweeps saw."""
+    domain/jobs/admission.py), and the depths sweeps saw."""
 
     finished: Mapping[int, int]
     seen: Sequence[DepthSeen]
@@ -99,37 +98,3 @@ class PendingRow:
 
 class ReplayFailed(RuntimeError):
     """The lane queue refused the replayed messages; their rows stay pending for the next sweep."""
-
-
-class RowStore(Protocol):
-    source: str
-
-    def oldest_pending_since(self) -> float | None:
-        """The age marker of the oldest pending row of any age; None when nothing is pending."""
-        ...
-
-    def pages(self, cutoff: float, size: int) -> Iterator[list[PendingRow]]:
-        """Rows pending since before `cutoff`, read consistently a page at a time, resuming where
-        the last `keep_position` left off."""
-        ...
-
-    def keep_position(self, now: float) -> None: ...
-
-    def claim_replays(self, rows: Sequence[PendingRow], now: float) -> list[bool]: ...
-
-    def return_replay(self, row: PendingRow) -> None: ...
-
-    def abandon(self, row: PendingRow, now: float, reason: str) -> bool: ...
-
-    def expire(self, row: PendingRow, now: float) -> bool: ...
-
-
-class Backlog(Protocol):
-    def view(self, lane: str) -> LaneView:
-        """The lane's depth now; a depth that was read is also kept as a sighting."""
-        ...
-
-    def history(self, lane: str, since: float) -> LaneHistory | None:
-        """The lane's history from `since` to now (never more finished than there was), or None
-        when it cannot be read."""
-        ...

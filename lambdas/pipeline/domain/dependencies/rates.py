@@ -1,7 +1,7 @@
 """Rate budgets: at most `limit` calls to a key in any window of `window_seconds`, the arithmetic
 free of any store (adapters/rate_windows.py keeps the counters).
 
-A concurrency budget (domain/budgets.py) bounds calls at once; a dependency also bounds calls a
+A concurrency budget (domain/dependencies/budgets.py) bounds calls at once; a dependency also bounds calls a
 second (WhatsApp's throughput per business phone number) or a minute (Bedrock's requests per
 minute). Such a budget is counted in fixed slices of the window, one counter item per key per
 slice, each call taken with one conditional ADD: one write unit a call (adapters/rate_windows.py).

@@ -1,7 +1,7 @@
 """The sweeper's rules: which logged-but-unfinished rows to replay, leave alone, or give up on.
 
-A row is called lost only when its lane says so (domain/sweep_verdict.py has the rule and why);
-what a sweep reads, rows and lanes, is domain/sweep_inputs.py.
+A row is called lost only when its lane says so (domain/sweep/verdict.py has the rule and why);
+what a sweep reads, rows and lanes, is domain/sweep/inputs.py.
 
 A row past its `expires_at` is never replayed: its retention has run out and DynamoDB's TTL is about
 to delete it (TTL deletes some time after the expiry, not at it). Replaying it would have its task
@@ -22,12 +22,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from pipeline.domain.envelope import Envelope
-from pipeline.domain.routing import WEBHOOK_LANES
-from pipeline.domain.sweep_inputs import Backlog, PendingRow, ReplayFailed, RowStore
-from pipeline.domain.sweep_verdict import Patience, Verdict, judge
+from pipeline.domain.sweep.inputs import PendingRow, ReplayFailed
+from pipeline.domain.sweep.ports import Backlog, Log, RowStore
+from pipeline.domain.sweep.verdict import Patience, Verdict, judge
+from pipeline.domain.webhook.routing import WEBHOOK_LANES
 from pipeline.policy.sweeper import SweeperSettings
 
 SWEPT_SOURCES = ("webhook", "job")
@@ -37,16 +38,6 @@ def source_lanes(source: str, lanes: Collection[str]) -> tuple[str, ...]:
     """The lanes a source's rows can wait on: a delivery only on a lane the door routes to, a job
     on any lane. Each has an age alarm of its own (stacks/constructs/schedules.py)."""
     return tuple(sorted(lane for lane in lanes if source != "webhook" or lane in WEBHOOK_LANES))
-
-
-class Log(Protocol):
-    def info(self, msg: str, *args: Any, **kwargs: Any) -> Any: ...
-
-    def warning(self, msg: str, *args: Any, **kwargs: Any) -> Any: ...
-
-    def error(self, msg: str, *args: Any, **kwargs: Any) -> Any: ...
-
-    def critical(self, msg: str, *args: Any, **kwargs: Any) -> Any: ...
 
 
 @dataclass

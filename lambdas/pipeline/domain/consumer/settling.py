@@ -2,7 +2,7 @@
 a retry, a dead letter and the marks on its row they carry; then, once per batch, the re-sends
 and visibility changes the batch's outcomes ask SQS for.
 
-Steps 6 and the end of the batch in domain/consumer.py's overview.
+Steps 6 and the end of the batch in domain/consumer/batch.py's overview.
 """
 
 from __future__ import annotations
@@ -13,18 +13,18 @@ from dataclasses import replace
 from typing import Any
 
 from pipeline import schema
-from pipeline.domain import marks, retry
-from pipeline.domain import outcomes as out
-from pipeline.domain.consumer_config import Adapters, ConsumerConfig
+from pipeline.domain.consumer import marks, retry
+from pipeline.domain.consumer import outcomes as out
+from pipeline.domain.consumer.config import Adapters, ConsumerConfig
+from pipeline.domain.consumer.job_bookkeeping import job_finished
+from pipeline.domain.consumer.marks import Obligation
+from pipeline.domain.consumer.outcomes import RecordOutcome
+from pipeline.domain.consumer.records import Received
 from pipeline.domain.effects import OnConflict, Table, Update
 from pipeline.domain.envelope import Envelope
 from pipeline.domain.errors import Classified, PermanentError, classify
-from pipeline.domain.job_bookkeeping import job_finished
-from pipeline.domain.marks import Obligation
-from pipeline.domain.outcomes import RecordOutcome
 from pipeline.domain.ports import CommitState
-from pipeline.domain.records import Received
-from pipeline.domain.webhook_body import BODY_PARTS, part_id
+from pipeline.domain.webhook.body import BODY_PARTS, part_id
 from pipeline.metric_names import Outcome
 from pipeline.policy.lanes import DLQ_RETENTION_SECONDS
 

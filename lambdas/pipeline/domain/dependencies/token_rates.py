@@ -1,6 +1,6 @@
 """Tokens-a-minute budgets: Bedrock bounds a model's tokens a minute (TPM) as well as its requests,
 and refuses a call over it with ThrottlingException "Too many tokens, please wait before trying
-again." The arithmetic is the requests budget's (domain/rates.py): the minute cut into slices, any
+again." The arithmetic is the requests budget's (domain/dependencies/rates.py): the minute cut into slices, any
 60 s window overlapping at most `slice_count + 1` of them, each slice allowed a share of the limit
 with two slices' shares as slack; here a call takes tokens instead of one.
 
@@ -22,7 +22,7 @@ import threading
 from collections.abc import Callable
 from typing import Protocol
 
-from pipeline.domain.rates import Rate, slice_at
+from pipeline.domain.dependencies.rates import Rate, slice_at
 
 TOKENS = "tokens"
 CHARACTERS_PER_TOKEN = 4

@@ -4,21 +4,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pipeline.domain.budgets import Budget
-from pipeline.domain.ports import (
+from pipeline.domain.consumer.ports import (
     Budgets,
     CallTimes,
-    Committer,
     Drain,
     LaneQueue,
     LaneSwitch,
     ObligationStore,
     Observer,
     Reader,
-    SenderHasher,
 )
-from pipeline.domain.rates import Rate, RateKeeper
-from pipeline.domain.work import Eraser, MetaSender, Vendor
+from pipeline.domain.consumer.work import Eraser, MetaSender, Vendor
+from pipeline.domain.dependencies.budgets import Budget
+from pipeline.domain.dependencies.rates import Rate, RateKeeper
+from pipeline.domain.ports import Committer, SenderHasher
 from pipeline.policy.lanes import LanePolicy
 
 
@@ -66,6 +65,6 @@ class Adapters:
     meta: MetaSender | None = None
     """Meta's send APIs, on a lane that sends replies (the ai lane); None elsewhere."""
     rates: RateKeeper | None = None
-    """The instance's rate budgets (domain/rates.py); None: calls are bounded only at once."""
+    """The instance's rate budgets (domain/dependencies/rates.py); None: calls are bounded only at once."""
     switch: LaneSwitch | None = None
     """Pauses the lane (its mapping), on a lane whose dependency can refuse every record; None elsewhere."""

@@ -22,10 +22,10 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from pipeline.domain.dependencies.meta_send import ReplyTo, Sent
+from pipeline.domain.dependencies.model import Completion
 from pipeline.domain.effects import Table, Write
 from pipeline.domain.envelope import Envelope
-from pipeline.domain.meta_send import ReplyTo, Sent
-from pipeline.domain.model import Completion
 
 
 class Vendor(Protocol):
@@ -42,7 +42,7 @@ class TaskModel(Protocol):
 
 
 class MetaSender(Protocol):
-    """Meta's send APIs (adapters/graph_api.py). Raises domain/meta_send.py's errors: refused
+    """Meta's send APIs (adapters/graph_api.py). Raises domain/dependencies/meta_send.py's errors: refused
     (not sent), rejected (never will be), token invalid, not sent, or outcome unknown."""
 
     def send(self, reply_to: ReplyTo, text: str, callback: str, *, timeout: float) -> Sent: ...
@@ -129,7 +129,7 @@ class TaskContext(Protocol):
         ...
 
     def send_room(self, reply_to: ReplyTo) -> None:
-        """Count one send against the sending number's rate budget (domain/rates.py), before the
+        """Count one send against the sending number's rate budget (domain/dependencies/rates.py), before the
         attempt is recorded; raises DependencyBusy when its second is full, which defers the
         record without spending an attempt."""
         ...

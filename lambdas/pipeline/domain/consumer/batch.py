@@ -30,15 +30,15 @@ At the end, deferrals are re-sent and visibility changes applied in batches of t
 Time: the consumer takes no further step that calls SQS or DynamoDB for a record (the lookup, an
 expiry, a quota, a task and its commit) unless the invocation would still have its settle reserve
 left afterwards: enough to re-send what it has not finished, release its leases and report (see
-domain/settle_reserve.py, priced per batch by domain/batch_time.py). A record it does not take is
+domain/consumer/settle_reserve.py, priced per batch by domain/consumer/batch_time.py). A record it does not take is
 re-sent untouched, and the original acked, so it costs no receive. An invocation that ends before
-its batch settled anyway is reported as out of time (domain/deadline_watch.py).
+its batch settled anyway is reported as out of time (domain/consumer/deadline_watch.py).
 
 Nothing a record does can fail another record, and nothing raises out of `process`: an
 unexpected error at batch level returns every record not yet settled to SQS.
 
-This module runs the batch (steps 1-3); one record's task and commit are domain/task_step.py,
-the outcomes that write and the end-of-batch SQS calls are domain/settling.py.
+This module runs the batch (steps 1-3); one record's task and commit are domain/consumer/task_step.py,
+the outcomes that write and the end-of-batch SQS calls are domain/consumer/settling.py.
 """
 
 from __future__ import annotations
@@ -49,22 +49,22 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from pipeline import schema
-from pipeline.domain import budgets as budget_rules
-from pipeline.domain import marks
-from pipeline.domain import outcomes as out
-from pipeline.domain.batch_time import BatchTime
-from pipeline.domain.budgets import Grant, Mode
-from pipeline.domain.consumer_config import Adapters, ConsumerConfig
-from pipeline.domain.deadline_watch import DeadlineWatch
+from pipeline.domain.consumer import marks
+from pipeline.domain.consumer import outcomes as out
+from pipeline.domain.consumer.batch_time import BatchTime
+from pipeline.domain.consumer.config import Adapters, ConsumerConfig
+from pipeline.domain.consumer.deadline_watch import DeadlineWatch
+from pipeline.domain.consumer.marks import Obligation
+from pipeline.domain.consumer.outcomes import RecordOutcome
+from pipeline.domain.consumer.ports import location_id
+from pipeline.domain.consumer.records import Received, receive
+from pipeline.domain.consumer.service_times import ServiceTimes
+from pipeline.domain.consumer.settling import Settler, attempt_of, malformed
+from pipeline.domain.consumer.task_step import TaskStep
+from pipeline.domain.consumer.work import TaskFn
+from pipeline.domain.dependencies import budgets as budget_rules
+from pipeline.domain.dependencies.budgets import Grant, Mode
 from pipeline.domain.errors import Classified, PermanentError, classify
-from pipeline.domain.marks import Obligation
-from pipeline.domain.outcomes import RecordOutcome
-from pipeline.domain.ports import location_id
-from pipeline.domain.records import Received, receive
-from pipeline.domain.service_times import ServiceTimes
-from pipeline.domain.settling import Settler, attempt_of, malformed
-from pipeline.domain.task_step import TaskStep
-from pipeline.domain.work import TaskFn
 from pipeline.metric_names import Outcome
 
 __all__ = ["Adapters", "Consumer", "ConsumerConfig"]

@@ -13,8 +13,8 @@ from typing import Any
 
 from pipeline.domain import strict_json
 from pipeline.domain.envelope import INLINE_PAYLOAD_LIMIT, Envelope
-from pipeline.domain.routing import Route
-from pipeline.domain.webhook_body import StoredBody
+from pipeline.domain.webhook.body import StoredBody
+from pipeline.domain.webhook.routing import Route
 
 LOG_ID_PREFIX = "wh-"
 SOURCE = "webhook"

@@ -53,7 +53,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
 
-from pipeline.domain.sweep_inputs import LaneHistory, LaneView, PendingRow
+from pipeline.domain.sweep.inputs import LaneHistory, LaneView, PendingRow
 from pipeline.policy.sweeper import SweeperSettings
 
 

@@ -28,8 +28,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from pipeline import schema
-from pipeline.domain import jobs
-from pipeline.domain.jobs import Job, JobRequest
+from pipeline.domain.jobs import requests as jobs
+from pipeline.domain.jobs.requests import Job, JobRequest
 
 CALLBACK_PATH = "/meta/data-deletion"
 """Meta's data-deletion callback; the status page is this path followed by `/<code>`."""

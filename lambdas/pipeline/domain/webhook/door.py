@@ -11,14 +11,18 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from pipeline import metric_names, schema
-from pipeline.domain import client_certificate, http, retention, routing, senders, signature, webhook, webhook_body
+from pipeline.domain import http, retention, senders, signature
 from pipeline.domain.envelope import Envelope, Outgoing
 from pipeline.domain.http import HttpRequest, Reply
 from pipeline.domain.meta_secret import MetaSecrets, SecretsMisconfigured, SecretsUnavailable
-from pipeline.domain.ports import CORRELATION_ID, DeliveryLog, SecretSource, Sender, SenderHasher, Telemetry
+from pipeline.domain.ports import CORRELATION_ID, SecretSource, Sender, SenderHasher, Telemetry
 from pipeline.domain.senders import SenderKeyUnavailable
 from pipeline.domain.signature import SignatureCheck
-from pipeline.domain.webhook import LogEntry, WebhookLogUnavailable
+from pipeline.domain.webhook import body as webhook_body
+from pipeline.domain.webhook import client_certificate, routing
+from pipeline.domain.webhook import delivery as webhook
+from pipeline.domain.webhook.delivery import LogEntry, WebhookLogUnavailable
+from pipeline.domain.webhook.ports import DeliveryLog
 from pipeline.metric_filters import ENQUEUED_MESSAGE
 from pipeline.metric_names import WebhookFailure
 

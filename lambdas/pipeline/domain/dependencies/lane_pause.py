@@ -2,13 +2,13 @@
 
 A dependency that refuses the lane itself (the model it may not call, Meta's token revoked) fails
 every record alike until someone fixes the account, so the consumer stops its lane instead of
-spending the records' receives into the DLQ (domain/consumer.py, domain/settling.py).
+spending the records' receives into the DLQ (domain/consumer/batch.py, domain/consumer/settling.py).
 """
 
 from __future__ import annotations
 
-from pipeline.domain.meta_send import TokenInvalid
-from pipeline.domain.model import ModelRefused
+from pipeline.domain.dependencies.meta_send import TokenInvalid
+from pipeline.domain.dependencies.model import ModelRefused
 
 MODEL_REFUSED = ModelRefused.reason
 TOKEN_INVALID = TokenInvalid.reason

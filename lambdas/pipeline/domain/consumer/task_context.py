@@ -1,4 +1,4 @@
-"""The TaskContext the consumer hands a task (see domain/work.py for the contract)."""
+"""The TaskContext the consumer hands a task (see domain/consumer/work.py for the contract)."""
 
 from __future__ import annotations
 
@@ -9,15 +9,15 @@ from contextlib import contextmanager
 from typing import Any
 
 from pipeline.domain import senders
-from pipeline.domain.budgets import Budget, Grant
+from pipeline.domain.consumer.ports import Budgets, Reader
+from pipeline.domain.consumer.work import Eraser, MetaSender, TaskModel, Vendor
+from pipeline.domain.dependencies.budgets import Budget, Grant
+from pipeline.domain.dependencies.meta_send import ReplyTo, SendRefused, Sent
+from pipeline.domain.dependencies.model import ModelThrottled
+from pipeline.domain.dependencies.rates import Rate, RateKeeper, whatsapp_number
 from pipeline.domain.effects import TASK_TABLES, Table, Write
 from pipeline.domain.envelope import Envelope
 from pipeline.domain.errors import DependencyBusy
-from pipeline.domain.meta_send import ReplyTo, SendRefused, Sent
-from pipeline.domain.model import ModelThrottled
-from pipeline.domain.ports import Budgets, Reader
-from pipeline.domain.rates import Rate, RateKeeper, whatsapp_number
-from pipeline.domain.work import Eraser, MetaSender, TaskModel, Vendor
 
 
 class TaskRun:

@@ -1,11 +1,11 @@
 """One admitted record's task, run under its time limit, and the one commit of what it wrote.
 
-Steps 4 and 5 in domain/consumer.py's overview: the task may hold the lane's dependency budget
+Steps 4 and 5 in domain/consumer/batch.py's overview: the task may hold the lane's dependency budget
 around its external call (exhausted → deferred); then follow-ups are sent, and the task's writes
 and the done-mark commit as one transaction, or, for a queued webhook whose writes are each
 idempotent by key, those writes alone (marks.effect_is_mark).
 
-A commit is as many calls as its writes make (domain/commit_plan.py: one a write, or one a
+A commit is as many calls as its writes make (domain/consumer/commit_plan.py: one a write, or one a
 hundred), not one: each is made only while the invocation would still have its settle reserve
 afterwards (`room`). A commit that does not fit stops between calls and the record continues in a
 re-sent copy, at once and at no cost in attempts, carrying how many writes landed; the copy runs
@@ -21,23 +21,24 @@ from dataclasses import replace
 from typing import Any
 
 from pipeline import schema
-from pipeline.domain import budgets as budget_rules
-from pipeline.domain import commit_plan, marks, retention, senders
-from pipeline.domain import outcomes as out
-from pipeline.domain.consumer_config import Adapters, ConsumerConfig
+from pipeline.domain import retention, senders
+from pipeline.domain.consumer import commit_plan, marks
+from pipeline.domain.consumer import outcomes as out
+from pipeline.domain.consumer.config import Adapters, ConsumerConfig
+from pipeline.domain.consumer.job_bookkeeping import job_finished
+from pipeline.domain.consumer.marks import Obligation
+from pipeline.domain.consumer.outcomes import RecordOutcome
+from pipeline.domain.consumer.records import Received
+from pipeline.domain.consumer.service_times import ServiceTimes
+from pipeline.domain.consumer.settling import Settler, attempt_of
+from pipeline.domain.consumer.task_context import TaskRun
+from pipeline.domain.consumer.time_limit import run_with_limit
+from pipeline.domain.consumer.work import TaskFn, TaskResult
+from pipeline.domain.dependencies import budgets as budget_rules
+from pipeline.domain.dependencies.meta_send import Sent
 from pipeline.domain.effects import TASK_TABLES, OnConflict, Put, Update, Write
 from pipeline.domain.errors import DependencyBusy, MoreToDo, PermanentError, TaskTimeout, classify
-from pipeline.domain.job_bookkeeping import job_finished
-from pipeline.domain.marks import Obligation
-from pipeline.domain.meta_send import Sent
-from pipeline.domain.outcomes import RecordOutcome
 from pipeline.domain.ports import CommitState
-from pipeline.domain.records import Received
-from pipeline.domain.service_times import ServiceTimes
-from pipeline.domain.settling import Settler, attempt_of
-from pipeline.domain.task_context import TaskRun
-from pipeline.domain.time_limit import run_with_limit
-from pipeline.domain.work import TaskFn, TaskResult
 from pipeline.metric_names import Outcome
 
 

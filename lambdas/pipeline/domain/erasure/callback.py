@@ -12,13 +12,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from pipeline import metric_names
-from pipeline.domain import erasure, http, signed_request
-from pipeline.domain.erasure import ErasuresBusy, IdentityLinksUnavailable
+from pipeline.domain import http
+from pipeline.domain.erasure import requests as erasure
+from pipeline.domain.erasure import signed_request
+from pipeline.domain.erasure.ports import Erasures, IdentityLinks
+from pipeline.domain.erasure.requests import ErasuresBusy, IdentityLinksUnavailable
+from pipeline.domain.erasure.signed_request import Refusal, Refused
 from pipeline.domain.http import HttpRequest, Reply
 from pipeline.domain.meta_secret import MetaSecrets, SecretsMisconfigured, SecretsUnavailable
-from pipeline.domain.ports import Erasures, IdentityLinks, SecretSource, SenderHasher, Telemetry
+from pipeline.domain.ports import SecretSource, SenderHasher, Telemetry
 from pipeline.domain.senders import SenderKeyUnavailable
-from pipeline.domain.signed_request import Refusal, Refused
 from pipeline.metric_names import ErasureFailure
 
 BUSY_RETRY_SECONDS = 300

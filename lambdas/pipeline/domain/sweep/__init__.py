@@ -1,0 +1,5 @@
+"""The sweeper's rules: find the obligations the queue lost and replay them, no sooner than needed.
+
+`run.py` is one sweep; `inputs.py` what it reads (rows, lanes); `verdict.py` lost, late or abandoned.
+Its ports are in `ports.py`.
+"""
