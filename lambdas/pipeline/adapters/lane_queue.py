@@ -19,8 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from pipeline.domain.consumer.settle_reserve import SQS_BATCH_BYTES
-from pipeline.domain.envelope import Envelope, Outgoing
+from pipeline.domain.envelope import SQS_BATCH_BYTES, SQS_BATCH_ENTRIES, Envelope, Outgoing
 
 if TYPE_CHECKING:
     # Only annotated: the door sends no follow-ups and need not load the consumer's work rules.
@@ -28,8 +27,7 @@ if TYPE_CHECKING:
 
 MAX_DELAY_SECONDS = 900
 
-BATCH_LIMIT = 10
-"""SQS takes at most ten entries in one batch call."""
+BATCH_LIMIT = SQS_BATCH_ENTRIES
 BATCH_BYTES = SQS_BATCH_BYTES
 """And at most this much payload in one call. Ten jobs carrying their payloads inline (up to
 200 KiB each) are several calls' worth."""

@@ -16,6 +16,10 @@ from typing import Any
 SOURCES = ("webhook", "job", "internal")
 INLINE_PAYLOAD_LIMIT = 200 * 1024
 """Leaves headroom under SQS's message size for the envelope and attributes."""
+SQS_BATCH_ENTRIES = 10
+"""SQS takes at most ten entries in one batch call."""
+SQS_BATCH_BYTES = 256 * 1024
+"""The most payload one SendMessageBatch carries: every entry's body and attributes together."""
 
 
 class MalformedEnvelope(ValueError):

@@ -14,9 +14,7 @@ from __future__ import annotations
 
 from math import ceil
 
-SQS_BATCH_ENTRIES = 10
-SQS_BATCH_BYTES = 256 * 1024
-"""The most payload one SendMessageBatch carries: every entry's body and attributes together."""
+from pipeline.domain.envelope import SQS_BATCH_BYTES, SQS_BATCH_ENTRIES
 
 CALL_FLOOR_SECONDS = 0.05
 """The least a call is priced at: above a healthy in-region SQS or DynamoDB call, so a few fast
