@@ -104,7 +104,7 @@ def _cheap_paths(messages: int) -> tuple[Figures, Figures]:
         # deferred, so everything metered is the price of deferring.
         from pipeline.adapters.leases import LeaseBudgets
         from pipeline.domain.dependencies import budgets
-        from pipeline.policy.lanes import TenantQuota
+        from pipeline.settings.lane_policy import TenantQuota
 
         # The messages lane has no cap (nothing it calls has a per-tenant limit): give it one here,
         # to price the path a capped lane's flood takes.

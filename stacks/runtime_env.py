@@ -3,27 +3,25 @@
 The stack calls these with CDK tokens for resource names; tests and the local runtime call them
 with real names. Either way the handlers parse the result with `pipeline.settings`, so what the
 template says and what the code reads cannot drift apart. Lane and sweeper policies, and the
-doors' and retention settings, are the functions' own types (pipeline/policy, pipeline/settings),
+doors', dependencies' and retention settings, are the functions' own types (pipeline/settings),
 written with the policy codec: the stack spells no key of them here. No CDK import here.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from pipeline.domain.erasure import requests as erasure_rules
-from pipeline.policy import codec
-from pipeline.policy.sweeper import SweeperSettings
 from pipeline.settings import (
-    DependencyBudget,
     EnvVar,
     ErasureSettings,
     JobsSettings,
     RetentionSettings,
-    WebhookSettings,
+    codec,
 )
+from pipeline.settings.sweeper_policy import SweeperSettings
 from stacks.config.environments import Environment
 from stacks.config.lanes import Lane
 from stacks.config.privacy import DAY
@@ -80,12 +78,7 @@ def _all_lanes(env: Environment) -> str:
 
 
 def _dependencies(env: Environment) -> str:
-    return codec.dumps(
-        {
-            d.name: DependencyBudget(limit=d.limit, mode=d.mode.value, requests_per_minute=d.requests_per_minute)
-            for d in env.dependencies
-        }
-    )
+    return codec.dumps({d.name: d for d in env.dependencies})
 
 
 def _retention(env: Environment) -> dict[str, str]:
@@ -100,13 +93,7 @@ def ingress(env: Environment, resources: Resources, dumps: Dumps) -> dict[str, s
         EnvVar.LANE_QUEUES: dumps(dict(resources.queue_urls)),
         EnvVar.META_SECRET_ARN: resources.secret_arn,
         EnvVar.WEBHOOK: codec.dumps(
-            WebhookSettings(
-                max_body_bytes=env.webhook.max_body_bytes,
-                max_json_depth=env.webhook.max_json_depth,
-                secret_cache_seconds=env.webhook.secret_cache_seconds,
-                secret_refresh_seconds=env.webhook.secret_refresh_seconds,
-                client_subject=None if env.mutual_tls is None else env.mutual_tls.client_subject,
-            )
+            replace(env.webhook, client_subject=None if env.mutual_tls is None else env.mutual_tls.client_subject)
         ),
     }
 

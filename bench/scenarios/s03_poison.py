@@ -29,7 +29,7 @@ from bench.scenarios.harness import Harness
 from bench.scenarios.measure import fmt, percentile
 from bench.scenarios.result import Result
 from ops.drive import Session, poll
-from pipeline.policy.lanes import RetryPolicy
+from pipeline.settings.lane_policy import RetryPolicy
 
 LANE = "engagement"
 AUTHOR = "user-1"

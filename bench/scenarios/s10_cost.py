@@ -164,8 +164,7 @@ def _ours(h: Harness, p: Params) -> tuple[Tally, dict[str, Any]]:
 
 
 def _production_retention(variables: dict[str, str]) -> None:
-    from pipeline.policy import codec
-    from pipeline.settings import EnvVar, RetentionSettings
+    from pipeline.settings import EnvVar, RetentionSettings, codec
 
     variables[EnvVar.RETENTION] = codec.dumps(RetentionSettings(**PRODUCTION.retention.seconds()))
 

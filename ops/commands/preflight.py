@@ -37,7 +37,7 @@ from ops.cost.plan_checks import SWEEPER_RESERVATION, UNRESERVED_MINIMUM
 from ops.errors import FAILED, OK
 from ops.resolve import Deployment, find, output_prefix, stack_name
 from pipeline.domain.meta_secret import MetaSecrets, SecretsMisconfigured
-from pipeline.policy.callers import ALL_TENANTS
+from pipeline.settings.callers import ALL_TENANTS
 from stacks.config.lambda_runtime import ARCHITECTURE, PYTHON_RUNTIME, powertools_parameter, powertools_versions_path
 from stacks.runtime_env import SENDING_TASKS
 

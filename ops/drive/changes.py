@@ -4,14 +4,17 @@ timeout (UpdateFunctionConfiguration), a mapping (UpdateEventSourceMapping), a q
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import Any
 
 from ops.drive.lane_changes import changed_lane
 from ops.drive.reach import Reach
 from ops.drive.waiting import wait_for
+from pipeline.settings import codec
+from pipeline.settings.budget_mode import Mode as BudgetMode
+from pipeline.settings.dependency_budget import DependencyBudget
 from stacks.runtime_env import lane_id
 
 CONFIG_ADOPTION_SECONDS = 10.0
@@ -82,10 +85,11 @@ class Changes(Reach):
         """The shared dependency budget's mode (enforce/observe), on every consumer that holds it."""
 
         def change(variables: dict[str, str]) -> None:
-            dependencies = json.loads(variables["DEPENDENCIES"])
-            for value in dependencies.values():
-                value["mode"] = mode
-            variables["DEPENDENCIES"] = json.dumps(dependencies, separators=(",", ":"))
+            # Read and written as the consumer reads them, so a mode it does not know fails here.
+            budgets = codec.loads(dict[str, DependencyBudget], variables["DEPENDENCIES"])
+            variables["DEPENDENCIES"] = codec.dumps(
+                {name: replace(budget, mode=BudgetMode(mode)) for name, budget in budgets.items()}
+            )
 
         self.update_environments(dict.fromkeys(lanes, change))
 

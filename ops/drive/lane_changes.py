@@ -7,8 +7,8 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from pipeline.policy import codec
-from pipeline.policy.lanes import LanePolicy
+from pipeline.settings import codec
+from pipeline.settings.lane_policy import LanePolicy
 
 
 def changed_lane(policy_json: str, *, options: Mapping[str, str | None] | None = None, **changes: Any) -> str:

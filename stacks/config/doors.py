@@ -1,16 +1,13 @@
 """The doors' part of an environment, as typed Python: the API's throttles per route, the optional
-edge in front of the webhook, the webhook door's limits and secret cache, and the jobs API's
-callers and reservation. `stacks/config/environments.py` puts them together per environment."""
+edge in front of the webhook, and the jobs API's callers and reservation. The webhook door's limits
+and secret cache are the door's own type, `WebhookSettings` (pipeline/settings/doors.py).
+`stacks/config/environments.py` puts them together per environment."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from pipeline.domain.webhook.body import MAX_LOGGABLE_BYTES
-from pipeline.policy import callers
-from pipeline.settings import SECRET_CACHE_SECONDS
-
-MIB = 1024 * 1024
+from pipeline.settings import callers
 
 
 @dataclass(frozen=True)
@@ -73,33 +70,6 @@ class EdgeConfig:
             raise ValueError(f"edge window_seconds must be 60, 120, 300 or 600 (AWS WAF), got {self.window_seconds}")
         if not 10 <= self.requests_per_ip <= 2_000_000_000:
             raise ValueError(f"edge requests_per_ip must be 10..2e9 (AWS WAF), got {self.requests_per_ip}")
-
-
-@dataclass(frozen=True)
-class WebhookConfig:
-    max_body_bytes: int = 3 * MIB
-    """Meta's largest delivery."""
-    max_json_depth: int = 64
-    secret_cache_seconds: int = 120
-    """How long a warm door keeps the Meta secret: the longest a rotation takes to reach it when
-    no delivery signed with the new secret has arrived there yet (one that has triggers an early
-    read, below). Each read is a Secrets Manager call per warm instance."""
-    secret_refresh_seconds: int = 30
-    """A delivery whose signature does not match may trigger one early read of the secret, at most
-    once per this many seconds per instance: how fast a new secret is seen, and all a flood of
-    forged signatures can cost in Secrets Manager calls."""
-
-    def __post_init__(self) -> None:
-        # Larger than one DynamoDB transaction can log: the door would accept a delivery it cannot keep.
-        if not 1 <= self.max_body_bytes <= MAX_LOGGABLE_BYTES:
-            raise ValueError(f"webhook max_body_bytes must be 1..{MAX_LOGGABLE_BYTES}, got {self.max_body_bytes}")
-        if self.max_json_depth < 1:
-            raise ValueError("webhook max_json_depth must be >= 1")
-        low, high = SECRET_CACHE_SECONDS
-        if not low <= self.secret_cache_seconds <= high:
-            raise ValueError(f"webhook secret_cache_seconds must be {low}..{high}, got {self.secret_cache_seconds}")
-        if not 1 <= self.secret_refresh_seconds <= self.secret_cache_seconds:
-            raise ValueError("webhook secret_refresh_seconds must be 1..secret_cache_seconds")
 
 
 @dataclass(frozen=True)

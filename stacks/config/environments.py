@@ -7,21 +7,20 @@ import math
 from dataclasses import dataclass, field
 
 from pipeline.domain.erasure import requests as erasure_rules
-from pipeline.policy.callers import ALL_TENANTS
+from pipeline.settings.callers import ALL_TENANTS
+from pipeline.settings.dependency_budget import DependencyBudget
+from pipeline.settings.doors import MIB, WebhookSettings
 from stacks.config.doors import (
     EDGE_REGION,
-    MIB,
     ApiConfig,
     CallerGrant,
     EdgeConfig,
     JobsConfig,
     Throttle,
-    WebhookConfig,
 )
 from stacks.config.lane_overrides import LaneOverride, lanes_for
 from stacks.config.lanes import (
     LLM_DEPENDENCY,
-    BudgetMode,
     Lane,
     catalogue,
 )
@@ -44,27 +43,6 @@ LOCAL_PRODUCER = "producer"
 """The role the local runtime's jobs API client acts as unless told otherwise."""
 LOCAL_ON_CALL = "on-call@localhost"
 """The local environment's one on-call address: the local runtime's inbox, not a real mailbox."""
-
-
-@dataclass(frozen=True)
-class Dependency:
-    """A downstream shared by more than one lane (the model vendor, say). `limit` concurrent calls
-    across all its lanes, held as expiring leases; `vendor_quota` is what the vendor grants us and
-    what the planner checks the limit against."""
-
-    name: str
-    limit: int
-    vendor_quota: int
-    mode: BudgetMode = BudgetMode.ENFORCE
-    requests_per_minute: int | None = None
-    """Calls a minute across its lanes (Bedrock's requests-per-minute quota for the model), counted
-    in slices of the minute (lambdas/pipeline/domain/dependencies/rates.py); None: bounded only at once."""
-
-    def __post_init__(self) -> None:
-        if self.limit < 1:
-            raise ValueError(f"dependency {self.name!r}: limit must be >= 1")
-        if self.requests_per_minute is not None and self.requests_per_minute < 3:
-            raise ValueError(f"dependency {self.name!r}: requests_per_minute must be >= 3, or None")
 
 
 MAX_META_MESSAGES_PER_SECOND = 1000
@@ -142,7 +120,7 @@ class AlarmConfig:
 class Environment:
     name: str
     lanes: tuple[Lane, ...]
-    dependencies: tuple[Dependency, ...]
+    dependencies: tuple[DependencyBudget, ...]
     api: ApiConfig
     reserved_concurrency: bool
     """Reservations fail the deploy on accounts with a small concurrency quota (new accounts
@@ -153,7 +131,7 @@ class Environment:
     termination_protection: bool
     account: str | None = None
     region: str | None = None
-    webhook: WebhookConfig = field(default_factory=WebhookConfig)
+    webhook: WebhookSettings = field(default_factory=WebhookSettings)
     jobs: JobsConfig = field(default_factory=JobsConfig)
     sweeper: SweeperConfig = field(default_factory=SweeperConfig)
     alarms: AlarmConfig = field(default_factory=AlarmConfig)
@@ -226,7 +204,7 @@ class Environment:
                 return lane
         raise KeyError(f"no lane {name!r} in {self.name}; lanes: {', '.join(self.lane_names)}")
 
-    def dependency(self, name: str) -> Dependency:
+    def dependency(self, name: str) -> DependencyBudget:
         for dependency in self.dependencies:
             if dependency.name == name:
                 return dependency
@@ -258,7 +236,7 @@ def _build() -> dict[str, Environment]:
         "dev": Environment(
             name="dev",
             lanes=lanes_for(lanes, scale=0.1),
-            dependencies=(Dependency(LLM_DEPENDENCY, limit=5, vendor_quota=10),),
+            dependencies=(DependencyBudget(LLM_DEPENDENCY, limit=5, vendor_quota=10),),
             api=ApiConfig(webhook=Throttle(100, 200), jobs=Throttle(50, 100)),
             reserved_concurrency=False,
             # A new account starts at 10, which these lanes alone could exhaust; ask for the
@@ -275,7 +253,7 @@ def _build() -> dict[str, Environment]:
         "staging": Environment(
             name="staging",
             lanes=lanes_for(lanes, scale=0.25),
-            dependencies=(Dependency(LLM_DEPENDENCY, limit=12, vendor_quota=20),),
+            dependencies=(DependencyBudget(LLM_DEPENDENCY, limit=12, vendor_quota=20),),
             api=ApiConfig(webhook=Throttle(500, 1000), jobs=Throttle(100, 200)),
             reserved_concurrency=False,
             account_concurrency_quota=1000,
@@ -290,7 +268,7 @@ def _build() -> dict[str, Environment]:
         "prod": Environment(
             name="prod",
             lanes=lanes,
-            dependencies=(Dependency(LLM_DEPENDENCY, limit=45, vendor_quota=50),),
+            dependencies=(DependencyBudget(LLM_DEPENDENCY, limit=45, vendor_quota=50),),
             api=ApiConfig(webhook=Throttle(2000, 5000), jobs=Throttle(200, 400)),
             # Both jobs routes at their throttle keep about 12 busy (400/s x 30 ms); twice that.
             jobs=JobsConfig(reserved_concurrency=25),
@@ -311,7 +289,7 @@ def _build() -> dict[str, Environment]:
         "local": Environment(
             name="local",
             lanes=lanes_for(lanes, overrides=LOCAL_OVERRIDES),
-            dependencies=(Dependency(LLM_DEPENDENCY, limit=2, vendor_quota=2),),
+            dependencies=(DependencyBudget(LLM_DEPENDENCY, limit=2, vendor_quota=2),),
             # Measured: on a 2-core machine the runtime holds 50 webhooks a second end to end for
             # ten minutes (door, consumers, sweeper and emulator share one interpreter; `make
             # soak`, bench/REPORT.md), with room to 60. Past it the route answers 429 as API
@@ -336,7 +314,7 @@ def _build() -> dict[str, Environment]:
             ),
             # The shortest cache allowed, and a quick early read: a rotation played locally shows
             # within seconds.
-            webhook=WebhookConfig(secret_cache_seconds=60, secret_refresh_seconds=5),
+            webhook=WebhookSettings(secret_cache_seconds=60, secret_refresh_seconds=5),
             # Under load the emulator's lanes hold a thousand messages and more, minutes of wait:
             # the cap is what bounds a row there, not patience.
             sweeper=SweeperConfig(period_seconds=5, grace_seconds=8, patience_seconds=30, patience_cap_seconds=600),
@@ -381,7 +359,7 @@ __all__ = [
     "AlarmConfig",
     "ApiConfig",
     "CallerGrant",
-    "Dependency",
+    "DependencyBudget",
     "EdgeConfig",
     "EmailEndpoint",
     "Environment",
@@ -396,6 +374,6 @@ __all__ = [
     "TeamsChannel",
     "Throttle",
     "UnknownEnvironment",
-    "WebhookConfig",
+    "WebhookSettings",
     "get_environment",
 ]

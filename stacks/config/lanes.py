@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pipeline.policy.lanes import (
+from pipeline.settings.lane_policy import (
     DLQ_RETENTION_SECONDS,
     SQS_MAX_VISIBILITY_SECONDS,
     BudgetMode,
@@ -50,7 +50,7 @@ class Tick:
 @dataclass(frozen=True, kw_only=True)
 class Lane:
     """A lane as the stack and the planner see it: its policy, which its functions are given as it
-    is (pipeline/policy/lanes.py), and what only the template and the planner need."""
+    is (pipeline/settings/lane_policy.py), and what only the template and the planner need."""
 
     policy: LanePolicy
     purpose: str

@@ -43,7 +43,7 @@ _ACCESS_LOG_FIELDS = {
     "integrationLatencyMs": "$context.integrationLatency",
     "integrationError": "$context.integrationErrorMessage",
     # The account only: identity.caller and identity.user end in a role's session name, often a
-    # person's e-mail address; the jobs function logs the role without it (policy/callers.py).
+    # person's e-mail address; the jobs function logs the role without it (settings/callers.py).
     "callerAccount": "$context.identity.accountId",
 }
 

@@ -99,12 +99,12 @@ def test_a_lane_using_an_unknown_dependency_is_refused():
 
 
 def test_a_body_cap_the_webhook_log_cannot_hold_is_refused():
-    from pipeline.domain.webhook.body import MAX_LOGGABLE_BYTES
-    from stacks.config.environments import WebhookConfig
+    from pipeline.settings.doors import MAX_LOGGABLE_BYTES
+    from stacks.config.environments import WebhookSettings
 
-    assert WebhookConfig().max_body_bytes == 3 * 1024 * 1024
+    assert WebhookSettings().max_body_bytes == 3 * 1024 * 1024
     with pytest.raises(ValueError, match="max_body_bytes"):
-        WebhookConfig(max_body_bytes=MAX_LOGGABLE_BYTES + 1)
+        WebhookSettings(max_body_bytes=MAX_LOGGABLE_BYTES + 1)
 
 
 @pytest.mark.parametrize(
@@ -118,15 +118,14 @@ def test_a_body_cap_the_webhook_log_cannot_hold_is_refused():
     ids=["cache-too-short", "cache-too-long", "no-refresh-interval", "refresh-longer-than-cache"],
 )
 def test_a_secret_cache_outside_its_bounds_is_refused(change, message):
-    from stacks.config.environments import WebhookConfig
+    from stacks.config.environments import WebhookSettings
 
     with pytest.raises(ValueError, match=message):
-        WebhookConfig(**change)
+        WebhookSettings(**change)
 
 
 def test_every_environment_keeps_raw_deliveries_shortest_and_its_periods_reach_its_functions():
-    from pipeline.policy import codec
-    from pipeline.settings import RetentionSettings
+    from pipeline.settings import RetentionSettings, codec
 
     for env in ENVIRONMENTS.values():
         kept = env.retention

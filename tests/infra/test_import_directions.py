@@ -1,12 +1,13 @@
 """The layering docs/ARCHITECTURE.md promises, read from the code's own import statements.
 
 Inside the product (lambdas/pipeline): the domain decides and imports no adapter, no AWS SDK and no
-settings reader; its parts (the webhook door, the jobs API, the consumer, the dependencies behind a
-lane, the sweeper, the erasure) import one another only along the arrows drawn below, never back,
-and the values they share sit at the domain's root and import no part. policy/ (the typed settings
-the stack and the functions share) imports nothing above it; nothing in the product imports the
-tooling (CDK, the stacks, the CLI, the emulator, the benchmarks). The emulator (local_aws/) does not
-import the operator CLI. And no two modules import each other, directly or round a circle, at
+settings reader (it takes the settings types, never the environment); its parts (the webhook door,
+the jobs API, the consumer, the dependencies behind a lane, the sweeper, the erasure) import one
+another only along the arrows drawn below, never back, and the values they share sit at the
+domain's root and import no part. settings/ (the typed settings the stack and the functions share,
+and their reading at cold start) imports nothing above it; nothing in the product imports the
+tooling (CDK, the stacks, the CLI, the emulator, the benchmarks). The emulator (local_aws/) does
+not import the operator CLI. And no two modules import each other, directly or round a circle, at
 import time.
 """
 
@@ -94,15 +95,41 @@ def _offending(folder: str, forbidden: tuple[str, ...]) -> list[str]:
     ("folder", "forbidden"),
     [
         ("", TOOLING),
-        ("domain", ("pipeline.adapters", "pipeline.handlers", "pipeline.settings", "pipeline.tasks", *AWS_SDK)),
-        ("policy", ("pipeline.domain", "pipeline.adapters", "pipeline.handlers", "pipeline.settings", *AWS_SDK)),
+        ("domain", ("pipeline.adapters", "pipeline.handlers", "pipeline.tasks", *AWS_SDK)),
         ("settings", ("pipeline.domain", "pipeline.adapters", "pipeline.handlers", "pipeline.tasks", *AWS_SDK)),
         ("adapters", ("pipeline.handlers", "pipeline.tasks")),
     ],
-    ids=["product-imports-no-tooling", "domain", "policy", "settings", "adapters"],
+    ids=["product-imports-no-tooling", "domain", "settings", "adapters"],
 )
 def test_each_layer_imports_only_what_is_below_it(folder, forbidden):
     assert _offending(folder, forbidden) == []
+
+
+SETTINGS = PRODUCT / "pipeline" / "settings"
+
+
+def _settings_readers() -> set[str]:
+    """The settings modules that read a function's environment: environ.py and every module that
+    imports it. The rest are the types the stack and the functions share, which the domain takes."""
+    modules = {_module_name(p): p for p in _sources(SETTINGS) if p.name != "__init__.py"}
+    reader = "pipeline.settings.environ"
+    found = {reader} | {name for name, path in modules.items() if reader in set(_imports(path, runtime_only=False))}
+    # And what the package hands out from those modules (`from pipeline.settings import lanes`).
+    from pipeline import settings
+
+    return found | {f"pipeline.settings.{name}" for name, home in settings._HOME.items() if home in found}
+
+
+def test_the_domain_takes_settings_types_and_reads_no_environment():
+    readers = _settings_readers()
+    assert "pipeline.settings.lane_settings" in readers  # the rule finds the readers it is about
+    offending = [
+        f"{path.relative_to(ROOT)} imports {name}"
+        for path in _sources(PRODUCT / "pipeline" / "domain")
+        for name in sorted(set(_imports(path, runtime_only=False)))
+        if _starts(name, tuple(readers))
+    ]
+    assert offending == []
 
 
 def test_the_emulator_does_not_import_the_operator_cli():

@@ -7,9 +7,9 @@ import json
 import pytest
 
 from pipeline import settings
-from pipeline.policy import codec
-from pipeline.policy.codec import PolicyError
-from pipeline.policy.lanes import LanePolicy
+from pipeline.settings import codec
+from pipeline.settings.codec import PolicyError
+from pipeline.settings.lane_policy import LanePolicy
 from stacks.config.environments import ENVIRONMENTS
 
 

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from pipeline.domain.webhook import routing
 from pipeline.domain.webhook.routing import ENGAGEMENT_LANE, MESSAGES_LANE, WEBHOOK_LANES
-from pipeline.policy import tenant_ids
+from pipeline.settings import tenant_ids
 from tests.support import meta_deliveries
 
 json_values = st.recursive(

@@ -33,7 +33,6 @@ from pipeline.adapters.observability import logger_for, metrics_for
 from pipeline.adapters.secrets import MetaSecretSource
 from pipeline.adapters.sender_key import SenderKey
 from pipeline.adapters.webhook_log import WebhookLog
-from pipeline.domain.webhook import body as webhook_body
 from pipeline.domain.webhook import routing
 from pipeline.domain.webhook.door import WebhookDoor, WebhookDoorPorts, WebhookDoorRules
 from pipeline.handlers.http_door import Failures, Handler, entry_point, http_handler
@@ -59,11 +58,6 @@ class IngressConfig:
         missing = sorted(routing.WEBHOOK_LANES - set(config.queue_urls))
         if missing:
             raise settings.SettingsError(f"{settings.EnvVar.LANE_QUEUES} lacks webhook lanes: {', '.join(missing)}")
-        if config.webhook.max_body_bytes > webhook_body.MAX_LOGGABLE_BYTES:
-            raise settings.SettingsError(
-                f"max_body_bytes {config.webhook.max_body_bytes} exceeds what the webhook log can hold "
-                f"({webhook_body.MAX_LOGGABLE_BYTES}); a delivery could be accepted and never stored"
-            )
         return config
 
 

@@ -2,7 +2,7 @@
 domain/jobs/api.py; this module reads the function's settings, builds the ports and wires them.
 
 Every request is bound to its caller's IAM identity: the environment's config grants each
-principal the tenants it may act for (policy/callers.py). A caller with no grant is refused 403
+principal the tenants it may act for (settings/callers.py). A caller with no grant is refused 403
 on both routes; `POST` for a tenant it is not granted is refused 403 before admission is asked or
 anything is written, and `GET` of another tenant's job is refused 403 without its status.
 

@@ -1,15 +1,23 @@
-"""What each function is told by the template, parsed once per cold start into typed values.
+"""The typed settings the stack decides and the functions act on, and their reading at cold start.
 
-The stack writes these variables (stacks/runtime_env.py); a handler builds its settings from the
-mapping it is given (`os.environ` on Lambda, the template's variables in the local runtime) and
-never reads the process environment anywhere else. Lane and sweeper policies are the types in
-`pipeline.policy`, read with its codec; this package only finds and reads the variables.
+One type per setting, from the catalogue to the cold start: the stack's config holds these types
+(a `Lane` holds its `LanePolicy`, an environment its `WebhookSettings`), constructing one checks it
+(so a bad catalogue fails `cdk synth`), the stack writes it into a function's environment with
+`codec.dumps` (stacks/runtime_env.py), and the function reads it back with `codec.loads`, through
+the readers here, from the mapping it is given (`os.environ` on Lambda, the template's variables
+in the local runtime); nothing reads the process environment anywhere else. Domain code receives
+these objects and never parses the environment. Nothing here imports the domain.
 
+- `codec.py`: the one codec that writes and reads every settings type
+- `lane_policy.py`: a lane's policy (budgets, retries, deadlines, tenant caps); `budget_mode.py`
+  enforce or observe; `sweeper_policy.py`: the sweeper's; `callers.py`, `tenant_ids.py`: which
+  principal acts for which tenant, and what a tenant id may be
 - `environ.py`: the variable names, required and JSON values, tables, queue URLs
-- `lane_settings.py`: lane policies and the consumer's settings
-- `kept.py`: retention periods and the sweeper's policy
+- `lane_settings.py`: reading lane policies, dependency budgets and the consumer's settings
+- `kept.py`: retention periods and reading the sweeper's policy
 - `model.py`: the model a lane's task calls
 - `doors.py`: the webhook's, the jobs API's and the erasure callback's settings
+- `readers.py`: each of these read back from the variable the stack wrote it into
 """
 
 from __future__ import annotations
@@ -21,12 +29,12 @@ from typing import TYPE_CHECKING, Any
 # the webhook door's cold start would otherwise load every lane's, the sweeper's and the model's
 # settings types, and the policies behind them, for nothing.
 _HOME = {
-    "LanePolicy": "pipeline.policy.lanes",
-    "SweeperSettings": "pipeline.policy.sweeper",
+    "LanePolicy": "pipeline.settings.lane_policy",
+    "SweeperSettings": "pipeline.settings.sweeper_policy",
     **dict.fromkeys(
-        ("SECRET_CACHE_SECONDS", "ErasureSettings", "JobsSettings", "WebhookSettings", "erasure", "jobs", "webhook"),
-        "pipeline.settings.doors",
+        ("SECRET_CACHE_SECONDS", "ErasureSettings", "JobsSettings", "WebhookSettings"), "pipeline.settings.doors"
     ),
+    **dict.fromkeys(("erasure", "jobs", "retention", "sweeper", "webhook"), "pipeline.settings.readers"),
     **dict.fromkeys(
         (
             "Credentials",
@@ -41,10 +49,9 @@ _HOME = {
         ),
         "pipeline.settings.environ",
     ),
-    **dict.fromkeys(("RetentionSettings", "retention", "sweeper"), "pipeline.settings.kept"),
-    **dict.fromkeys(
-        ("ConsumerSettings", "DependencyBudget", "dependencies", "lane", "lanes"), "pipeline.settings.lane_settings"
-    ),
+    "RetentionSettings": "pipeline.settings.kept",
+    **dict.fromkeys(("ConsumerSettings", "dependencies", "lane", "lanes"), "pipeline.settings.lane_settings"),
+    "DependencyBudget": "pipeline.settings.dependency_budget",
     "ModelSettings": "pipeline.settings.model",
 }
 
@@ -93,17 +100,8 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:
-    from pipeline.policy.lanes import LanePolicy
-    from pipeline.policy.sweeper import SweeperSettings
-    from pipeline.settings.doors import (
-        SECRET_CACHE_SECONDS,
-        ErasureSettings,
-        JobsSettings,
-        WebhookSettings,
-        erasure,
-        jobs,
-        webhook,
-    )
+    from pipeline.settings.dependency_budget import DependencyBudget
+    from pipeline.settings.doors import SECRET_CACHE_SECONDS, ErasureSettings, JobsSettings, WebhookSettings
     from pipeline.settings.environ import (
         Credentials,
         EnvVar,
@@ -115,6 +113,9 @@ if TYPE_CHECKING:
         require,
         section,
     )
-    from pipeline.settings.kept import RetentionSettings, retention, sweeper
-    from pipeline.settings.lane_settings import ConsumerSettings, DependencyBudget, dependencies, lane, lanes
+    from pipeline.settings.kept import RetentionSettings
+    from pipeline.settings.lane_policy import LanePolicy
+    from pipeline.settings.lane_settings import ConsumerSettings, dependencies, lane, lanes
     from pipeline.settings.model import ModelSettings
+    from pipeline.settings.readers import erasure, jobs, retention, sweeper, webhook
+    from pipeline.settings.sweeper_policy import SweeperSettings

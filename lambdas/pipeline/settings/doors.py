@@ -1,19 +1,22 @@
 """What the doors are told: the webhook's limits, the jobs API's and the erasure callback's.
 
-Each is written by the stack and read back here with the policy codec (pipeline/policy/codec.py),
+Each is written by the stack and read back here with the policy codec (pipeline/settings/codec.py),
 so an unknown, missing or mistyped key fails naming the variable and the field; the checks below
 run on reading too.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
 
-from pipeline.policy.callers import Callers
-from pipeline.settings.environ import EnvVar, policy
+from pipeline.settings.callers import Callers
 
+MIB = 1024 * 1024
+MAX_LOGGABLE_BYTES = 3_800_000
+"""A transaction writes at most 4 MB in all: the largest body the webhook log can always hold
+(domain/webhook/body.py stores it in parts). No body cap may be larger: the door would accept a
+delivery it cannot keep."""
 SECRET_CACHE_SECONDS = (60, 300)
 """How long the door may keep the Meta secret: at least a minute (each read is a Secrets Manager
 call per warm instance), at most five (how long a rotation takes to reach every instance)."""
@@ -21,30 +24,36 @@ call per warm instance), at most five (how long a rotation takes to reach every 
 
 @dataclass(frozen=True)
 class WebhookSettings:
-    """WEBHOOK_SETTINGS, for the ingress function."""
+    """The webhook door's limits: an environment's (stacks/config/environments.py), written as
+    WEBHOOK_SETTINGS for the ingress function and read back into this same type."""
 
-    max_body_bytes: int
-    max_json_depth: int
-    secret_cache_seconds: float
-    secret_refresh_seconds: float
-    """At most one early read of the secret per this many seconds, on a signature mismatch."""
+    max_body_bytes: int = 3 * MIB
+    """Meta's largest delivery."""
+    max_json_depth: int = 64
+    secret_cache_seconds: float = 120
+    """How long a warm door keeps the Meta secret: the longest a rotation takes to reach it when
+    no delivery signed with the new secret has arrived there yet (one that has triggers an early
+    read, below). Each read is a Secrets Manager call per warm instance."""
+    secret_refresh_seconds: float = 30
+    """A delivery whose signature does not match may trigger one early read of the secret, at most
+    once per this many seconds per instance: how fast a new secret is seen, and all a flood of
+    forged signatures can cost in Secrets Manager calls."""
     client_subject: str | None = None
-    """The common name a client certificate must carry (mutual TLS on); None: none is asked for."""
+    """The common name a client certificate must carry (mutual TLS on, stacks/config/mutual_tls.py);
+    None: none is asked for. The stack sets it from the environment's mutual TLS."""
 
     def __post_init__(self) -> None:
         if self.client_subject is not None and not self.client_subject.strip():
             raise ValueError("webhook settings' client_subject is empty: leave it out when mutual TLS is off")
-        if self.max_body_bytes < 1 or self.max_json_depth < 1:
-            raise ValueError("webhook settings need max_body_bytes >= 1 and max_json_depth >= 1")
+        if not 1 <= self.max_body_bytes <= MAX_LOGGABLE_BYTES:
+            raise ValueError(f"webhook max_body_bytes must be 1..{MAX_LOGGABLE_BYTES}, got {self.max_body_bytes}")
+        if self.max_json_depth < 1:
+            raise ValueError("webhook max_json_depth must be >= 1")
         low, high = SECRET_CACHE_SECONDS
         if not low <= self.secret_cache_seconds <= high:
-            raise ValueError(f"webhook settings need {low} <= secret_cache_seconds <= {high}")
+            raise ValueError(f"webhook secret_cache_seconds must be {low}..{high}, got {self.secret_cache_seconds}")
         if not 1 <= self.secret_refresh_seconds <= self.secret_cache_seconds:
-            raise ValueError("webhook settings need 1 <= secret_refresh_seconds <= secret_cache_seconds")
-
-
-def webhook(environ: Mapping[str, str]) -> WebhookSettings:
-    return policy(environ, EnvVar.WEBHOOK, WebhookSettings)
+            raise ValueError("webhook secret_refresh_seconds must be 1..secret_cache_seconds")
 
 
 @dataclass(frozen=True)
@@ -71,10 +80,6 @@ class ErasureSettings:
             raise ValueError("erasure settings need 1 <= secret_refresh_seconds <= secret_cache_seconds")
 
 
-def erasure(environ: Mapping[str, str]) -> ErasureSettings:
-    return policy(environ, EnvVar.ERASURE, ErasureSettings)
-
-
 @dataclass(frozen=True)
 class JobsSettings:
     """JOBS_SETTINGS, for the jobs API function."""
@@ -95,9 +100,5 @@ class JobsSettings:
 
     @cached_property
     def grants(self) -> Callers:
-        """The callers by grant key (policy/callers.py)."""
+        """The callers by grant key (settings/callers.py)."""
         return Callers.from_mapping(self.callers)
-
-
-def jobs(environ: Mapping[str, str]) -> JobsSettings:
-    return policy(environ, EnvVar.JOBS, JobsSettings)

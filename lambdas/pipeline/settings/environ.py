@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from pipeline.policy import codec
+from pipeline.settings import codec
 
 T = TypeVar("T")
 
@@ -82,7 +82,7 @@ def section(environ: Mapping[str, str], name: str) -> dict[str, Any]:
 
 
 def policy(environ: Mapping[str, str], name: str, cls: type[T]) -> T:
-    """The variable `name`, read as the policy type `cls` (pipeline/policy/codec.py)."""
+    """The variable `name`, read as the policy type `cls` (pipeline/settings/codec.py)."""
     try:
         return codec.from_plain(cls, json_value(environ, name))
     except codec.PolicyError as exc:

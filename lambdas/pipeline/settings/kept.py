@@ -1,17 +1,8 @@
-"""How long data is kept, and the sweeper's policy, as the functions are given them (both read
-with the policy codec, pipeline/policy/codec.py)."""
+"""How long data is kept, as the functions are given it (read back by settings/readers.py)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, fields
-
-from pipeline.policy.sweeper import SweeperSettings
-from pipeline.settings.environ import EnvVar, policy
-
-
-def sweeper(environ: Mapping[str, str]) -> SweeperSettings:
-    return policy(environ, EnvVar.SWEEPER, SweeperSettings)
 
 
 @dataclass(frozen=True)
@@ -27,7 +18,3 @@ class RetentionSettings:
     def __post_init__(self) -> None:
         if min(getattr(self, f.name) for f in fields(self)) < 1:
             raise ValueError("retention settings need every period >= 1 second")
-
-
-def retention(environ: Mapping[str, str]) -> RetentionSettings:
-    return policy(environ, EnvVar.RETENTION, RetentionSettings)

@@ -5,10 +5,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from pipeline.policy.lanes import LanePolicy
+from pipeline.settings.dependency_budget import DependencyBudget
 from pipeline.settings.environ import EnvVar, SettingsError, Tables, policies, policy, region, require
-from pipeline.settings.kept import RetentionSettings, retention
-from pipeline.settings.model import ModelSettings, model
+from pipeline.settings.kept import RetentionSettings
+from pipeline.settings.lane_policy import LanePolicy
+from pipeline.settings.model import ModelSettings
+from pipeline.settings.readers import model, retention
 
 
 def lanes(environ: Mapping[str, str]) -> dict[str, LanePolicy]:
@@ -21,16 +23,6 @@ def lanes(environ: Mapping[str, str]) -> dict[str, LanePolicy]:
 
 def lane(environ: Mapping[str, str]) -> LanePolicy:
     return policy(environ, EnvVar.LANE, LanePolicy)
-
-
-@dataclass(frozen=True)
-class DependencyBudget:
-    """A shared dependency's budget as the stack writes it: DEPENDENCIES holds one by name."""
-
-    limit: int
-    mode: str
-    requests_per_minute: int | None = None
-    """Calls a minute the dependency allows across every lane (domain/dependencies/rates.py); None: unbounded."""
 
 
 def dependencies(environ: Mapping[str, str]) -> dict[str, DependencyBudget]:

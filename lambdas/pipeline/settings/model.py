@@ -6,10 +6,7 @@ loudly rather than reach a model nobody chose for them.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
-
-from pipeline.settings.environ import EnvVar, policy
 
 MAX_TOKENS_LIMIT = 8192
 """Above what the models configured here answer in one turn; a typo of a zero too many fails."""
@@ -50,10 +47,3 @@ class ModelSettings:
             problems.append("tokens_per_minute must be at least 11 x (max_tokens + 1), or None")
         if problems:
             raise ValueError(f"model {self.model_id!r}: " + "; ".join(problems))
-
-
-def model(environ: Mapping[str, str]) -> ModelSettings | None:
-    """The lane's model, or None for a lane deployed without one."""
-    if not environ.get(EnvVar.MODEL):
-        return None
-    return policy(environ, EnvVar.MODEL, ModelSettings)

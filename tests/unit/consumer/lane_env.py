@@ -11,7 +11,9 @@ from typing import Any
 
 from ops.drive.lane_changes import changed_lane
 from pipeline.domain.envelope import Envelope
-from pipeline.policy.lanes import BudgetMode, TenantQuota
+from pipeline.settings import codec
+from pipeline.settings.dependency_budget import DependencyBudget
+from pipeline.settings.lane_policy import BudgetMode, TenantQuota
 
 
 def with_lane(environ: Mapping[str, str], **changes: Any) -> dict[str, str]:
@@ -29,7 +31,10 @@ def with_dependency(
     environ: Mapping[str, str], name: str, *, limit: int, mode: str = "enforce", requests_per_minute: int | None = None
 ) -> dict[str, str]:
     dependencies = json.loads(environ["DEPENDENCIES"])
-    dependencies[name] = {"limit": limit, "mode": mode, "requests_per_minute": requests_per_minute}
+    budget = DependencyBudget(
+        name, limit=limit, vendor_quota=limit, mode=BudgetMode(mode), requests_per_minute=requests_per_minute
+    )
+    dependencies[name] = codec.to_plain(budget)
     return {**environ, "DEPENDENCIES": json.dumps(dependencies)}
 
 

@@ -18,7 +18,7 @@ from pipeline.domain.dependencies.budgets import Budget
 from pipeline.domain.dependencies.budgets import Mode as BudgetMode
 from pipeline.domain.effects import Put, Table, Update
 from pipeline.domain.envelope import Envelope
-from pipeline.policy.lanes import LanePolicy, RetryPolicy, TenantQuota
+from pipeline.settings.lane_policy import LanePolicy, RetryPolicy, TenantQuota
 from tests.unit.consumer.memory import (
     LANE,
     NOW,

@@ -12,7 +12,7 @@ from pipeline import schema, settings
 from pipeline.domain.consumer.work import TaskResult
 from pipeline.domain.effects import Put, Table
 from pipeline.domain.errors import PermanentError, TransientError
-from pipeline.policy.lanes import RetryPolicy
+from pipeline.settings.lane_policy import RetryPolicy
 from tests.unit.consumer.fakes import Recorder, counter_value
 from tests.unit.consumer.handler_output import line_metric_total, log_lines, metric_total, stdout_records
 from tests.unit.consumer.handler_seams import Context

@@ -192,7 +192,7 @@ DAY = 86400
 @pytest.mark.parametrize("source", ["webhook", "job"])
 def test_a_dead_lettered_row_is_kept_as_long_as_its_dead_letter(source):
     # Given a row due to expire in 7 days, whose dead letter the DLQ keeps 14
-    from pipeline.policy.lanes import DLQ_RETENTION_SECONDS
+    from pipeline.settings.lane_policy import DLQ_RETENTION_SECONDS
 
     p = Pipeline(task=raising(PermanentError("bad_input", "no")))
     make = p.webhook if source == "webhook" else p.job
@@ -215,7 +215,7 @@ def test_a_dead_lettered_row_never_has_its_expiry_shortened():
 
 def test_a_dead_lettered_webhook_keeps_its_body_parts_as_long_as_its_row():
     from pipeline.domain.webhook.body import part_id
-    from pipeline.policy.lanes import DLQ_RETENTION_SECONDS
+    from pipeline.settings.lane_policy import DLQ_RETENTION_SECONDS
 
     p = Pipeline(task=raising(PermanentError("bad_input", "no")))
     record = p.record(p.webhook("row-1", body_parts=3, **{schema.TTL: int(NOW) + 7 * DAY}))

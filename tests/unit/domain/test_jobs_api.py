@@ -13,7 +13,7 @@ from pipeline.domain.jobs import requests as jobs
 from pipeline.domain.jobs.admission import LaneProfile, LaneSnapshot
 from pipeline.domain.jobs.api import JobsApi, JobsApiPorts, JobsApiRules
 from pipeline.metric_names import JobFailure
-from pipeline.policy.callers import Callers
+from pipeline.settings.callers import Callers
 from tests.unit.domain.door_ports import (
     NOW,
     QUEUE_URLS,

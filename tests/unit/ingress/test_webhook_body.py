@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pipeline.domain.webhook import body as webhook_body
+from pipeline.settings.doors import MAX_LOGGABLE_BYTES
 
 
 @given(raw=st.binary(max_size=5000))
@@ -66,7 +67,7 @@ def test_incompressible_bodies_are_kept_raw():
 
 
 @settings(max_examples=5, deadline=None)
-@given(size=st.integers(min_value=webhook_body.PART_BYTES + 1, max_value=webhook_body.MAX_LOGGABLE_BYTES))
+@given(size=st.integers(min_value=webhook_body.PART_BYTES + 1, max_value=MAX_LOGGABLE_BYTES))
 def test_bodies_up_to_the_loggable_maximum_fit_in_parts_under_the_item_limit(size):
     stored = webhook_body.pack(os.urandom(size))
 

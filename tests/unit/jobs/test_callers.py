@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from pipeline.policy.callers import ALL_TENANTS, Callers, grant_key, principal_of
+from pipeline.settings.callers import ALL_TENANTS, Callers, grant_key, principal_of
 from tests.unit.jobs.conftest import PARTNER_ACME, body_of, job, status, submit
 
 ACCOUNT = "111122223333"

@@ -10,7 +10,7 @@ import pytest
 from ops.cost.plan import run_plan
 from ops.output import Console
 from stacks.config.doors import JobsConfig
-from stacks.config.environments import ENVIRONMENTS, Dependency, Environment
+from stacks.config.environments import ENVIRONMENTS, DependencyBudget, Environment
 from stacks.config.lane_overrides import LaneOverride, lanes_for
 from stacks.config.lanes import LLM_DEPENDENCY, RetryPolicy, Traffic
 
@@ -116,7 +116,7 @@ def test_maximum_concurrency_under_the_slots_for_the_target_utilisation(capsys):
 
 def test_a_shared_limit_over_the_vendor_quota(capsys):
     # Given a model vendor that grants 40 concurrent calls, and the budget left at 45
-    env = replace(ENVIRONMENTS["prod"], dependencies=(Dependency(LLM_DEPENDENCY, limit=45, vendor_quota=40),))
+    env = replace(ENVIRONMENTS["prod"], dependencies=(DependencyBudget(LLM_DEPENDENCY, limit=45, vendor_quota=40),))
 
     code, out = _warnings(env, capsys)
 
@@ -126,7 +126,7 @@ def test_a_shared_limit_over_the_vendor_quota(capsys):
 
 def test_calls_busy_at_peak_over_the_shared_limit(capsys):
     # Given the budget lowered to 20 while AI turns keep 24 calls busy at peak (6/s x 4 s) and triage 7.5
-    env = replace(ENVIRONMENTS["prod"], dependencies=(Dependency(LLM_DEPENDENCY, limit=20, vendor_quota=50),))
+    env = replace(ENVIRONMENTS["prod"], dependencies=(DependencyBudget(LLM_DEPENDENCY, limit=20, vendor_quota=50),))
 
     code, out = _warnings(env, capsys)
 

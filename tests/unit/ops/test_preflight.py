@@ -10,7 +10,7 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
-from pipeline.policy.callers import ALL_TENANTS
+from pipeline.settings.callers import ALL_TENANTS
 from stacks.config.environments import ENVIRONMENTS, CallerGrant, EmailEndpoint, HttpsEndpoint, SlackChannel
 from stacks.config.lambda_runtime import powertools_parameter
 from tests.support.aws import REGION

@@ -12,7 +12,7 @@ from dataclasses import replace
 import boto3
 import pytest
 
-from pipeline.policy.callers import ALL_TENANTS
+from pipeline.settings.callers import ALL_TENANTS
 from stacks.config.environments import ENVIRONMENTS, CallerGrant, EmailEndpoint
 from stacks.config.models import reply_model
 from tests.support.aws import REGION

@@ -18,7 +18,7 @@ from pipeline.domain.consumer.work import Eraser, MetaSender, Vendor
 from pipeline.domain.dependencies.budgets import Budget
 from pipeline.domain.dependencies.rates import Rate, RateKeeper
 from pipeline.domain.ports import Committer, SenderHasher
-from pipeline.policy.lanes import LanePolicy
+from pipeline.settings.lane_policy import LanePolicy
 
 
 @dataclass(frozen=True)

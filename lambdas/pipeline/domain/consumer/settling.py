@@ -26,7 +26,7 @@ from pipeline.domain.errors import Classified, PermanentError, classify
 from pipeline.domain.ports import CommitState
 from pipeline.domain.webhook.body import BODY_PARTS, part_id
 from pipeline.metric_names import Outcome
-from pipeline.policy.lanes import DLQ_RETENTION_SECONDS
+from pipeline.settings.lane_policy import DLQ_RETENTION_SECONDS
 
 ERROR_ATTRIBUTE_LIMIT = 256
 AWS_SIDE = frozenset({"aws_throttled_or_unavailable", "aws_deployment", "sdk_network"})

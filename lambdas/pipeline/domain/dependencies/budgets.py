@@ -33,7 +33,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from pipeline.policy.budget_mode import Mode
+from pipeline.settings.budget_mode import Mode
 
 LEASE_PREFIX = "lease_"
 IN_USE = "in_use"

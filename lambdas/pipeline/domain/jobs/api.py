@@ -24,7 +24,7 @@ from pipeline.domain.jobs.requests import Created, Duplicate, JobRequest, Tenant
 from pipeline.domain.ports import CORRELATION_ID, Sender, SenderHasher, Telemetry
 from pipeline.domain.senders import SenderKeyUnavailable
 from pipeline.metric_names import JobFailure
-from pipeline.policy.callers import Callers, principal_of
+from pipeline.settings.callers import Callers, principal_of
 
 IDEMPOTENCY_HEADER = "idempotency-key"
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from pipeline.domain import strict_json
 from pipeline.domain.envelope import INLINE_PAYLOAD_LIMIT, Envelope
-from pipeline.policy import tenant_ids
+from pipeline.settings import tenant_ids
 
 JOB_ID_PREFIX = "job-"
 SOURCE = "job"

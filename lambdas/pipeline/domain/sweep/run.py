@@ -29,7 +29,7 @@ from pipeline.domain.sweep.inputs import PendingRow, ReplayFailed
 from pipeline.domain.sweep.ports import Backlog, Log, RowStore
 from pipeline.domain.sweep.verdict import Patience, Verdict, judge
 from pipeline.domain.webhook.routing import WEBHOOK_LANES
-from pipeline.policy.sweeper import SweeperSettings
+from pipeline.settings.sweeper_policy import SweeperSettings
 
 SWEPT_SOURCES = ("webhook", "job")
 

@@ -54,7 +54,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from pipeline.domain.sweep.inputs import LaneHistory, LaneView, PendingRow
-from pipeline.policy.sweeper import SweeperSettings
+from pipeline.settings.sweeper_policy import SweeperSettings
 
 
 class Verdict(StrEnum):

@@ -55,13 +55,10 @@ META_DICTIONARY = (
 PART_BYTES = 350_000
 """Leaves room under the 400 KB item limit for the row's other attributes."""
 MAX_PARTS = 11
-MAX_LOGGABLE_BYTES = 3_800_000
-"""A transaction writes at most 4 MB in all: the largest body the log can always hold. The
-webhook settings refuse a larger body cap."""
 
 
 class BodyDoesNotFit(ValueError):
-    """Only reachable with a body cap above MAX_LOGGABLE_BYTES, which the settings refuse."""
+    """Only reachable with a body cap above MAX_LOGGABLE_BYTES, which WebhookSettings refuses."""
 
 
 @dataclass(frozen=True)

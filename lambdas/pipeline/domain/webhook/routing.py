@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from pipeline.policy import tenant_ids
+from pipeline.settings import tenant_ids
 
 MESSAGES_LANE = "messages"
 ENGAGEMENT_LANE = "engagement"

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from pipeline.policy.budget_mode import Mode as BudgetMode
+from pipeline.settings.budget_mode import Mode as BudgetMode
 
 SQS_MAX_VISIBILITY_SECONDS = 43_200
 SQS_MAX_DELAY_SECONDS = 900

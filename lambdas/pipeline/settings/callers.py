@@ -18,7 +18,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from pipeline.policy import tenant_ids
+from pipeline.settings import tenant_ids
 
 ALL_TENANTS = "*"
 

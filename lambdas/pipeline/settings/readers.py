@@ -1,0 +1,40 @@
+"""Each typed setting read back from a function's environment, as the stack wrote it there
+(stacks/runtime_env.py): one reader a variable, through the codec, so an unknown, missing or
+mistyped key fails naming the variable and the field, and the type's own checks run on reading."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from pipeline.settings.doors import ErasureSettings, JobsSettings, WebhookSettings
+from pipeline.settings.environ import EnvVar, policy
+from pipeline.settings.kept import RetentionSettings
+from pipeline.settings.model import ModelSettings
+from pipeline.settings.sweeper_policy import SweeperSettings
+
+
+def webhook(environ: Mapping[str, str]) -> WebhookSettings:
+    return policy(environ, EnvVar.WEBHOOK, WebhookSettings)
+
+
+def erasure(environ: Mapping[str, str]) -> ErasureSettings:
+    return policy(environ, EnvVar.ERASURE, ErasureSettings)
+
+
+def jobs(environ: Mapping[str, str]) -> JobsSettings:
+    return policy(environ, EnvVar.JOBS, JobsSettings)
+
+
+def sweeper(environ: Mapping[str, str]) -> SweeperSettings:
+    return policy(environ, EnvVar.SWEEPER, SweeperSettings)
+
+
+def retention(environ: Mapping[str, str]) -> RetentionSettings:
+    return policy(environ, EnvVar.RETENTION, RetentionSettings)
+
+
+def model(environ: Mapping[str, str]) -> ModelSettings | None:
+    """The lane's model, or None for a lane deployed without one."""
+    if not environ.get(EnvVar.MODEL):
+        return None
+    return policy(environ, EnvVar.MODEL, ModelSettings)
