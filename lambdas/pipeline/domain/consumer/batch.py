@@ -1,28 +1,29 @@
 """The record pipeline every lane's consumer runs: cheap checks first, then the task, then one
 commit, and exactly one outcome per record.
 
-Per batch:
+Per batch (the steps docs/ARCHITECTURE.md numbers the same way):
 1. Parse each record. Not an envelope (or not for this lane) → permanent: to the DLQ with the reason.
 2. One consistent BatchGetItem reads every record's obligation (row or done-marker); a webhook
    body travelling by reference comes back in the same read.
    - Row missing → permanent (the row is written before the message, so this is not a race).
    - Already finished → ack as duplicate.
-   - The row's retention (`expires_at`) has run out → marked expired, no task call: a redrive
-     after its TTL must not store its person's data again.
+3. Cheap checks and deadlines, no task call:
+   - The row's retention (`expires_at`) has run out → marked expired: a redrive after its TTL must
+     not store its person's data again.
    - Past its deadline, or closer to it than its kind's expected service time (measured by this
      instance, the catalogue's figure until then) → the row is marked expired (with its job
-     bookkeeping), no task call.
-3. Tenant quota: one conditional UpdateItem per tenant takes one slot of its cap, under which the
+     bookkeeping).
+4. Tenant quota: one conditional UpdateItem per tenant takes one slot of its cap, under which the
    tenant's records in the batch run one after another (a batch's records always do), so a slot
    is one record running at a time however many the batch holds. Only a tenant whose every slot
    is held by other invocations has its records deferred, all of them. One update gives it back.
-4. Each admitted record, unless the invocation could not finish it, runs its task under the hard
+5. Each admitted record, unless the invocation could not finish it, runs its task under the hard
    time limit. The task may hold the lane's dependency budget around its external call;
    exhausted → deferred.
-5. Follow-ups are sent, then the task's writes and the done-mark commit as one transaction; or,
+6. Follow-ups are sent, then the task's writes and the done-mark commit as one transaction; or,
    for a queued webhook whose writes are each idempotent by key, those writes alone, each one
    conditional put or update, no transaction and no row write (marks.effect_is_mark).
-6. Outcome: success → ack; transient → backoff through the visibility timeout, reported as a
+7. Outcome: success → ack; transient → backoff through the visibility timeout, reported as a
    batch item failure, until attempts reach max receives; permanent (or out of attempts) → DLQ
    with the reason, row marked failed, ack.
 At the end, deferrals are re-sent and visibility changes applied in batches of ten.
@@ -37,8 +38,9 @@ its batch settled anyway is reported as out of time (domain/consumer/deadline_wa
 Nothing a record does can fail another record, and nothing raises out of `process`: an
 unexpected error at batch level returns every record not yet settled to SQS.
 
-This module runs the batch (steps 1-3); one record's task and commit are domain/consumer/task_step.py,
-the outcomes that write and the end-of-batch SQS calls are domain/consumer/settling.py.
+This module runs the batch (steps 1-4); one record's task and commit (5-6) are
+domain/consumer/task_step.py, the outcomes that write and the end-of-batch SQS calls (7) are
+domain/consumer/settling.py.
 """
 
 from __future__ import annotations
