@@ -31,6 +31,8 @@ HASH_HEX_DIGITS = 32
 INTERNATIONAL_PREFIX = "00"
 _PHONE_SPELLING = re.compile(r"\+?[0-9][0-9 ().\-]*")
 _HASH = re.compile(rf"[0-9a-f]{{{HASH_HEX_DIGITS}}}")
+_NOT_DIGITS = re.compile(r"[^0-9]")
+"""What a phone number spelled as _PHONE_SPELLING allows besides its digits (+, spaces, ().-)."""
 JOB_PERSON_FIELDS = ("sender", "from", "author", "recipient", "conversation")
 """Where a job's payload names the person it is about, first match wins: the inbound AI turns
 (`conversation`, a phone number or account id), triage of a single comment (`from`), and any job
@@ -52,7 +54,7 @@ class UnusableId(ValueError):
 def normalise(sender: str) -> str:
     text = sender.strip()
     if _PHONE_SPELLING.fullmatch(text):
-        digits = "".join(char for char in text if char.isdigit())
+        digits = _NOT_DIGITS.sub("", text)
         rest = digits[len(INTERNATIONAL_PREFIX) :]
         # No country code starts with 0, so what follows a dialled 00 never does either (and a
         # second normalisation changes nothing).

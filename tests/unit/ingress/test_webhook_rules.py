@@ -47,6 +47,14 @@ def test_depth_counts_the_top_level_object_as_one():
     assert webhook.parse(b'{"a": [[1]]}', max_depth=2).problem is Unparseable.TOO_DEEP
 
 
+def test_brackets_inside_strings_do_not_make_a_shallow_body_too_deep():
+    # Given a body two levels deep whose texts hold far more brackets than the limit
+    raw = b'{"a": {"text": "[[[[{{{{"}, "b": ["]]]]}}}}"]}'
+    # When it is parsed with a limit below its bracket count, then only its real nesting counts
+    assert webhook.parse(raw, max_depth=2).problem is None
+    assert webhook.parse(raw, max_depth=1).problem is Unparseable.TOO_DEEP
+
+
 def test_bodies_sqs_cannot_carry_travel_by_reference():
     for raw in (b'{"a": "\\uffff"}', b'{"a": "\\ud800"}', '{"a": "\ufffe"}'.encode()):
         parsed = webhook.parse(raw, max_depth=8)

@@ -128,7 +128,9 @@ def parse(raw: bytes, max_depth: int) -> Parsed:
         return Parsed(None, Unparseable.INVALID_JSON)
     if not isinstance(payload, dict):
         return Parsed(None, Unparseable.NOT_AN_OBJECT)
-    if _depth_exceeds(payload, max_depth):
+    # Every container opens with a bracket in the text, so a body with no more brackets than the
+    # limit cannot nest past it: a typical delivery skips the walk (about a tenth of the door's time).
+    if raw.count(b"{") + raw.count(b"[") > max_depth and _depth_exceeds(payload, max_depth):
         return Parsed(None, Unparseable.TOO_DEEP)
     safe = len(raw) <= INLINE_BODY_LIMIT and _SQS_UNSAFE.search(text) is None
     return Parsed(payload, None, inline_safe=safe)
