@@ -22,7 +22,7 @@ from typing import Any
 
 from pipeline import schema
 from pipeline.domain import budgets as budget_rules
-from pipeline.domain import commit_plan, marks, retention, senders
+from pipeline.domain import commit_plan, generations, marks, retention, senders
 from pipeline.domain import outcomes as out
 from pipeline.domain.consumer_config import Adapters, ConsumerConfig
 from pipeline.domain.effects import TASK_TABLES, OnConflict, Put, Update, Write
@@ -179,6 +179,7 @@ class TaskStep:
         now = self._clock()
         effects = retention.stamp(result.writes, retention.expiry(now, self._config.effects_retention_seconds))
         effects = senders.attributed(effects, _sender_of(obligation))
+        effects = generations.stamp(effects, envelope.generation)
         if marks.effect_is_mark(obligation, result.keyed, called_out):
             start = commit_plan.resume_point(envelope.progress, effects)
             applied = self._io.committer.apply(effects, resume_from=start, room=room)
