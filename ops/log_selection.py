@@ -37,7 +37,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from threading import Lock
+from threading import Event, Lock
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
@@ -304,6 +304,7 @@ def select(
     selected = Selected()
     dynamodb = ctx.aws.client("dynamodb")
     lock = Lock()
+    stop = Event()
     shown_at = [ctx.clock()]
 
     def progress(reads: Reads) -> None:
@@ -321,7 +322,7 @@ def select(
 
         def segment(number: int, source: str = source, reads: Reads = reads, arguments: dict = arguments) -> None:
             kwargs = {**arguments, "Segment": number, "TotalSegments": segments}
-            while True:
+            while not stop.is_set():
                 page = dynamodb.scan(**kwargs)
                 with lock:
                     reads.pages += 1
@@ -335,8 +336,12 @@ def select(
 
         try:
             with ThreadPoolExecutor(max_workers=segments) as pool:
-                for done in [pool.submit(segment, n) for n in range(segments)]:
-                    done.result()
+                try:
+                    for done in [pool.submit(segment, n) for n in range(segments)]:
+                        done.result()
+                except BaseException:
+                    stop.set()  # Ctrl-C or a failed segment: the others stop after their page
+                    raise
         except (BotoCoreError, ClientError) as exc:
             raise OpsError(f"cannot scan {table}: {describe_error(exc)}", AWS) from exc
     selected.rows.sort(key=lambda row: (row.taken_at, row.id))

@@ -173,7 +173,7 @@ def _dry_run(
         console.line(f"  {name}: {units.writes:g} write unit(s) a replayed row")
     if plan.to_send:
         console.line(
-            f"  cost: about {writes:,.0f} write units, ${dollars:.4f} of DynamoDB and SQS, plus the lanes' Lambda time"
+            f"  cost: about {writes:,.0f} write units, ${dollars:.2g} of DynamoDB and SQS, plus the lanes' Lambda time"
         )
     for reads in selected.reads.values():
         console.line(f"  listing read {reads.line()}")
@@ -259,6 +259,9 @@ def _send(ctx: Context, rows: Sequence[Row], generation: int, pacer: Pacer, tall
             if lane not in queues:
                 queues[lane] = ctx.deployment().lane(lane).queue_url
             pacer.wait_for(len(batch))
+            # Shown before the send, after the wait: a rate over the time the pace took, not the
+            # burst of a batch sent the moment before.
+            progress.show(tally.sent)
             try:
                 refused = sender.send_batch(queues[lane], [Outgoing(envelope_for(row, generation)) for row in batch])
             except (BotoCoreError, ClientError) as exc:
@@ -268,7 +271,6 @@ def _send(ctx: Context, rows: Sequence[Row], generation: int, pacer: Pacer, tall
             tally.sent += len(batch) - len(refused)
             elapsed = max(pacer.paced_until, ctx.clock()) - started
             tally.rate = tally.sent / elapsed if elapsed > 0 else 0.0
-            progress.show(tally.sent)
         progress.show(tally.sent, final=True)
 
 
