@@ -21,6 +21,7 @@ import sys
 import threading
 import time
 import uuid
+from collections.abc import Mapping
 from typing import Any
 
 GARBLED = "garbled by the faulty release"
@@ -39,7 +40,7 @@ def main(deliveries: int = 200, rate: int = 50) -> None:
 
     holder: dict[str, Any] = {}
 
-    def group_of(service: str, params: dict[str, Any]) -> str | None:
+    def group_of(service: str, params: Mapping[str, Any]) -> str | None:
         session: Session | None = holder.get("session")
         if session is None or service != "dynamodb":
             return None

@@ -328,7 +328,7 @@ def select(
                     reads.pages += 1
                     reads.scanned += int(page.get("ScannedCount", 0))
                     reads.read_units += float(page.get("ConsumedCapacity", {}).get("CapacityUnits", 0))
-                    selected.rows.extend(Row(source, from_item(item)) for item in page.get("Items", []))
+                    selected.rows.extend(Row(source, from_item(item) or {}) for item in page.get("Items", []))
                     progress(reads)
                 if "LastEvaluatedKey" not in page:
                     return

@@ -14,7 +14,6 @@ unit: such rows are shown as `accepted`, and `lanectl trace ID` reads their unit
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
 from typing import Any
 
 from ops import log_selection
@@ -71,7 +70,7 @@ def list_window(
     if chosen.tenant is None:
         raise OpsError("a listing needs --tenant T (an id lists one delivery or job: lanectl trace ID)", USAGE)
     selected = log_selection.select(ctx, chosen, segments=segments)
-    counts: Mapping[str, int] = Counter(outcome(row) for row in selected.rows)
+    counts = Counter(outcome(row) for row in selected.rows)
     shown = selected.rows[:limit]
     if output == JSON:
         ctx.console.json(
