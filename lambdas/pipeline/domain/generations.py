@@ -26,6 +26,9 @@ write unit (tests/unit/domain/test_generations.py pins it). For generation N > 0
   duplicate of generation 0 does. Within one generation the original rules hold (a `delivered`
   after a `read` is skipped). A replay re-derives an item from the deliveries it replays: replaying
   only the `delivered` of a message whose `read` came later leaves it at `delivered`.
+- **The sweeper's replays** are generation 0 (adapters/row_envelopes.py): the rows it watches are
+  pending, which no replay finished (a replay's done-mark also takes a row out of the index). A
+  replayed message that is lost is found again by running the same replay.
 - **Internal work** (no row) keeps its marker per generation (`marks.marker_key`). Follow-ups a
   replayed task sends are generation 0: a reply turn already done is not done again, so a replay
   never sends a customer a second reply.

@@ -4,12 +4,15 @@ every table and queue as it was."""
 
 from __future__ import annotations
 
+import json
+
 import boto3
 import pytest
 
 from pipeline import schema
-from pipeline.domain import stored_text
+from pipeline.domain import stored_text, webhook
 from tests.support.aws import REGION
+from tests.unit.ingress.conftest import encode
 from tests.unit.ops.support import FakeClock
 from tests.unit.tasks.payloads import WABA, message_at, text_message, whatsapp
 
@@ -86,6 +89,11 @@ def test_a_replay_after_a_fix_reruns_each_task_once_and_a_second_one_changes_not
         stored = _stored(wamid)
         assert stored_text.read(stored["text"]) == f"text of {wamid}"
         assert stored[schema.GENERATION] == 1
+    # and tracing one of the deliveries shows its stored unit at generation 1
+    payload = whatsapp(messages=[text_message(ids[0], f"text of {ids[0]}")])
+    code, traced, _ = lanectl("trace", webhook.log_id(encode(payload)), "--env", "dev")
+    assert code == 0
+    assert "'generation': 1" in traced
     # and the other tenant's was not touched
     assert schema.GENERATION not in _stored("wamid.O0", tenant=OTHER)
     # and the audit says who, what, when and how many
@@ -216,3 +224,47 @@ def test_nothing_matched_is_nothing_to_do(pipeline, stack, lanectl):
     assert code == 4
     assert "nothing to replay: 0 row(s) matched" in err
     assert snapshot(pipeline, stack) == before
+
+
+def test_a_replayed_job_runs_once_per_generation_and_its_tenants_count_is_left_alone(pipeline, stack, lanectl):
+    # Given an import page the faulty run wrote wrong, its job done and its tenant's count back at 0
+    page = {"import_id": "imp-1", "page": 0, "rows": [{"id": "r1", "name": "Ana's shop"}]}
+    answer = pipeline.submit({"lane": "bulk", "kind": "import.page", "tenant": "acme", "payload": page})
+    job_id = json.loads(answer["body"])["id"]
+    pipeline.drain()
+    data = boto3.resource("dynamodb", region_name=REGION).Table("data")
+    jobs = boto3.resource("dynamodb", region_name=REGION).Table("jobs")
+    row_key = {"pk": "import#acme#imp-1", "sk": "row#r1"}
+    data.update_item(
+        Key=row_key,
+        UpdateExpression="SET #f = :bad",
+        ExpressionAttributeNames={"#f": "fields"},
+        ExpressionAttributeValues={":bad": {"id": "r1", "name": "garbled"}},
+    )
+    counts = _state_items("queued#")
+
+    # When the bulk lane's jobs are replayed as generation 1, twice
+    for _ in range(2):
+        code, _, err = lanectl(
+            "replay", "--env", "dev", "--lane", "bulk", "--source", "job", "--since", "1h", "--generation", "1"
+        )
+        assert code == 0, err
+        pipeline.drain()
+
+    # Then the page's row was written again (whole, unconditionally: it carries no generation), and the
+    # job says which generation finished it
+    assert data.get_item(Key=row_key)["Item"]["fields"] == {"id": "r1", "name": "Ana's shop"}
+    job = jobs.get_item(Key={"id": job_id}, ConsistentRead=True)["Item"]
+    assert (job["status"], job[schema.GENERATION]) == ("done", 1)
+    # and the page was counted once more (its generation's run), not twice
+    progress = data.get_item(Key={"pk": "import#acme#imp-1", "sk": "progress"})["Item"]
+    assert progress["pages_done"] == 2
+    # and the tenant's queued count is as it was: a replayed job was not queued
+    assert _state_items("queued#") == counts
+
+
+def _state_items(prefix: str) -> list:
+    table = boto3.resource("dynamodb", region_name=REGION).Table("state")
+    return sorted(
+        (item["pk"], item.get("queued")) for item in table.scan()["Items"] if str(item["pk"]).startswith(prefix)
+    )
