@@ -35,7 +35,7 @@ write unit (tests/unit/domain/test_generations.py pins it). For generation N > 0
 
 Cost: a replayed delivery is written as its first run was (one write unit per item up to 1 KB,
 each a replace; no index entry changes, since neither `unit`, `sender_hash` nor the projected
-`delivery` does), with `generation` adding 13 bytes to each item; a row finished by the
+`delivery` does), with `generation` adding about 12 bytes to each item; a row finished by the
 transactional mark costs that transaction as before.
 """
 
