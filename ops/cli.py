@@ -4,6 +4,8 @@ non-zero with a message that says what to do instead.
 
   lanectl dlq list|peek|redrive     what is dead-lettered, why, and putting it back (paced)
   lanectl lane pause|resume         stop a lane's consumer, and bring it back (optionally ramped)
+  lanectl trace ID | --tenant T     one delivery's or job's path; a tenant's in a window
+  lanectl replay --since … FILTER   re-process rows of the raw log after a fix, paced, once per generation
   lanectl erase --sender ID         erase one person (Meta's data-deletion callback, for on-call)
   lanectl erase --link ASID --to ID link an app-scoped id to an id the pipeline stores
   lanectl plan ENV                  capacity, queue bounds and cost from the catalogue
@@ -38,6 +40,7 @@ from ops.aws import Aws, Target, describe_error, target
 from ops.cli_parser import DELEGATED, ENV_VARIABLE, build_parser
 from ops.context import Context
 from ops.errors import OpsError
+from ops.log_selection import SOURCES, Selection, selection
 from ops.output import Console
 from stacks.config.environments import Environment, UnknownEnvironment, get_environment
 
@@ -80,7 +83,7 @@ def _context(args: argparse.Namespace, env: Environment, runtime: Runtime) -> Co
 
 
 def _dispatch(args: argparse.Namespace, runtime: Runtime) -> int:
-    from ops.commands import dlq, erase, lanes, preflight, redrive, trace
+    from ops.commands import dlq, erase, lanes, preflight, redrive, replay
     from ops.cost import plan
 
     env = _environment(args, runtime.environ)
@@ -97,7 +100,18 @@ def _dispatch(args: argparse.Namespace, runtime: Runtime) -> int:
     if args.command == "preflight":
         return preflight.run_preflight(ctx)
     if args.command == "trace":
-        return trace.trace(ctx, args.id, personal=args.show_personal, output=args.output)
+        return _trace(args, ctx)
+    if args.command == "replay":
+        return replay.replay(
+            ctx,
+            _selection(args, ctx),
+            generation=args.generation,
+            rate=args.rate,
+            ramp_seconds=args.ramp,
+            dry_run=args.dry_run,
+            everything=args.everything,
+            segments=args.segments,
+        )
     if args.command == "erase":
         if args.status is not None:
             return erase.status(ctx, args.status)
@@ -121,6 +135,36 @@ def _dispatch(args: argparse.Namespace, runtime: Runtime) -> int:
     if args.action == "pause":
         return lanes.pause(ctx, args.lane)
     return lanes.resume(ctx, args.lane, args.ramp)
+
+
+def _trace(args: argparse.Namespace, ctx: Context) -> int:
+    from ops.commands import trace, trace_window
+
+    if args.tenant is None:
+        if args.id is None:
+            raise OpsError("give an id to trace, or --tenant T --since WHEN to list a tenant's", errors.USAGE)
+        if args.since or args.until or args.lane or args.kind or args.status or args.source:
+            raise OpsError("--since, --until and the other filters go with --tenant, not with an id", errors.USAGE)
+        return trace.trace(ctx, args.id, personal=args.show_personal, output=args.output)
+    if args.id is not None:
+        raise OpsError("give an id or --tenant, not both", errors.USAGE)
+    return trace_window.list_window(
+        ctx, _selection(args, ctx), output=args.output, limit=args.limit, segments=args.segments
+    )
+
+
+def _selection(args: argparse.Namespace, ctx: Context) -> Selection:
+    return selection(
+        now=ctx.clock(),
+        since=args.since,
+        until=args.until,
+        tenant=args.tenant,
+        lane=args.lane,
+        lanes=ctx.env.lane_names,
+        kind=args.kind,
+        statuses=args.status,
+        sources=(args.source,) if args.source else SOURCES,
+    )
 
 
 DELEGATE_MODULES = {"local": "ops.commands.local", "demo": "ops.demo.run", "load": "ops.load.command"}

@@ -71,8 +71,40 @@ def _output() -> argparse.ArgumentParser:
     return parser
 
 
+def _window(parser: argparse.ArgumentParser, *, listing: bool) -> None:
+    """The selection of rows from the raw log (ops/log_selection.py), as trace --tenant and replay take it."""
+    from ops import log_selection
+
+    parser.add_argument(
+        "--since",
+        metavar="WHEN",
+        help="start of the window: ISO 8601 (2026-05-01T10:00Z), epoch seconds, or a time ago (90s, 15m, 2h, 7d)",
+    )
+    parser.add_argument("--until", metavar="WHEN", help="end of the window (default: now), as --since")
+    if not listing:
+        parser.add_argument("--tenant", help="only this tenant's rows")
+    parser.add_argument("--lane", help="only rows of this lane")
+    parser.add_argument("--kind", help="only rows of this kind (whatsapp.messages, import.page, ...)")
+    parser.add_argument(
+        "--status",
+        action="append",
+        default=[],
+        choices=log_selection.STATUSES,
+        help="only rows in this status (repeatable)",
+    )
+    parser.add_argument(
+        "--source", choices=log_selection.SOURCES, help="only webhook deliveries, or only jobs (default: both)"
+    )
+    parser.add_argument(
+        "--segments",
+        type=_bounded_int(1, log_selection.MAX_SEGMENTS, "--segments"),
+        default=log_selection.DEFAULT_SEGMENTS,
+        help=f"parallel scan segments (1..{log_selection.MAX_SEGMENTS}, default {log_selection.DEFAULT_SEGMENTS})",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
-    from ops.commands import lanes, redrive
+    from ops.commands import lanes, redrive, replay
 
     common = _common(suppress=True)
     output = _output()
@@ -148,11 +180,45 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     trace = commands.add_parser(
-        "trace", parents=[common, output], help="one delivery's or job's path, from its id; reads only"
+        "trace",
+        parents=[common, output],
+        help="one delivery's or job's path from its id, or a tenant's in a window (--tenant); reads only",
     )
-    trace.add_argument("id", help="a webhook log id (wh-<sha256>) or a job id (job-<32 hex>)")
+    trace.add_argument("id", nargs="?", help="a webhook log id (wh-<sha256>) or a job id (job-<32 hex>)")
     trace.add_argument(
         "--show-personal", action="store_true", help="show who each unit is from and its text (personal data)"
+    )
+    trace.add_argument("--tenant", help="list this tenant's deliveries and jobs in the window (--since, --until)")
+    _window(trace, listing=True)
+    trace.add_argument(
+        "--limit", type=_bounded_int(1, 100_000, "--limit"), default=200, help="rows to show (default 200)"
+    )
+
+    again = commands.add_parser(
+        "replay", parents=[common], help="re-process deliveries or jobs from the raw log after a fix, paced"
+    )
+    _window(again, listing=False)
+    again.add_argument(
+        "--generation",
+        type=_bounded_int(1, 1_000_000, "--generation"),
+        help="the replay's generation: above every earlier replay's since the fix; the same one again changes nothing",
+    )
+    again.add_argument(
+        "--rate",
+        type=_bounded_int(1, replay.MAX_RATE, "--rate"),
+        default=replay.DEFAULT_RATE,
+        help=f"messages per second (1..{replay.MAX_RATE}, default {replay.DEFAULT_RATE})",
+    )
+    again.add_argument(
+        "--ramp",
+        type=lanes.duration_argument,
+        metavar="DURATION",
+        default=0.0,
+        help="reach --rate over this long (90s, 5m), from 2 a second in the steps a lane resumes by",
+    )
+    again.add_argument("--dry-run", action="store_true", help="say how many and what they cost; send nothing")
+    again.add_argument(
+        "--all", action="store_true", dest="everything", help="replay everything in the window (no other filter)"
     )
 
     plan = commands.add_parser("plan", parents=[common, output], help="capacity, queue bounds and monthly cost")

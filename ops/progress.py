@@ -14,13 +14,14 @@ BAR_REDRAW_SECONDS = 0.1
 
 
 class Progress:
-    def __init__(self, ctx: Context, total: int | None) -> None:
+    def __init__(self, ctx: Context, total: int | None, *, verb: str = "moved") -> None:
         self._ctx = ctx
+        self._verb = verb
         self._total = total
         self._started = ctx.clock()
         self._last_shown = float("-inf")
         self._last_moved: int | None = None
-        self._bar: _Bar | None = _Bar(ctx, total) if ctx.console.terminal else None
+        self._bar: _Bar | None = _Bar(ctx, total, verb) if ctx.console.terminal else None
 
     def __enter__(self) -> Progress:
         return self
@@ -49,7 +50,7 @@ class Progress:
             return
         self._last_shown = now
         self._last_moved = moved
-        parts = [f"moved {moved}" + (f" of {total} ({100 * moved // total}%)" if total else "")]
+        parts = [f"{self._verb} {moved}" + (f" of {total} ({100 * moved // total}%)" if total else "")]
         self._ctx.console.line("  " + ", ".join([*parts, self._detail(moved, total, now)]))
 
     def _detail(self, moved: int, total: int | None, now: float) -> str:
@@ -67,12 +68,12 @@ class Progress:
 class _Bar:
     """rich's progress bar, redrawn when the count changes (at most ten times a second)."""
 
-    def __init__(self, ctx: Context, total: int | None) -> None:
+    def __init__(self, ctx: Context, total: int | None, verb: str) -> None:
         from rich.progress import BarColumn, MofNCompleteColumn, TaskProgressColumn, TextColumn
         from rich.progress import Progress as RichProgress
 
         self._progress: Any = RichProgress(
-            TextColumn("  moved"),
+            TextColumn(f"  {verb}"),
             BarColumn(),
             MofNCompleteColumn(),
             TaskProgressColumn(),
@@ -83,7 +84,7 @@ class _Bar:
             redirect_stderr=False,
             get_time=ctx.clock,
         )
-        self._task = self._progress.add_task("moved", total=total, detail="")
+        self._task = self._progress.add_task(verb, total=total, detail="")
         self._drawn_at = float("-inf")
         self._progress.start()
 

@@ -20,6 +20,9 @@ PENDING_SHARD = "pending_shard"
 PENDING_SINCE = "pending_since"
 PENDING_SHARDS = 8
 SEND_FAILED_AT = "send_failed_at"
+GENERATION = "generation"
+"""On a row a replay finished, and on the items its task wrote: the replay's generation
+(domain/consumer/generations.py). Absent on everything the pipeline's own traffic writes (generation 0)."""
 """On a webhook row the door put in the pending index because its send failed."""
 
 # State (idempotency markers, budgets, counters) and data (what the lane tasks write)

@@ -181,6 +181,8 @@ def _path(trace: Trace) -> list[tuple[str, str]]:
         steps.append(("send failed", f"noted {noted}: waiting for the sweeper to replay it"))
     if row.get("replays"):
         steps.append(("sweeper", f"replayed {row['replays']} time(s)"))
+    if row.get("generation"):
+        steps.append(("replay", f"finished by replay generation {row['generation']} (lanectl replay)"))
     attempts = row.get(marks.ATTEMPTS)
     if attempts:
         steps.append(("attempts", f"{attempts} failed attempt(s)"))
@@ -224,7 +226,7 @@ def _unit_view(unit: Unit, personal: bool) -> dict[str, Any]:
         stored = {
             k: float(v) if isinstance(v, Decimal) else v
             for k, v in unit.stored.items()
-            if k in ("stored_at", "status", "label", "triaged_at")
+            if k in ("stored_at", "status", "label", "triaged_at", "generation")
         }
         if personal and "text" in unit.stored:
             stored["text"] = stored_text.read(unit.stored["text"])

@@ -15,6 +15,7 @@ import textwrap
 
 from ops.cost import pricing
 from ops.cost.environment_cost import EDGE_RULES, environment_cost
+from ops.cost.listing_cost import listing_cost
 from ops.cost.model_cost import model_warnings
 from ops.cost.plan_checks import LanePlan, account_lines, dependency_lines, lane_warnings, plan_lane, tenant_cap_lines
 from ops.cost.prices import ASSUMED, LIST_PRICES
@@ -135,6 +136,14 @@ def _cost_lines(env: Environment, average_fraction: float) -> list[str | Table]:
         f"each erasure request: about {money(erasure.scan)}, a consistent scan of the "
         f"{env.retention.raw_deliveries_days}-day webhook log (about {erasure.raw_log_gib:,.1f} GiB; it has no "
         "sender index, which would cost a write unit on every delivery); jobs and data are found by query"
+    )
+    listing = listing_cost(env, average_fraction, prices)
+    lines += _wrapped(
+        f"each listing of the raw log (lanectl trace --tenant, lanectl replay): about {money(listing.scan)}, an "
+        f"eventually consistent scan of the webhook log ({listing.log_gib:,.1f} GiB) and the jobs table "
+        f"({listing.jobs_gib:,.1f} GiB); an index by tenant and time would cost about "
+        f"{money(listing.index_per_month)} a month ({listing.rows_per_month / 1e6:,.1f}M entries, a write unit "
+        f"each), as much as {listing.break_even:,.0f} listings"
     )
     usage = ASSUMED
     lines += _wrapped(

@@ -11,6 +11,7 @@ from typing import Any
 
 from ops.cost import pricing
 from ops.cost.environment_cost import environment_cost
+from ops.cost.listing_cost import listing_cost
 from ops.cost.model_cost import model_warnings
 from ops.cost.plan_checks import LanePlan, account_lines, dependency_lines, lane_warnings
 from ops.cost.prices import LIST_PRICES
@@ -48,6 +49,17 @@ def _lane(plan: LanePlan, env: Environment, cost: pricing.Cost) -> dict[str, Any
             "xray": _money(cost.xray),
             "total": _money(cost.total),
         },
+    }
+
+
+def _listing(env: Environment, average_fraction: float, prices: Any) -> dict[str, Any]:
+    listing = listing_cost(env, average_fraction, prices)
+    return {
+        "raw_log_gib": round(listing.log_gib, 3),
+        "jobs_gib": round(listing.jobs_gib, 3),
+        "scan_per_listing": _money(listing.scan),
+        "index_rows_per_month": round(listing.rows_per_month),
+        "index_per_month": _money(listing.index_per_month),
     }
 
 
@@ -106,6 +118,7 @@ def document(env: Environment, plans: list[LanePlan], *, utilisation: float, ave
                 "raw_log_gib": round(costs.erasure.raw_log_gib, 3),
                 "scan_per_request": _money(costs.erasure.scan),
             },
+            "listing": _listing(env, average_fraction, prices),
         },
         "warnings": [w for p in plans for w in lane_warnings(p)]
         + dependency_warnings

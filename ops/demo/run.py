@@ -5,8 +5,10 @@ ops/drive like every scenario), then plays a narrated scenario through HTTP only
 messages and out-of-order statuses, a forged and a redelivered webhook, a comment flood from one
 page beside a quiet one (ops/demo/webhooks.py), AI jobs until admission control answers 503 with
 Retry-After, and a poison message that ends in the dead-letter queue, fires its alarm, and is
-redriven with `lanectl` once the fault is cleared (ops/demo/incidents.py). It ends with a table of
-what happened and exits 0 only if every expectation held.
+redriven with `lanectl` once the fault is cleared (ops/demo/incidents.py), and a replay after a fix:
+one of the customer's deliveries traced, their window listed and replayed, each task re-run once
+(ops/demo/replays.py). It ends with a table of what happened and exits 0 only if every expectation
+held.
 """
 
 from __future__ import annotations
@@ -115,12 +117,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def main(args: argparse.Namespace | None = None) -> int:
     from ops.demo import incidents as demo_incidents
+    from ops.demo import replays as demo_replays
     from ops.demo import webhooks as demo_webhooks
 
     del args
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
     os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
-    return Demo(out=sys.stdout).run((*demo_webhooks.SCENES, *demo_incidents.SCENES, *demo_webhooks.LAST))
+    return Demo(out=sys.stdout).run(
+        (*demo_webhooks.SCENES, *demo_incidents.SCENES, *demo_replays.SCENES, *demo_webhooks.LAST)
+    )
 
 
 if __name__ == "__main__":

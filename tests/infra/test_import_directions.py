@@ -240,6 +240,6 @@ def test_the_consumers_path_for_a_record_runs_one_way():
     offending = []
     for i, step in enumerate(order):
         path = DOMAIN / "consumer" / f"{step}.py"
-        earlier = {f"pipeline.domain.consumer.{s}" for s in order[:i]}
+        earlier = {f"pipeline.domain.consumer.batch.{s}" for s in order[:i]}
         offending += [f"{step} imports {n}" for n in set(_imports(path, runtime_only=False)) if n in earlier]
     assert offending == []

@@ -54,11 +54,16 @@ class Envelope:
     progress: Mapping[str, Any] | None = None
     """Where a task that had more to do than its time left off (errors.MoreToDo), carried by the
     re-send; None for work nobody has started."""
+    generation: int = 0
+    """0 for the pipeline's own traffic; a replay's generation otherwise (domain/consumer/generations.py).
+    Left out of the JSON when 0, so a message of generation 0 is byte for byte what it was."""
 
     def to_json(self) -> str:
         # Shallow on purpose: `dataclasses.asdict` deep-copies the payload, which was the largest
         # cost of the door's hot path, and json.dumps only reads it.
         body = {f.name: value for f in fields(self) if (value := getattr(self, f.name)) is not None}
+        if not self.generation:
+            del body["generation"]
         return json.dumps(body, separators=(",", ":"), ensure_ascii=False)
 
     def deferred(self, progress: Mapping[str, Any] | None = None) -> Envelope:
@@ -107,11 +112,12 @@ class Envelope:
                 payload=raw.get("payload"),
                 ref=raw.get("ref"),
                 progress=raw.get("progress"),
+                generation=int(raw.get("generation", 0)),
             )
         except (TypeError, ValueError) as exc:
             raise MalformedEnvelope(f"envelope field has the wrong type: {exc}") from exc
-        if envelope.attempt < 0 or envelope.deferrals < 0:
-            raise MalformedEnvelope("attempt and deferrals must be >= 0")
+        if envelope.attempt < 0 or envelope.deferrals < 0 or envelope.generation < 0:
+            raise MalformedEnvelope("attempt, deferrals and generation must be >= 0")
         if envelope.payload is None and envelope.ref is None:
             raise MalformedEnvelope("envelope has neither payload nor ref")
         if envelope.progress is not None and not isinstance(envelope.progress, dict):

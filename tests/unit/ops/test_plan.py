@@ -69,6 +69,12 @@ def test_plan_cost_section(lanectl):
     assert "each erasure request: about $1.01, a consistent scan of the 7-day webhook log" in " ".join(
         result.out.split()
     )
+    # What a listing of the raw log (trace --tenant, replay) costs, against the index it does without
+    assert (
+        "each listing of the raw log (lanectl trace --tenant, lanectl replay): about $0.65, an eventually "
+        "consistent scan of the webhook log (30.8 GiB) and the jobs table (9.0 GiB); an index by tenant and time "
+        "would cost about $95.84 a month (151.9M entries, a write unit each), as much as 147 listings"
+    ) in " ".join(result.out.split())
     # Production passes tracing through: no traces are priced.
     assert _row(result.out, "messages", "cost")[9] == "$0.00"
     assert _row(result.out, "scheduled", "cost")[1] == "tick"

@@ -241,7 +241,7 @@ class Consumer:
                 return out.not_started(attempt, remaining())
             error = classify(PermanentError("row_missing", f"{obligation.table} row {envelope.id} does not exist"))
             return self._settle.dead_letter(received, obligation, error, attempt)
-        if not obligation.open:
+        if not obligation.open_to(envelope.generation):
             return out.acked(Outcome.DUPLICATE, attempt, status=obligation.status)
         if _retention_over(obligation, now):
             # A redrive (or a late copy) of a row past its retention: TTL was due to delete it,

@@ -15,6 +15,9 @@ table. A record is finished by one conditional write, committed with the task's 
 A row may be finished from `queued`, and also from `failed` or `abandoned`: a DLQ redrive or a
 late copy of abandoned work must be able to complete it. Finishing from anything else (done,
 expired) means another copy got there first.
+
+A replay (`Envelope.generation` > 0) re-opens work an earlier generation finished, once per
+generation: see domain/consumer/generations.py, whose rules `open_to`, `finish` and `marker_key` apply.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pipeline import schema
+from pipeline.domain.consumer import generations
 from pipeline.domain.effects import OnConflict, Put, Table, Update
 from pipeline.domain.envelope import Envelope
 from pipeline.domain.errors import Classified
@@ -44,8 +48,9 @@ REOPENABLE = frozenset({schema.RowStatus.QUEUED, schema.RowStatus.FAILED, schema
 _ROW_TABLES = {"webhook": Table.WEBHOOK_LOG, "job": Table.JOBS}
 
 
-def marker_key(lane: str, work_id: str) -> str:
-    return f"done#{lane}#{work_id}"
+def marker_key(lane: str, work_id: str, generation: int = 0) -> str:
+    base = f"done#{lane}#{work_id}"
+    return base if generation == 0 else f"{base}#g{generation}"
 
 
 @dataclass(frozen=True)
@@ -74,6 +79,13 @@ class Obligation:
             return self.found is None
         return self.status in REOPENABLE
 
+    def open_to(self, generation: int) -> bool:
+        """`open` for the pipeline's own traffic; for a replay, whether its generation has yet to
+        run here (an internal marker is per generation, so absent is open)."""
+        if generation == 0 or self.internal:
+            return self.open
+        return generations.row_open(self.status, self.found, generation)
+
     @property
     def missing_row(self) -> bool:
         return not self.internal and self.found is None
@@ -98,7 +110,7 @@ def effect_is_mark(obligation: Obligation, keyed: bool, called_out: bool) -> boo
 def locate(envelope: Envelope, lane: str) -> tuple[Table, dict[str, Any]]:
     table = _ROW_TABLES.get(envelope.source)
     if table is None:
-        return Table.STATE, {schema.PK: marker_key(lane, envelope.id)}
+        return Table.STATE, {schema.PK: marker_key(lane, envelope.id, envelope.generation)}
     return table, {schema.ID: envelope.id}
 
 
@@ -122,8 +134,12 @@ def finish(
     keep_until: int | None = None,
 ) -> Put | Update | None:
     """The write that finishes the obligation, or None for internal work that is not done (an
-    expired or failed tick leaves no marker: a redrive may run it again). `keep_until` replaces the
-    row's expiry (a dead-lettered row must outlive its dead letter)."""
+    expired or failed tick leaves no marker: a redrive may run it again), or for a replay that did
+    not get done on a row an earlier generation finished (the row keeps what that one did).
+    `keep_until` replaces the row's expiry (a dead-lettered row must outlive its dead letter)."""
+    replayed = envelope.generation > 0 and not obligation.internal
+    if replayed and status != schema.RowStatus.DONE and obligation.status not in REOPENABLE:
+        return None
     if obligation.internal:
         if status != schema.RowStatus.DONE:
             return None
@@ -155,13 +171,26 @@ def finish(
     names = {f"#{name}": name for name in values}
     names["#shard"] = schema.PENDING_SHARD
     sets = ", ".join(f"#{name} = :{name}" for name in values)
+    condition = "#status = :read"
+    more_values: dict[str, Any] = {}
+    if replayed and status == schema.RowStatus.DONE:
+        # The status alone cannot tell two copies of one replay apart (done → done): the
+        # generation does, and only the first copy finds it lower.
+        below, gen_names, more_values = generations.mark_condition(envelope.generation)
+        condition = f"{condition} AND {below}"
+        names.update(gen_names)
+        sets += ", " + ", ".join(f"{name} = {value}" for name, value in zip(gen_names, more_values, strict=True))
     return Update(
         table=obligation.table,
         key=obligation.key,
         expression=f"SET {sets} REMOVE #shard",
-        condition="#status = :read",
+        condition=condition,
         names=names,
-        values={**{f":{name}": value for name, value in values.items()}, ":read": obligation.status},
+        values={
+            **{f":{name}": value for name, value in values.items()},
+            ":read": obligation.status,
+            **more_values,
+        },
         on_conflict=OnConflict.FAIL,
     )
 
