@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from pipeline import metric_names
-from pipeline.domain.lane_pause import MODEL_REFUSED, TOKEN_INVALID
+from pipeline.domain.lane_pause import META_FAILING, MODEL_FAILING, MODEL_REFUSED, TOKEN_INVALID
 from stacks.runtime_env import lane_id
 
 pytestmark = pytest.mark.xdist_group("synth")
@@ -22,9 +22,12 @@ def _mapping_id(synthesized, lane: str) -> str:
 
 
 def _mapping_updates(synthesized) -> dict[str, list]:
-    """By policy logical id: the resources its lambda:UpdateEventSourceMapping statements name."""
+    """By policy logical id: the resources its lambda:UpdateEventSourceMapping statements name (the
+    lane probe's aside: tests/infra/test_permissions.py pins it)."""
     found: dict[str, list] = {}
     for logical_id, policy in synthesized.resources("AWS::IAM::Policy").items():
+        if logical_id.startswith("LaneProbe"):
+            continue
         for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
             actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
             if "lambda:UpdateEventSourceMapping" in actions:
@@ -54,6 +57,10 @@ def test_each_pausable_lane_alarms_on_each_reason_it_pauses_for(synthesized):
         (("Lane", "ai"), ("Reason", MODEL_REFUSED)),
         (("Lane", "ai"), ("Reason", TOKEN_INVALID)),
         (("Lane", "engagement"), ("Reason", MODEL_REFUSED)),
+        # Both lanes also pause when their dependency fails most calls (LanePolicy.pause_on_failures)
+        (("Lane", "ai"), ("Reason", MODEL_FAILING)),
+        (("Lane", "ai"), ("Reason", META_FAILING)),
+        (("Lane", "engagement"), ("Reason", MODEL_FAILING)),
     }
     for alarm in alarms:
         if alarm.get("MetricName") == metric_names.LANE_PAUSED:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pipeline.domain.budgets import Budget
+from pipeline.domain.failure_rate import FailureWindow
 from pipeline.domain.ports import (
     Budgets,
     CallTimes,
@@ -69,3 +70,6 @@ class Adapters:
     """The instance's rate budgets (domain/rates.py); None: calls are bounded only at once."""
     switch: LaneSwitch | None = None
     """Pauses the lane (its mapping), on a lane whose dependency can refuse every record; None elsewhere."""
+    failures: FailureWindow | None = None
+    """This instance's calls to its model and Meta, on a lane that pauses when they fail at a
+    sustained rate (LanePolicy.pause_on_failures); None elsewhere."""

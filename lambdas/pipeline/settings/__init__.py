@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 _HOME = {
     "LanePolicy": "pipeline.policy.lanes",
     "SweeperSettings": "pipeline.policy.sweeper",
+    "ProbeSettings": "pipeline.policy.lane_probe",
     **dict.fromkeys(
         ("SECRET_CACHE_SECONDS", "ErasureSettings", "JobsSettings", "WebhookSettings", "erasure", "jobs", "webhook"),
         "pipeline.settings.doors",
@@ -41,7 +42,7 @@ _HOME = {
         ),
         "pipeline.settings.environ",
     ),
-    **dict.fromkeys(("RetentionSettings", "retention", "sweeper"), "pipeline.settings.kept"),
+    **dict.fromkeys(("RetentionSettings", "probe", "retention", "sweeper"), "pipeline.settings.kept"),
     **dict.fromkeys(
         ("ConsumerSettings", "DependencyBudget", "dependencies", "lane", "lanes"), "pipeline.settings.lane_settings"
     ),
@@ -58,6 +59,7 @@ __all__ = [
     "JobsSettings",
     "LanePolicy",
     "ModelSettings",
+    "ProbeSettings",
     "RetentionSettings",
     "SettingsError",
     "SweeperSettings",
@@ -70,6 +72,7 @@ __all__ = [
     "lane",
     "lane_queues",
     "lanes",
+    "probe",
     "region",
     "require",
     "retention",
@@ -93,6 +96,7 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:
+    from pipeline.policy.lane_probe import ProbeSettings
     from pipeline.policy.lanes import LanePolicy
     from pipeline.policy.sweeper import SweeperSettings
     from pipeline.settings.doors import (
@@ -115,6 +119,6 @@ if TYPE_CHECKING:
         require,
         section,
     )
-    from pipeline.settings.kept import RetentionSettings, retention, sweeper
+    from pipeline.settings.kept import RetentionSettings, probe, retention, sweeper
     from pipeline.settings.lane_settings import ConsumerSettings, DependencyBudget, dependencies, lane, lanes
     from pipeline.settings.model import ModelSettings

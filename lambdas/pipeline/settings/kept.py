@@ -1,17 +1,22 @@
-"""How long data is kept, and the sweeper's policy, as the functions are given them (both read
-with the policy codec, pipeline/policy/codec.py)."""
+"""How long data is kept, and the sweeper's and the lane probe's policies, as the functions are
+given them (read with the policy codec, pipeline/policy/codec.py)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 
+from pipeline.policy.lane_probe import ProbeSettings
 from pipeline.policy.sweeper import SweeperSettings
 from pipeline.settings.environ import EnvVar, policy
 
 
 def sweeper(environ: Mapping[str, str]) -> SweeperSettings:
     return policy(environ, EnvVar.SWEEPER, SweeperSettings)
+
+
+def probe(environ: Mapping[str, str]) -> ProbeSettings:
+    return policy(environ, EnvVar.PROBE, ProbeSettings)
 
 
 @dataclass(frozen=True)

@@ -5,9 +5,7 @@ one update its role may make) and keeps the work in the lane, not in its DLQ."""
 from __future__ import annotations
 
 import dataclasses
-import io
 import json
-import zipfile
 
 import boto3
 import pytest
@@ -16,6 +14,7 @@ from pipeline.tasks import ai
 from stacks import runtime_env
 from tests.support import roles
 from tests.support.aws import REGION, deploy
+from tests.support.mappings import mapped_function
 from tests.unit.consumer.harness import LaneHarness
 from tests.unit.consumer.lane_env import with_lane
 from tests.unit.tasks.payloads import comment_change, feed
@@ -23,38 +22,12 @@ from tests.unit.tasks.payloads import comment_change, feed
 SHOP = "shop-1"
 
 
-def _mapped_function(queue_arn: str, function: str) -> str:
-    """A function in moto's Lambda with the lane queue mapped to it, as the stack makes them."""
-    role = boto3.client("iam", region_name=REGION).create_role(
-        RoleName=f"{function}-role",
-        AssumeRolePolicyDocument=json.dumps(
-            {
-                "Statement": [
-                    {"Effect": "Allow", "Principal": {"Service": "lambda.amazonaws.com"}, "Action": "sts:AssumeRole"}
-                ]
-            }
-        ),
-    )["Role"]["Arn"]
-    code = io.BytesIO()
-    with zipfile.ZipFile(code, "w") as archive:
-        archive.writestr("index.py", "def handler(event, context):\n    return {}\n")
-    client = boto3.client("lambda", region_name=REGION)
-    client.create_function(
-        FunctionName=function,
-        Runtime="python3.12",
-        Role=role,
-        Handler="index.handler",
-        Code={"ZipFile": code.getvalue()},
-    )
-    return client.create_event_source_mapping(EventSourceArn=queue_arn, FunctionName=function, BatchSize=10)["UUID"]
-
-
 @pytest.fixture(params=["ai", "engagement"])
 def paused_lane(request, aws, env_local, atomic, model):
     lane = request.param
     function = f"lanes-local-{lane}-consumer"
     made = deploy(env_local)
-    uuid = _mapped_function(made.queue_arns[lane], function)
+    uuid = mapped_function(made.queue_arns[lane], function)
     made = dataclasses.replace(made, mapping_ids={lane: uuid})
     with roles.enforced(made) as grants:
         environ = {
@@ -97,3 +70,9 @@ def test_a_refused_model_pauses_the_lane_and_keeps_the_turn(paused_lane, metrics
     assert h.dead_letters() == []
     assert h.depth() >= 1
     assert ("LanePaused", {"Lane": h.lane, "Reason": "model_refused"}) in metrics()
+    # And the pause is marked as the lane's own, which is what lets the probe resume it
+    mark = h.environ["STATE_TABLE"]
+    item = boto3.client("dynamodb", region_name=REGION).get_item(
+        TableName=mark, Key={"pk": {"S": f"lane-pause#{h.lane}"}}
+    )["Item"]
+    assert (item["by"]["S"], item["reason"]["S"]) == ("lane", "model_refused")
