@@ -26,6 +26,7 @@ import threading
 import time
 import uuid
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,6 +39,8 @@ from stacks.config.environments import ENVIRONMENTS
 
 LANE = "ai"
 PAUSE_ALARM = "AiLanePausedMetaTokenInvalid"
+RETRY_AFTER_CAP = 3.0
+"""A shed turn is posted again after its Retry-After, at most this long (the local clocks are short)."""
 
 
 @dataclass(frozen=True)
@@ -67,6 +70,7 @@ class Observed:
     revoked_at: float
     restored_at: float
     submitted: dict[int, float]
+    shed: int
     times: list[float]
     enabled: list[float]
     levels: list[float]
@@ -76,24 +80,39 @@ class Observed:
     first_refusal: float | None
     refusals: int
     per_turn: Counter[str]
+    last_sent: float | None
     token_checks: int
     target: int
 
 
-def _submit(s: Any, p: Params, tenant: str, submitted: dict[int, float]) -> None:
-    begin = time.time()
-    for n in range(p.turns):
-        time.sleep(max(0.0, begin + n / p.per_second - time.time()))
-        reply_to = {"channel": "whatsapp", "business_id": "1098765", "recipient": f"1555100{n:04d}"}
-        response = s.client.submit_job(
-            lane=LANE,
-            kind=ai.INBOUND,
-            tenant=tenant,
-            payload={"conversation": f"conv-{n}", "message_id": "m1", "text": f"question {n}?", "reply_to": reply_to},
-        )
-        if response.status != 202:
-            raise RuntimeError(f"job refused: {response.status}")
+def _submit(s: Any, p: Params, tenant: str, submitted: dict[int, float], shed: list[int]) -> None:
+    """One turn a `1 / per_second`, each on its own connection: a turn the jobs API sheds (503 while
+    the paused lane's backlog is past its objective) is posted again after its Retry-After, with the
+    same Idempotency-Key, as a producer does; `submitted` keeps when each turn first arrived."""
+
+    def one(n: int) -> None:
         submitted[n] = time.time()
+        reply_to = {"channel": "whatsapp", "business_id": "1098765", "recipient": f"1555100{n:04d}"}
+        payload = {"conversation": f"conv-{n}", "message_id": "m1", "text": f"question {n}?", "reply_to": reply_to}
+        while True:
+            response = s.client.submit_job(
+                lane=LANE, kind=ai.INBOUND, tenant=tenant, payload=payload, idempotency_key=f"{tenant}-turn-{n}"
+            )
+            if response.status == 202:
+                return
+            if response.status != 503:
+                raise RuntimeError(f"job refused: {response.status}")
+            shed.append(n)
+            time.sleep(min(RETRY_AFTER_CAP, float(response.headers.get("retry-after") or 1)))
+
+    begin = time.time()
+    with ThreadPoolExecutor(max_workers=16, thread_name_prefix="turn") as pool:
+        futures = []
+        for n in range(p.turns):
+            time.sleep(max(0.0, begin + n / p.per_second - time.time()))
+            futures.append(pool.submit(one, n))
+        for future in futures:
+            future.result()
 
 
 def _replies(s: Any, p: Params, tenant: str) -> Counter[str]:
@@ -108,6 +127,7 @@ def _replies(s: Any, p: Params, tenant: str) -> Counter[str]:
 def _drive(h: Harness, p: Params) -> Observed:
     tenant = f"shop-{uuid.uuid4().hex[:6]}"
     submitted: dict[int, float] = {}
+    shed: list[int] = []
     target = ENVIRONMENTS["local"].lane(LANE).policy.max_concurrency
     with h.session() as s:
         s.configure_lane(LANE, options={"debounce_seconds": "0"})
@@ -126,7 +146,7 @@ def _drive(h: Harness, p: Params) -> Observed:
             return found if found[ms.SENT] + found[ms.UNANSWERED] == p.turns else None
 
         with Sampler({"enabled": enabled, "level": level}, interval=0.1) as sampler:
-            producer = threading.Thread(target=_submit, args=(s, p, tenant, submitted), name="turns", daemon=True)
+            producer = threading.Thread(target=_submit, args=(s, p, tenant, submitted, shed), name="turns", daemon=True)
             began = time.time()
             producer.start()
             time.sleep(max(0.0, began + p.revoke_after - time.time()))
@@ -135,7 +155,7 @@ def _drive(h: Harness, p: Params) -> Observed:
             time.sleep(p.revoked_seconds)
             s.configure_graph(revoked=False)
             restored_at = time.time()
-            producer.join(timeout=p.turns / p.per_second + 30)
+            producer.join(timeout=p.turns / p.per_second + p.settle_timeout)
             counts = poll(settled, p.settle_timeout, interval=1) or _replies(s, p, tenant)
             poll(lambda: s.total_depth(LANE) == 0, p.settle_timeout, interval=0.5)
             time.sleep(1.0)
@@ -146,6 +166,7 @@ def _drive(h: Harness, p: Params) -> Observed:
             revoked_at=revoked_at,
             restored_at=restored_at,
             submitted=submitted,
+            shed=len(shed),
             times=sampler.times,
             enabled=sampler.values["enabled"],
             levels=sampler.values["level"],
@@ -155,6 +176,7 @@ def _drive(h: Harness, p: Params) -> Observed:
             first_refusal=min((r.at for r in refused), default=None),
             refusals=len(refused),
             per_turn=Counter((ms.read_callback(sent.callback) or ("", "", ""))[1] for sent in outbox),
+            last_sent=max((sent.at for sent in outbox), default=None),
             token_checks=s.runtime.graph.token_checks,
             target=target,
         )
@@ -203,11 +225,15 @@ def run(h: Harness, p: Params) -> Result:
     result.figure("lane resumed after the token was restored", _secs(resumed_after))
     result.figure("ramp (s after restore: MaximumConcurrency)", ", ".join(f"+{t:g}: {v}" for t, v in ramp) or "none")
     result.figure("dead-lettered", str(o.dead_letters), f"{baseline_dead} (counted)")
+    result.figure("posts shed by admission (503, posted again)", str(o.shed), "")
     result.figure("turns answered", f"{sent}/{p.turns}", f"{p.turns - baseline_dead}/{p.turns}")
     result.figure("replies per turn (max)", str(most))
+    result.figure(
+        "last reply sent after the restore", _secs(None if o.last_sent is None else o.last_sent - o.restored_at)
+    )
     result.check("nothing is dead-lettered", o.dead_letters == 0, f"{o.dead_letters} in the ai lane's DLQ")
     result.check("every turn is answered once the token is back", sent == p.turns, f"{dict(o.counts)}")
-    result.check("no turn gets more than one reply", most <= 1, f"{dict(o.per_turn)}")
+    result.check("no turn gets more than one reply", most <= 1, f"{len(o.per_turn)} turns replied to, at most {most} each")
     result.check("the lane paused itself while the token was revoked", paused_after is not None, _secs(paused_after))
     result.check(
         "the probe resumed it after the token was restored, and the ramp reached the lane's concurrency",
@@ -218,6 +244,9 @@ def run(h: Harness, p: Params) -> Result:
     result.method = [
         "The mapping's State and MaximumConcurrency are read through Lambda's API every 0.1 s; paused and "
         "resumed times are the first samples after the revocation and the restore that show the change.",
+        "Turns arrive as ai.inbound jobs, one every 1/per_second s; while the paused lane's backlog predicts a "
+        "wait past its objective the jobs API sheds them with 503, and the producer posts them again after "
+        "Retry-After with the same Idempotency-Key (a turn arriving through Meta's webhook is never shed).",
         "Replies are read from the Graph API's outbox by the attempt reference each send carried; a turn is "
         "answered when its reply item is `sent`.",
         f"The baseline is counted, not run: a turn submitted during the revocation more than {span:g} s (its "
@@ -246,6 +275,8 @@ def run(h: Harness, p: Params) -> Result:
         "token_checks": o.token_checks,
         "alarmed": o.alarm_at is not None,
         "turns": p.turns,
+        "shed": o.shed,
+        "last_sent_after": None if o.last_sent is None else o.last_sent - o.restored_at,
     }
     result.seconds = time.monotonic() - started
     return result

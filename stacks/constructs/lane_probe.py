@@ -122,7 +122,7 @@ class LaneProbe(Construct):
                 evaluation_periods=periods,
                 description=f"{lane.name}: the lane paused itself and its dependency has failed the probe on "
                 f"every run for {periods * period} s; it stays paused, its records wait in its queue. "
-                "See docs/RUNBOOK.md#lane-paused-itself.",
+                "See docs/RUNBOOK.md#lane-probe-failing.",
             )
             for lane in lanes
         }
@@ -136,5 +136,5 @@ class LaneProbe(Construct):
             comparison=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
             evaluation_periods=periods,
             description=f"The lane probe has failed on every run for {periods * period} s: a lane that paused "
-            "itself is not being resumed. See docs/RUNBOOK.md#lane-paused-itself.",
+            "itself is not being resumed. See docs/RUNBOOK.md#lane-probe-failing.",
         )

@@ -66,3 +66,41 @@ def test_each_pausable_lane_alarms_on_each_reason_it_pauses_for(synthesized):
         if alarm.get("MetricName") == metric_names.LANE_PAUSED:
             assert "RUNBOOK.md#lane-paused-itself" in alarm["AlarmDescription"]
             assert alarm["Threshold"] == 1
+
+
+def test_the_lane_probe_runs_on_its_own_schedule_and_pages_when_it_keeps_failing(synthesized):
+    from stacks.runtime_env import PERIOD_METADATA
+
+    env = synthesized.env
+    (probe,) = [
+        logical_id
+        for logical_id, f in synthesized.resources("AWS::Lambda::Function").items()
+        if f["Properties"]["Handler"] == "pipeline.handlers.lane_probe.handler"
+    ]
+    # Its own schedule, at the configured period, invoking the probe and nothing else
+    rules = [
+        rule
+        for rule in synthesized.resources("AWS::Events::Rule").values()
+        if any(t["Arn"] == {"Fn::GetAtt": [probe, "Arn"]} for t in rule["Properties"].get("Targets", []))
+    ]
+    ((rule,),) = [rules]
+    assert rule["Metadata"][PERIOD_METADATA] == env.probe.period_seconds
+    assert len(rule["Properties"]["Targets"]) == 1
+    # An alarm per pausable lane on the probe failing, and one on its own errors, each to the runbook
+    alarms = [a["Properties"] for a in synthesized.resources("AWS::CloudWatch::Alarm").values()]
+    failing = {
+        next(d["Value"] for d in a["Dimensions"] if d["Name"] == "Lane")
+        for a in alarms
+        if a.get("MetricName") == metric_names.PROBE_FAILED
+    }
+    assert failing == {"ai", "engagement"}
+    errors = [
+        a
+        for a in alarms
+        if a.get("MetricName") == "Errors" and {"Name": "FunctionName", "Value": {"Ref": probe}} in a["Dimensions"]
+    ]
+    assert len(errors) == 1
+    for alarm in alarms:
+        if alarm.get("MetricName") == metric_names.PROBE_FAILED or alarm in errors:
+            assert "RUNBOOK.md#lane-probe-failing" in alarm["AlarmDescription"]
+            assert alarm["EvaluationPeriods"] * alarm["Period"] >= env.probe.failing_alarm_seconds

@@ -8,12 +8,13 @@ failures over `window_seconds` reaches `failure_share` with at least `min_calls`
 is tripped: the consumer holds the failing records without spending attempts (domain/settling.py)
 and pauses its lane for the reason MODEL_FAILING or META_FAILING (domain/lane_pause.py).
 
-Why per instance, with no write: at prod's peak an ai consumer instance makes about one model call
-a second (31 calls a second over some 40 instances), so `min_calls` 20 in a 60 s window is reached
-in some 20 s by every instance, and the first instance to see a dependency fail for most of its
-calls stops the whole lane. At a trickle (under `min_calls` a minute per instance) no instance
-trips: failing records then retry with backoff and may reach the DLQ, as before; a lane-wide count
-would need a write per failure (a shared counter in the state table) and is not made.
+Why per instance, with no write: at prod's peak an engagement instance makes about three model
+calls a second (25 a second over some 8 busy slots) and an ai instance a model call and a send about
+every 4 s (6 turns a second over 24), so each reaches its lane's `min_calls` (20 in 60 s; 10 in
+120 s) within a minute, and the first instance to see its dependency failing stops the whole lane.
+At a trickle (fewer than `min_calls` calls in the window per instance) no instance trips: failing
+records then retry with backoff and may reach the DLQ, as before; a lane-wide count would need a
+write per failure (a shared counter in the state table) and is not made.
 """
 
 from __future__ import annotations

@@ -131,9 +131,10 @@ def test_a_consumer_pausing_after_an_operator_leaves_the_operators_mark(probe):
     assert probe.marks.read(LANES)["engagement"].by == "operator"
 
 
-def test_a_refused_model_keeps_the_lane_paused_until_bedrock_lets_it_call(probe, model):
-    # Given the engagement lane paused on its model refused, and the model still refused
-    probe.paused_itself("engagement", "model_refused")
+@pytest.mark.parametrize("lane", LANES)
+def test_a_refused_model_keeps_the_lane_paused_until_bedrock_lets_it_call(probe, model, lane):
+    # Given a lane paused on its model refused, and the model still refused
+    probe.paused_itself(lane, "model_refused")
     model.configure(refuse=True)
 
     # When the probe runs, then again once the model is enabled
@@ -144,9 +145,12 @@ def test_a_refused_model_keeps_the_lane_paused_until_bedrock_lets_it_call(probe,
     # Then it retried with one minimal Converse call each time, on the lane's own model
     calls = model.calls()
     assert [call.outcome for call in calls] == ["AccessDeniedException", "ok"]
-    assert {call.model_id for call in calls} == {json.loads(probe.environ["PROBE_SETTINGS"])["lanes"][0]["model_id"]}
+    (settings,) = [each for each in json.loads(probe.environ["PROBE_SETTINGS"])["lanes"] if each["name"] == lane]
+    assert {call.model_id for call in calls} == {settings["model_id"]}
     assert refused["lanes"][0]["failing"] == {"model": "model_refused"}
-    assert (answered["lanes"][0]["action"], probe.mapping("engagement")) == ("ramp_step", ("Enabled", 2))
+    # and Meta was not asked: the model is what stopped the lane
+    assert probe.graph.token_checks == 0
+    assert (answered["lanes"][0]["action"], probe.mapping(lane)) == ("ramp_step", ("Enabled", 2))
 
 
 def test_a_lane_with_no_mark_is_not_touched(probe):
