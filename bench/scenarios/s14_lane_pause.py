@@ -233,7 +233,8 @@ def run(h: Harness, p: Params) -> Result:
     )
     result.check("nothing is dead-lettered", o.dead_letters == 0, f"{o.dead_letters} in the ai lane's DLQ")
     result.check("every turn is answered once the token is back", sent == p.turns, f"{dict(o.counts)}")
-    result.check("no turn gets more than one reply", most <= 1, f"{len(o.per_turn)} turns replied to, at most {most} each")
+    replied = f"{len(o.per_turn)} turns replied to, at most {most} each"
+    result.check("no turn gets more than one reply", most <= 1, replied)
     result.check("the lane paused itself while the token was revoked", paused_after is not None, _secs(paused_after))
     result.check(
         "the probe resumed it after the token was restored, and the ramp reached the lane's concurrency",
