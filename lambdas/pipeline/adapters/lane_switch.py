@@ -12,15 +12,12 @@ from __future__ import annotations
 from typing import Any
 
 from pipeline.adapters.pause_marks import PauseMarks
+from pipeline.domain.lane_pause import PauseNotMarked
 from pipeline.domain.lane_probe import MappingState
 
 
 class MappingNotFound(RuntimeError):
     pass
-
-
-class MarkNotWritten(RuntimeError):
-    """The lane is paused, but its mark is not: the probe will not resume it (an operator must)."""
 
 
 class MappingSwitch:
@@ -38,7 +35,7 @@ class MappingSwitch:
         try:
             self._marks.paused_by_lane(self._lane, reason)
         except Exception as exc:
-            raise MarkNotWritten(f"the lane is paused but its mark was not written: {type(exc).__name__}") from exc
+            raise PauseNotMarked(f"the lane is paused but its mark was not written: {type(exc).__name__}") from exc
 
     def _mapping(self) -> str:
         if self._uuid is None:

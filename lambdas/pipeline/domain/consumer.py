@@ -57,6 +57,7 @@ from pipeline.domain.budgets import Grant, Mode
 from pipeline.domain.consumer_config import Adapters, ConsumerConfig
 from pipeline.domain.deadline_watch import DeadlineWatch
 from pipeline.domain.errors import Classified, PermanentError, classify
+from pipeline.domain.lane_pause import PauseNotMarked
 from pipeline.domain.marks import Obligation
 from pipeline.domain.outcomes import RecordOutcome
 from pipeline.domain.ports import location_id
@@ -152,6 +153,8 @@ class Consumer:
             return
         try:
             self._io.switch.pause(sorted(reasons)[0])
+        except PauseNotMarked as exc:
+            self._io.observer.problem("lane paused without its mark: the probe will not resume it", exc)
         except Exception as exc:  # its records are held without spending attempts all the same
             self._io.observer.problem("lane not paused", exc, reasons=sorted(reasons))
 

@@ -39,6 +39,10 @@ MARK_DAYS = 14
 lost its work already, and the item is left to TTL."""
 
 
+class PauseNotMarked(RuntimeError):
+    """The lane is paused, but its mark was not written: the probe will not resume it (an operator must)."""
+
+
 def pause_key(lane: str) -> str:
     return f"{PAUSE_PREFIX}{lane}"
 

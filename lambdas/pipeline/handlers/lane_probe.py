@@ -66,8 +66,8 @@ def create_handler(
         if verdict == rules.LEAVE:
             return {**line, "action": "wait"}
         if verdict == rules.FINISH:
-            marks.ramp_ended(mark)
-            count(metric_names.LANE_RESUMED, lane.name)
+            if marks.ramp_ended(mark):
+                count(metric_names.LANE_RESUMED, lane.name)
             return {**line, "action": "resumed", "level": mapping.concurrency}
         failing = {
             dependency: reason
