@@ -8,7 +8,6 @@ ERROR_CLASS = "ErrorClass"
 REASON = "Reason"
 PROBE_FAILED = "ProbeFailed"  # by Lane: a probe run found the dependency that paused the lane still failing
 LANE_RESUMED = "LaneResumed"  # by Lane: the probe brought a lane that paused itself back to its full concurrency
-LANE_RAMP_LEVEL = "LaneRampLevel"  # by Lane: the MaximumConcurrency the probe set on this run's step
 SOURCE = "Source"
 
 # Ingress (webhook door)

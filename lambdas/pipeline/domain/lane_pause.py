@@ -9,7 +9,10 @@ Who paused a lane is kept in one state-table item per lane (`pause_key`), so the
 (domain/lane_probe.py) resumes only what paused itself: the consumer writes `by = lane` after its
 mapping is disabled, unless an operator's pause (`by = operator`, `lanectl lane pause`) is there;
 `lanectl lane resume` deletes the item, and the probe deletes it when its ramp reaches the lane's
-MaximumConcurrency.
+MaximumConcurrency. An item rather than tags on the mapping: it costs a write unit per batch that
+pauses and half a read unit per lane per probe run (adapters/pause_marks.py), where tags would need
+lambda:TagResource for every consumer and the CLI, a ListTags per mapping per run, and could not be
+written conditionally, so a consumer's late pause would overwrite an operator's.
 """
 
 from __future__ import annotations

@@ -40,9 +40,7 @@ def create_handler(
     *,
     clock: Callable[[], float] = time.time,
     clients: Clients | None = None,
-    checks: Mapping[tuple[str, str], Check] | None = None,
 ) -> Handler:
-    """`checks` (a test's seam) replaces the real calls, by (lane, dependency)."""
     probe = settings.probe(environ)
     tables = settings.Tables.from_environ(environ)
     keys = settings.credentials(environ)
@@ -51,12 +49,11 @@ def create_handler(
     metrics = metrics_for(environ, SERVICE)
     marks = PauseMarks(clients.dynamodb, tables.state, clock)
     mappings = LaneMappings(clients.get("lambda"))
-    if checks is None:
-        checks = _checks(environ, probe.lanes, clients, keys)
+    checks = _checks(environ, probe.lanes, clients, keys)
 
-    def count(name: str, lane: str, value: float = 1.0, unit: Any = MetricUnit.Count) -> None:
+    def count(name: str, lane: str) -> None:
         metrics.add_dimension(metric_names.LANE, lane)
-        metrics.add_metric(name, unit, value)
+        metrics.add_metric(name, MetricUnit.Count, 1)
         metrics.flush_metrics()
 
     def step(lane: ProbedLane, mark: PauseMark) -> dict[str, Any]:
@@ -79,7 +76,6 @@ def create_handler(
             return {**line, "action": "still_paused", "failing": failing}
         level = rules.next_step(mapping, lane.max_concurrency, probe.ramp_seconds, probe.period_seconds)
         mappings.run_at(lane.mapping_id, level)
-        count(metric_names.LANE_RAMP_LEVEL, lane.name, level, MetricUnit.Count)
         if level >= lane.max_concurrency and marks.ramp_ended(mark):
             count(metric_names.LANE_RESUMED, lane.name)
             return {**line, "action": "resumed", "level": level}
