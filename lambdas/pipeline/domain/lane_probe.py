@@ -5,6 +5,10 @@ cheap real call; healthy, its mapping goes one step up the paced ramp (domain/ra
 `next_level`), from MaximumConcurrency 2 to the lane's own, and the mark is deleted when the ramp
 ends. Unhealthy, the lane stays where it is. A lane an operator paused, or one without a mark, is
 left alone: the probe never resumes what someone else stopped. Nothing here calls AWS.
+
+No lock is taken between a run's read and its update: a consumer that pauses the lane again in
+between has its disable undone by that run's step, once; its next refused record pauses the lane
+again, and the records meanwhile are held as before, so a race costs a few held records, no attempt.
 """
 
 from __future__ import annotations
