@@ -8,6 +8,8 @@ what was sent, and the statuses WhatsApp sends back for each message.
 - Errors are Meta's bodies (`{"error": {"message", "type", "code", "error_data", "fbtrace_id"}}`)
   with Meta's codes: rate limits 130429, 131056, 80007; 131047 outside the service window;
   131026 undeliverable; 190 for a token that is not the stored one, or every token while revoked.
+- `GET /{version}/me` answers the token's user (`{"id": ...}`) for the stored token, and 190 with
+  Meta's OAuthException body for any other, or every token while revoked: the lane probe's check.
 - For a WhatsApp message accepted, a `sent` status carrying its `biz_opaque_callback_data` is
   delivered to the pipeline's webhook, signed with the app secret, `status_delay_ms` later.
 
@@ -53,6 +55,8 @@ ERRORS: dict[int, tuple[int, str, str]] = {
     190: (401, "Error validating access token: The session has been invalidated.", ""),
 }
 """Meta's code: (HTTP status, message, error_data.details)."""
+SYSTEM_USER_ID = "122100000000000001"
+"""The id `GET /me` answers for the stored token: a system user's, as Meta gives one."""
 
 
 @dataclass(frozen=True)
@@ -119,6 +123,7 @@ class GraphFake:
     _windows: dict[str, deque[float]] = field(default_factory=dict, repr=False)
     _rng: random.Random = field(default_factory=random.Random, repr=False)
     _server: ThreadingHTTPServer | None = field(default=None, repr=False)
+    _token_checks: int = field(default=0, repr=False)
 
     def __post_init__(self) -> None:
         self._rng.seed(self.seed)
@@ -154,6 +159,9 @@ class GraphFake:
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:
                 fake._post(self)
+
+            def do_GET(self) -> None:
+                fake._get(self)
 
             def log_message(self, *_: Any) -> None:
                 return
@@ -211,6 +219,27 @@ class GraphFake:
         else:
             answer = {"recipient_id": sent.recipient, "message_id": sent.message_id}
         self._answer(request, 200, answer)
+
+    def _get(self, request: BaseHTTPRequestHandler) -> None:
+        """`GET /{version}/me`: the token's own user (the lane probe's check of the token)."""
+        parts = [p for p in request.path.split("?")[0].split("/") if p]
+        if len(parts) != 2 or parts[0] != VERSION or parts[1] != "me":
+            self._error(request, 400, 100, "Unsupported get request.", "")
+            return
+        bearer = request.headers.get("authorization", "").removeprefix("Bearer ").strip()
+        with self._lock:
+            self._token_checks += 1
+        if self.behaviour.revoked or not self.token or bearer != self.token:
+            status, message, details = ERRORS[190]
+            self._error(request, status, 190, message, details)
+            return
+        self._answer(request, 200, {"id": SYSTEM_USER_ID})
+
+    @property
+    def token_checks(self) -> int:
+        """`GET /me` calls answered (the probe's)."""
+        with self._lock:
+            return self._token_checks
 
     def _injected(self, behaviour: GraphBehaviour, business: str, recipient: str) -> int | None:
         now = time.time()

@@ -59,6 +59,7 @@ def acknowledge(stack: PipelineStack) -> None:
         stack.ingress.jobs,
         stack.erasure.door,
         stack.sweeper.sweeper,
+        stack.lane_probe.probe,
         *(consumer.consumer for consumer in stack.consumers.values()),
     ]
     for function in functions:
@@ -78,6 +79,12 @@ def acknowledge(stack: PipelineStack) -> None:
         "The sweep runs on a schedule with no retries; a failed sweep is made up by the next one, and the "
         "sweeper-silent alarms page when three periods in a row hold no report, so a sweeper that keeps failing "
         "pages.",
+    )
+    _ack(
+        stack.lane_probe.probe.function,
+        "Serverless-LambdaDLQ",
+        "The probe runs on a schedule with no retries; a failed run is made up by the next one, and its errors "
+        "alarm pages when runs keep failing.",
     )
     for consumer in stack.consumers.values():
         if consumer.pause_policy is not None:

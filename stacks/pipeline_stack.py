@@ -17,6 +17,7 @@ from stacks.constructs.edge import Edge
 from stacks.constructs.function import SharedCode
 from stacks.constructs.ingress import Ingress, MetaSecret
 from stacks.constructs.lane import LaneConsumer, LaneQueues
+from stacks.constructs.lane_probe import LaneProbe
 from stacks.constructs.meta_send import MetaAccessToken
 from stacks.constructs.observability import Observability
 from stacks.constructs.privacy import ErasureDoor, SenderKey
@@ -86,7 +87,9 @@ class PipelineStack(Stack):
                 consumer,
                 env,
                 pause_reasons(
-                    calls_model=env.model(lane.name) is not None, sends=lane.policy.task in runtime_env.SENDING_TASKS
+                    calls_model=env.model(lane.name) is not None,
+                    sends=lane.policy.task in runtime_env.SENDING_TASKS,
+                    watches_failures=lane.policy.pause_on_failures is not None,
                 ),
                 self.on_call,
             )
@@ -159,6 +162,23 @@ class PipelineStack(Stack):
             on_call=self.on_call,
         )
         self.schedule_rules.append(self.sweeper.rule)
+        self.lane_probe = LaneProbe(
+            self,
+            "LaneProbe",
+            env=env,
+            shared=shared,
+            tables=self.tables,
+            consumers=self.consumers,
+            access_token=self.access_token,
+            environment=runtime_env.lane_probe(
+                env,
+                resources,
+                dumps,
+                {name: consumer.mapping.event_source_mapping_id for name, consumer in self.consumers.items()},
+            ),
+            on_call=self.on_call,
+        )
+        self.schedule_rules.append(self.lane_probe.rule)
         self.observability = Observability(
             self,
             "Observability",
@@ -192,3 +212,4 @@ class PipelineStack(Stack):
         CfnOutput(self, "MetaSecretArn", value=self.secret.secret_arn)
         CfnOutput(self, "MetaAccessTokenArn", value=self.access_token.secret_arn)
         CfnOutput(self, "SenderKeyArn", value=self.sender_key.secret_arn)
+        CfnOutput(self, "LaneProbeFunctionName", value=self.lane_probe.probe.function.function_name)

@@ -21,6 +21,7 @@ from pipeline.settings import (
     RetentionSettings,
     codec,
 )
+from pipeline.settings.lane_probe import ProbedLane, ProbeSettings
 from pipeline.settings.sweeper_policy import SweeperSettings
 from stacks.config.environments import Environment
 from stacks.config.lanes import Lane
@@ -183,4 +184,38 @@ def sweeper(env: Environment, resources: Resources, dumps: Dumps) -> dict[str, s
                 run_seconds=env.sweeper.run_seconds,
             )
         ),
+    }
+
+
+def probed_lanes(env: Environment) -> list[Lane]:
+    """The lanes that can pause themselves: those that call a model or send through Meta."""
+    return [lane for lane in env.lanes if env.model(lane.name) is not None or lane.policy.task in SENDING_TASKS]
+
+
+def lane_probe(env: Environment, resources: Resources, dumps: Dumps, mapping_ids: Mapping[str, str]) -> dict[str, str]:
+    """The probe's variables; `mapping_ids` by lane (the stack's are tokens of its mappings)."""
+    lanes = probed_lanes(env)
+    sends = any(lane.policy.task in SENDING_TASKS for lane in lanes) and resources.access_token_arn
+    settings = ProbeSettings(
+        period_seconds=env.probe.period_seconds,
+        ramp_seconds=env.probe.ramp_seconds,
+        lanes=tuple(
+            ProbedLane(
+                name=lane.name,
+                mapping_id=mapping_ids[lane.name],
+                max_concurrency=lane.policy.max_concurrency,
+                model_id=model.settings.model_id if (model := env.model(lane.name)) is not None else None,
+                sends=lane.policy.task in SENDING_TASKS,
+            )
+            for lane in lanes
+        ),
+    )
+    return {
+        **_common(env, resources, "lane-probe"),
+        **(
+            {EnvVar.GRAPH_API_URL: env.graph_api_url, EnvVar.ACCESS_TOKEN_ARN: resources.access_token_arn}
+            if sends
+            else {}
+        ),
+        EnvVar.PROBE: dumps(codec.to_plain(settings)),
     }

@@ -83,9 +83,11 @@ def _fill(s: Session, p: Params, label: str) -> dict[str, str]:
     dead_before = s.depth(LANE, dlq=True).visible
     # The outage: every model call fails, and (to fill the DLQ in seconds rather than minutes) the
     # consumer gives up after the first attempt; what lands in the DLQ is the consumer's own dead
-    # letter, with its reason, exactly as after max receives.
+    # letter, with its reason, exactly as after max receives. The lane's pause on a failing model
+    # (LanePolicy.pause_on_failures, scenario 14) is off here: it would hold the comments in the lane
+    # instead, which is the point of it, and leave this scenario no dead letters to redrive.
     s.configure_model(failure_rate=1.0, latency_ms=0)
-    s.configure_lane(LANE, max_receives=1)
+    s.configure_lane(LANE, max_receives=1, pause_on_failures=None)
     statuses = fan_out(
         [
             lambda c=c, page=page: s.client.deliver(meta.page_comment(page, c, f"refund for {c}?")).status

@@ -6,6 +6,8 @@ LANE = "Lane"
 OUTCOME = "Outcome"
 ERROR_CLASS = "ErrorClass"
 REASON = "Reason"
+PROBE_FAILED = "ProbeFailed"  # by Lane: a probe run found the dependency that paused the lane still failing
+LANE_RESUMED = "LaneResumed"  # by Lane: the probe brought a lane that paused itself back to its full concurrency
 SOURCE = "Source"
 
 # Ingress (webhook door)

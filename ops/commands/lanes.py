@@ -1,7 +1,9 @@
 """`lanectl lane pause` / `lane resume [--ramp]`: stop and restart a lane's consumer.
 
 Pausing disables the lane's event source mapping: the queue keeps accepting work (nothing is
-refused or lost) and messages wait, so the lane's age alarm will fire past its objective. Resuming
+refused or lost) and messages wait, so the lane's age alarm will fire past its objective. It also
+marks the lane paused by an operator in the state table (domain/dependencies/lane_pause.py), so the lane probe,
+which resumes a lane that paused itself, leaves it alone; resuming deletes the mark. Resuming
 enables it at the catalogue's MaximumConcurrency, or, with --ramp, from 2 (the SQS minimum) up to
 it step by step, so a dependency that has just recovered is not met by the whole backlog at once.
 """
@@ -16,6 +18,7 @@ from ops.context import Context
 from ops.errors import FAILED, INTERRUPTED, OK, OpsError
 from ops.output import duration
 from ops.resolve import known_lane
+from pipeline.adapters.pause_marks import PauseMarks
 from pipeline.domain.dependencies.ramp import RAMP_FLOOR, ramp_levels
 
 SETTLE_TIMEOUT_SECONDS = 120.0
@@ -70,11 +73,20 @@ def _settled(ctx: Context, client: Any, uuid: str) -> dict[str, Any]:
         waited += 1.0
 
 
+def _marks(ctx: Context) -> PauseMarks:
+    return PauseMarks(ctx.aws.client("dynamodb"), ctx.deployment().output("StateTableName"), ctx.clock)
+
+
 def pause(ctx: Context, lane_name: str) -> int:
     known_lane(ctx.env, lane_name)
     client, uuid, mapping = _mapping(ctx, lane_name)
+    # Before the mapping: a lane that paused itself becomes the operator's, which the probe leaves.
+    _marks(ctx).paused_by_operator(lane_name)
     if mapping.get("State") in ("Disabled", "Disabling"):
-        ctx.console.line(f"{lane_name} is already paused (mapping {uuid} is {mapping.get('State')})")
+        ctx.console.line(
+            f"{lane_name} is already paused (mapping {uuid} is {mapping.get('State')}); it is now held by you: "
+            "the lane probe will not resume it"
+        )
         return OK
     client.update_event_source_mapping(UUID=uuid, Enabled=False)
     state = _settled(ctx, client, uuid).get("State")
@@ -91,6 +103,8 @@ def resume(ctx: Context, lane_name: str, ramp: float | None) -> int:
     target = lane.policy.max_concurrency
     client, uuid, mapping = _mapping(ctx, lane_name)
     running = mapping.get("State") in ("Enabled", "Enabling")
+    # Whoever paused it, the lane is the operator's to resume now: no mark is left for the probe.
+    _marks(ctx).resumed_by_operator(lane_name)
     if ramp is None:
         client.update_event_source_mapping(UUID=uuid, Enabled=True, ScalingConfig={"MaximumConcurrency": target})
         state = _settled(ctx, client, uuid).get("State")

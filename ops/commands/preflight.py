@@ -33,7 +33,7 @@ from ops.aws import describe_error
 from ops.commands.preflight_models import check_models
 from ops.commands.preflight_result import FAIL, PASS, SKIP, Result
 from ops.context import Context
-from ops.cost.plan_checks import SWEEPER_RESERVATION, UNRESERVED_MINIMUM
+from ops.cost.plan_checks import PROBE_RESERVATION, SWEEPER_RESERVATION, UNRESERVED_MINIMUM
 from ops.errors import FAILED, OK
 from ops.resolve import Deployment, find, output_prefix, stack_name
 from pipeline.domain.meta_secret import MetaSecrets, SecretsMisconfigured
@@ -129,7 +129,7 @@ def check_concurrency(ctx: Context, deployment: Deployment | None) -> Result:
     unreserved = int(settings.get("UnreservedConcurrentExecutions", quota))
     if not ctx.env.reserved_concurrency:
         return Result(PASS, "concurrency", f"{ctx.env.name} reserves nothing; account quota {quota}")
-    wanted = ctx.env.reserved_total + ctx.env.jobs_reservation + SWEEPER_RESERVATION
+    wanted = ctx.env.reserved_total + ctx.env.jobs_reservation + SWEEPER_RESERVATION + PROBE_RESERVATION
     held = _current_reservations(ctx, deployment)
     available = unreserved + held - UNRESERVED_MINIMUM
     detail = (

@@ -14,7 +14,7 @@ from pipeline.domain.dependencies.lane_pause import pause_reasons
 from stacks.config.environments import Environment
 from stacks.config.lanes import Lane
 from stacks.config.on_call import sns_delivers
-from stacks.runtime_env import SENDING_TASKS
+from stacks.runtime_env import SENDING_TASKS, probed_lanes
 
 EDGE_RULES = 2
 """The edge's web ACL: the webhook path only, and the rate per source address."""
@@ -118,10 +118,16 @@ def environment_cost(env: Environment, average_fraction: float, prices: Prices =
             sending_lanes=sum(1 for lane in env.lanes if lane.policy.task in SENDING_TASKS),
             pause_alarms=sum(
                 len(
-                    pause_reasons(calls_model=env.model(lane.name) is not None, sends=lane.policy.task in SENDING_TASKS)
+                    pause_reasons(
+                        calls_model=env.model(lane.name) is not None,
+                        sends=lane.policy.task in SENDING_TASKS,
+                        watches_failures=lane.policy.pause_on_failures is not None,
+                    )
                 )
                 for lane in env.lanes
             ),
+            probe_period_seconds=env.probe.period_seconds,
+            probed_lanes=len(probed_lanes(env)),
         ),
         edge=edge_cost(env.lanes, average_fraction, prices),
         edge_enabled=env.edge.enabled,

@@ -107,6 +107,7 @@ def _cost_lines(env: Environment, average_fraction: float) -> list[str | Table]:
     )
     lines.append(
         f"fixed: idle SQS polling {money(fixed.idle_polling)}, sweeper {money(fixed.sweeper)}, "
+        f"lane probe {money(fixed.lane_probe)}, "
         f"{fixed.alarm_count} alarms {money(fixed.alarms)}, dashboard {money(fixed.dashboard)}"
     )
     if model_rows:

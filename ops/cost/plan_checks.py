@@ -18,6 +18,8 @@ from stacks.config.lanes import QUEUE_RETENTION_DAYS, Lane
 UNRESERVED_MINIMUM = 100
 """Lambda refuses reservations that would leave fewer unreserved executions than this."""
 SWEEPER_RESERVATION = 1
+PROBE_RESERVATION = 1
+"""The lane probe's one reserved instance (stacks/constructs/lane_probe.py): two runs would step one ramp twice."""
 DAY_SECONDS = 24 * 3600
 
 
@@ -155,10 +157,11 @@ def account_lines(env: Environment) -> tuple[list[str], list[str]]:
                 "at peak they throttle each other (and the API)"
             )
         return lines, warnings
-    reserved = env.reserved_total + env.jobs_reservation + SWEEPER_RESERVATION
+    reserved = env.reserved_total + env.jobs_reservation + SWEEPER_RESERVATION + PROBE_RESERVATION
     lines = [
         f"reserved concurrency {reserved} (lanes {env.reserved_total} + jobs API {env.jobs_reservation} + sweeper "
-        f"{SWEEPER_RESERVATION}) of a {quota} quota; Lambda keeps {UNRESERVED_MINIMUM} unreserved, so {reservable} "
+        f"{SWEEPER_RESERVATION} + lane probe {PROBE_RESERVATION}) of a {quota} quota; Lambda keeps "
+        f"{UNRESERVED_MINIMUM} unreserved, so {reservable} "
         "can be reserved"
     ]
     warnings = []

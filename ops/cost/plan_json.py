@@ -82,6 +82,7 @@ def document(env: Environment, plans: list[LanePlan], *, utilisation: float, ave
             "fixed": {
                 "idle_polling": _money(fixed.idle_polling),
                 "sweeper": _money(fixed.sweeper),
+                "lane_probe": _money(fixed.lane_probe),
                 "alarms": _money(fixed.alarms),
                 "alarm_count": fixed.alarm_count,
                 "dashboard": _money(fixed.dashboard),

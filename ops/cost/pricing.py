@@ -280,6 +280,10 @@ def lane_cost(
     )
 
 
+PROBE_RUN_SECONDS = 0.2
+"""A lane probe run with nothing paused: one BatchGetItem, and its log line."""
+
+
 @dataclass(frozen=True)
 class FixedCost:
     idle_polling: float
@@ -287,10 +291,13 @@ class FixedCost:
     alarms: float
     dashboard: float
     alarm_count: int
+    lane_probe: float = 0.0
+    """The lane probe's runs: its invocations and its read of the pause marks (Bedrock's and Meta's
+    calls only while a lane is paused, too few to price)."""
 
     @property
     def total(self) -> float:
-        return self.idle_polling + self.sweeper + self.alarms + self.dashboard
+        return self.idle_polling + self.sweeper + self.lane_probe + self.alarms + self.dashboard
 
 
 def fixed_cost(
@@ -303,6 +310,8 @@ def fixed_cost(
     quiet_webhooks_alarm: bool = False,
     sending_lanes: int = 0,
     pause_alarms: int = 0,
+    probe_period_seconds: float | None = None,
+    probed_lanes: int = 0,
 ) -> FixedCost:
     polls = lane_count * usage.idle_pollers * prices.seconds_per_month / 20
     sweeps = prices.seconds_per_month / sweeper_period_seconds
@@ -312,7 +321,8 @@ def fixed_cost(
     # jobs, refused signatures, unparseable deliveries, and each 5xx reason of the doors (webhook,
     # jobs API, data-deletion callback); where SNS mails or posts pages itself, the pages it could
     # not deliver; where the environment expects steady traffic, webhooks gone quiet; per lane that
-    # sends replies through Meta, its unanswered replies; per lane that pauses itself, one per reason.
+    # sends replies through Meta, its unanswered replies; per lane that pauses itself, one per reason,
+    # and its probe failing for long; the probe's own errors.
     doors = (
         len(metric_names.WebhookFailure.ALL) + len(metric_names.JobFailure.ALL) + len(metric_names.ErasureFailure.ALL)
     )
@@ -325,6 +335,15 @@ def fixed_cost(
         + int(quiet_webhooks_alarm)
         + sending_lanes
         + pause_alarms
+        + (probed_lanes + 1 if probed_lanes else 0)
+    )
+    # A probe run with no lane paused: one eventually consistent BatchGetItem of the pause marks
+    # (0.5 read units a lane, found or not), about 0.2 s at 256 MB.
+    probe_runs = prices.seconds_per_month / probe_period_seconds if probe_period_seconds and probed_lanes else 0.0
+    lane_probe = probe_runs * (
+        0.25 * PROBE_RUN_SECONDS * prices.lambda_per_gb_second
+        + prices.lambda_per_million_requests / 1_000_000
+        + probed_lanes * 0.5 * prices.dynamodb_per_million_reads / 1_000_000
     )
     return FixedCost(
         idle_polling=polls / 1_000_000 * prices.sqs_per_million_requests,
@@ -332,4 +351,5 @@ def fixed_cost(
         alarms=alarm_count * prices.alarm_per_month,
         dashboard=prices.dashboard_per_month,
         alarm_count=alarm_count,
+        lane_probe=lane_probe,
     )

@@ -19,6 +19,7 @@ from stacks.config.doors import (
     Throttle,
 )
 from stacks.config.lane_overrides import LaneOverride, lanes_for
+from stacks.config.lane_probe import LaneProbeConfig
 from stacks.config.lanes import (
     LLM_DEPENDENCY,
     Lane,
@@ -134,6 +135,8 @@ class Environment:
     webhook: WebhookSettings = field(default_factory=WebhookSettings)
     jobs: JobsConfig = field(default_factory=JobsConfig)
     sweeper: SweeperConfig = field(default_factory=SweeperConfig)
+    probe: LaneProbeConfig = field(default_factory=LaneProbeConfig)
+    """The probe that resumes a lane that paused itself (stacks/constructs/lane_probe.py)."""
     alarms: AlarmConfig = field(default_factory=AlarmConfig)
     edge: EdgeConfig = field(default_factory=EdgeConfig)
     mutual_tls: MutualTlsConfig | None = None
@@ -318,6 +321,7 @@ def _build() -> dict[str, Environment]:
             # Under load the emulator's lanes hold a thousand messages and more, minutes of wait:
             # the cap is what bounds a row there, not patience.
             sweeper=SweeperConfig(period_seconds=5, grace_seconds=8, patience_seconds=30, patience_cap_seconds=600),
+            probe=LaneProbeConfig(period_seconds=3, ramp_seconds=20, failing_alarm_seconds=30),
             alarms=AlarmConfig(
                 period_seconds=10, evaluation_periods=1, webhook_age_seconds=60, webhooks_quiet_seconds=30
             ),

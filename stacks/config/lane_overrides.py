@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
-from stacks.config.lanes import Lane, LanePolicy, RetryPolicy, Tick, Traffic
+from stacks.config.lanes import FailureRatePause, Lane, LanePolicy, RetryPolicy, Tick, Traffic
 
 POLICY_FIELDS = frozenset(f.name for f in fields(LanePolicy))
 LANE_FIELDS = frozenset(f.name for f in fields(Lane)) - {"policy"}
@@ -35,6 +35,7 @@ class LaneOverride:
     task_options: tuple[tuple[str, str], ...] | None = None
     traffic: Traffic | None = None
     tick: Tick | None = None
+    pause_on_failures: FailureRatePause | None = None
 
     def changes(self) -> dict[str, Any]:
         """What this override sets, by field name."""

@@ -16,6 +16,7 @@ from pipeline.settings.lane_policy import (
     DLQ_RETENTION_SECONDS,
     SQS_MAX_VISIBILITY_SECONDS,
     BudgetMode,
+    FailureRatePause,
     LanePolicy,
     RetryPolicy,
     TenantQuota,
@@ -159,6 +160,9 @@ def catalogue() -> tuple[Lane, ...]:
                 defer_seconds=30,
                 service_seconds=0.3,
                 dependency=LLM_DEPENDENCY,
+                # At its peak (25 a second over about 8 busy slots) an instance makes some three
+                # model calls a second: 20 in a minute is a few seconds of its traffic.
+                pause_on_failures=FailureRatePause(window_seconds=60, min_calls=20, failure_share=0.5),
             ),
             purpose="Comment and feed changes: bursty (a post can draw hundreds of comments a "
             "minute), kept off the messages lane so a campaign never delays a customer's message.",
@@ -186,6 +190,9 @@ def catalogue() -> tuple[Lane, ...]:
                 dependency=LLM_DEPENDENCY,
                 # An unknown send waits up to a minute for WhatsApp's status before it is unanswered.
                 task_options=(("debounce_seconds", "4"), ("resolve_seconds", "20"), ("resolve_rounds", "3")),
+                # At its peak (6 turns a second over 24 busy slots) an instance makes a model call and
+                # a send about every 4 s: 10 of them in two minutes are 40 s of its traffic.
+                pause_on_failures=FailureRatePause(window_seconds=120, min_calls=10, failure_share=0.5),
             ),
             purpose="AI reply turns: slow, bound by the model vendor's concurrency quota.",
             memory_mb=512,
@@ -257,6 +264,7 @@ __all__ = [
     "QUEUE_RETENTION_DAYS",
     "SCHEDULED",
     "BudgetMode",
+    "FailureRatePause",
     "Lane",
     "LanePolicy",
     "RetryPolicy",

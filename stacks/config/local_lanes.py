@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from stacks.config.lane_overrides import LaneOverride
-from stacks.config.lanes import AI, BULK, ENGAGEMENT, MESSAGES, SCHEDULED, RetryPolicy, Tick, Traffic
+from stacks.config.lanes import AI, BULK, ENGAGEMENT, MESSAGES, SCHEDULED, FailureRatePause, RetryPolicy, Tick, Traffic
 
 # The local environment runs on one machine against an in-process emulator, so its times are
 # seconds, not minutes, and its queues are kept shallow, so a demo's backlog drains in seconds.
@@ -41,6 +41,7 @@ LOCAL_OVERRIDES: Mapping[str, LaneOverride] = {
         task_options=(("debounce_seconds", "1"), ("resolve_seconds", "1"), ("resolve_rounds", "3")),
         service_seconds=0.3,
         traffic=Traffic(peak_per_second=2),
+        pause_on_failures=FailureRatePause(window_seconds=10, min_calls=6, failure_share=0.5),
     ),
     BULK: LaneOverride(
         objective_seconds=60,

@@ -45,7 +45,8 @@ def _rate(period_seconds: int) -> events.Schedule:
     return events.Schedule.rate(Duration.minutes(max(1, math.ceil(period_seconds / 60))))
 
 
-def _rule(scope: Construct, construct_id: str, period_seconds: int, description: str) -> events.Rule:
+def schedule_rule(scope: Construct, construct_id: str, period_seconds: int, description: str) -> events.Rule:
+    """A rate schedule carrying its true period for the local runtime (PERIOD_METADATA)."""
     rule = events.Rule(scope, construct_id, schedule=_rate(period_seconds), description=description)
     child = rule.node.default_child
     assert isinstance(child, events.CfnRule)
@@ -93,7 +94,7 @@ class Sweeper(Construct):
         # row may be of any lane.
         for queue in queues.values():
             grant_queue(function, queue, (*SEND, *DEPTH))
-        self.rule = _rule(
+        self.rule = schedule_rule(
             self, "Schedule", env.sweeper.period_seconds, f"lanes-{env.name}: sweep for lost and abandoned work"
         )
         # A missed sweep is made up by the next one; retrying an old sweep only overlaps it.
@@ -193,7 +194,7 @@ class Ticks(Construct):
         super().__init__(scope, construct_id)
         assert lane.tick is not None
         tick = lane.tick
-        self.rule = _rule(self, "Schedule", tick.period_seconds, f"lanes-{env.name}: {tick.kind} ticks")
+        self.rule = schedule_rule(self, "Schedule", tick.period_seconds, f"lanes-{env.name}: {tick.kind} ticks")
         envelope = {
             "id": f"tick-{events.EventField.from_path('$.id')}",
             "lane": lane.name,

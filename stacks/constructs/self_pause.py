@@ -16,7 +16,7 @@ from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_iam as iam
 
 from pipeline import metric_names
-from pipeline.domain.dependencies.lane_pause import MODEL_REFUSED, TOKEN_INVALID
+from pipeline.domain.dependencies.lane_pause import META_FAILING, MODEL_FAILING, MODEL_REFUSED, TOKEN_INVALID
 from stacks.config.environments import Environment
 from stacks.constructs.alarms import OnCall
 from stacks.constructs.lane import LaneConsumer
@@ -26,6 +26,8 @@ CAUSES = {
     MODEL_REFUSED: "the lane may not call its model (access denied, the model not enabled in the account, or no "
     "such model or profile in the region)",
     TOKEN_INVALID: "Meta refused the access token (error 190): it was revoked, expired or replaced",
+    MODEL_FAILING: "most of its model calls failed for a while (Bedrock unavailable or timing out)",
+    META_FAILING: "most of its sends through Meta failed for a while (Meta answering 5xx, or unreachable)",
 }
 """The stop-the-lane reasons (ModelRefused in domain/dependencies/model.py, TokenInvalid in
 domain/dependencies/meta_send.py)."""
@@ -74,5 +76,6 @@ def pause_on_refusal(consumer: LaneConsumer, env: Environment, reasons: Iterable
             comparison=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
             evaluation_periods=1,
             description=f"{lane}: the lane paused itself ({reason}): {CAUSES[reason]}. Its records wait in its "
-            "queue, none dead-lettered. See docs/RUNBOOK.md#lane-paused-itself.",
+            "queue, none dead-lettered; the lane probe resumes it on its ramp once the dependency answers. "
+            "See docs/RUNBOOK.md#lane-paused-itself.",
         )

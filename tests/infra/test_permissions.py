@@ -103,6 +103,8 @@ def _bedrock_grants(synthesized) -> dict[str, list[tuple[list[str], list]]]:
     for function in synthesized.resources("AWS::Lambda::Function").values():
         variables = function["Properties"].get("Environment", {}).get("Variables", {})
         lane = json.loads(variables["LANE"])["name"] if "LANE" in variables else ""
+        if function["Properties"]["Handler"] == "pipeline.handlers.lane_probe.handler":
+            lane = "lane-probe"
         lane_of_role[function["Properties"]["Role"]["Fn::GetAtt"][0]] = lane
     found: dict[str, list[tuple[list[str], list]]] = {}
     for policy in synthesized.resources("AWS::IAM::Policy").values():
@@ -119,8 +121,9 @@ def _bedrock_grants(synthesized) -> dict[str, list[tuple[list[str], list]]]:
 def test_only_the_model_lanes_may_invoke_a_model_and_only_their_own(synthesized):
     env = synthesized.env
     grants = _bedrock_grants(synthesized)
-    # Exactly the lanes with a model in the environment's config have a Bedrock grant
-    assert set(grants) == {model.lane for model in env.models}
+    # Exactly the lanes with a model in the environment's config have a Bedrock grant, and the lane
+    # probe, for its one-token call on each of them (pinned in its own test below)
+    assert set(grants) == {model.lane for model in env.models} | {"lane-probe"}
     for model in env.models:
         [(actions, resources)] = grants[model.lane]
         # Converse is authorised as InvokeModel: nothing else of Bedrock, on that model alone
@@ -148,9 +151,77 @@ def test_only_the_lanes_that_send_replies_read_the_access_token_and_the_data_tab
                 assert statement["Action"] == "secretsmanager:GetSecretValue"
                 readers.update(policy["Properties"]["Roles"][0]["Ref"] for _ in [0])
     sending = {role for role, lane in lane_of_role.items() if lane and lane["task"] in SENDING_TASKS}
-    assert readers == sending != set()
+    # and the lane probe, which checks the token with `GET /me` after a 190 paused the lane
+    (probe,) = [
+        f["Properties"]["Role"]["Fn::GetAtt"][0]
+        for f in synthesized.resources("AWS::Lambda::Function").values()
+        if f["Properties"]["Handler"] == "pipeline.handlers.lane_probe.handler"
+    ]
+    assert readers == sending | {probe}
+    assert sending != set()
     # The reply a send reads is in the data table: only the sending lanes read it there
     for lane in synthesized.env.lanes:
         consumer = _table_actions(synthesized, "pipeline.handlers.consumer.handler", {lane.name})
         reads_data = "dynamodb:GetItem" in consumer.get("DataTable", set())
         assert reads_data == (lane.policy.task in SENDING_TASKS), lane.name
+
+
+def _probe_statements(synthesized) -> list[tuple[list[str], list]]:
+    (role,) = [
+        f["Properties"]["Role"]["Fn::GetAtt"][0]
+        for f in synthesized.resources("AWS::Lambda::Function").values()
+        if f["Properties"]["Handler"] == "pipeline.handlers.lane_probe.handler"
+    ]
+    found = []
+    for policy in synthesized.resources("AWS::IAM::Policy").values():
+        if role not in {r["Ref"] for r in policy["Properties"]["Roles"]}:
+            continue
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
+            actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
+            resources = statement["Resource"] if isinstance(statement["Resource"], list) else [statement["Resource"]]
+            found.append((actions, resources))
+    return found
+
+
+def test_the_lane_probe_may_touch_exactly_the_pausable_lanes_mappings_the_token_and_their_models(synthesized):
+    from stacks.runtime_env import probed_lanes
+
+    env = synthesized.env
+    statements = _probe_statements(synthesized)
+    by_action: dict[str, list] = {}
+    for actions, resources in statements:
+        for action in actions:
+            by_action.setdefault(action, []).extend(resources)
+    # The pause marks: read them all at once, delete one when its ramp ends; nothing else of a table
+    assert _table_actions(synthesized, "pipeline.handlers.lane_probe.handler") == {
+        "StateTable": {"dynamodb:BatchGetItem", "dynamodb:DeleteItem"}
+    }
+    # Exactly the mappings of the lanes that can pause themselves, read and updated, nothing listed
+    mappings = {
+        logical_id
+        for logical_id in synthesized.resources("AWS::Lambda::EventSourceMapping")
+        if any(logical_id.startswith(f"{lane_id}Lane") for lane_id in _lane_ids(probed_lanes(env)))
+    }
+    for action in ("lambda:GetEventSourceMapping", "lambda:UpdateEventSourceMapping"):
+        named = {part["Ref"] for r in by_action[action] for part in r["Fn::Join"][1] if isinstance(part, dict)}
+        assert named - {"AWS::Partition", "AWS::Region", "AWS::AccountId"} == mappings, action
+    assert {a for a in by_action if a.startswith("lambda:")} == {
+        "lambda:GetEventSourceMapping",
+        "lambda:UpdateEventSourceMapping",
+    }
+    # Meta's access token, read only
+    assert by_action["secretsmanager:GetSecretValue"] == [{"Ref": "MetaAccessToken"}]
+    # Converse on the watched lanes' models, each named; nothing else of Bedrock
+    assert {a for a in by_action if a.startswith("bedrock:")} == {"bedrock:InvokeModel"}
+    text = json.dumps(by_action["bedrock:InvokeModel"])
+    for lane in probed_lanes(env):
+        model = env.model(lane.name)
+        if model is not None:
+            assert f"foundation-model/{model.foundation_model}" in text
+    assert "*" not in text.replace("bedrock:*::", "")
+
+
+def _lane_ids(lanes) -> set[str]:
+    from stacks.runtime_env import lane_id
+
+    return {lane_id(lane.name) for lane in lanes}

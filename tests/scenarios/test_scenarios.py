@@ -23,6 +23,7 @@ from bench.scenarios import (
     s11_recovery,
     s12_meta_retries,
     s13_send_timeouts,
+    s14_lane_pause,
 )
 
 pytestmark = [pytest.mark.xdist_group("scenarios"), pytest.mark.slow]
@@ -189,3 +190,19 @@ def test_a_turn_never_gets_two_replies_when_answers_are_lost_and_unconfirmed_tur
     assert max(result.data["naive_per_turn"].values()) == 2, _explain(result)
     assert result.data["states"].get("unanswered", 0) >= 1, _explain(result)
     assert result.data["dead_letters"] == 0, _explain(result)
+
+
+def test_a_revoked_token_pauses_the_lane_and_the_probe_brings_it_back_with_nothing_lost(harness):
+    # Given AI turns arriving while Meta's token is revoked for a few seconds, then restored
+    result = s14_lane_pause.run(harness, s14_lane_pause.QUICK)
+    # Then the lane paused itself, nothing reached the DLQ, every turn got exactly one reply, and the
+    # probe resumed the lane on its ramp from 2 up to the lane's MaximumConcurrency
+    assert result.passed, _explain(result)
+    assert result.data["dead_letters"] == 0, _explain(result)
+    assert result.data["states"] == {"sent": result.data["turns"]}, _explain(result)
+    assert max(result.data["per_turn"].values()) == 1, _explain(result)
+    assert result.data["paused_after"] is not None, _explain(result)
+    assert result.data["resumed_after"] is not None, _explain(result)
+    assert result.data["ramp"][0][1] == 2, _explain(result)
+    assert result.data["ramp"][-1][1] == result.data["target"], _explain(result)
+    assert result.data["token_checks"] >= 2, _explain(result)

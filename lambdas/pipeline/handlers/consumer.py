@@ -24,6 +24,7 @@ from pipeline.adapters.lane_queue import SqsLaneQueue
 from pipeline.adapters.lane_switch import MappingSwitch
 from pipeline.adapters.leases import LeaseBudgets
 from pipeline.adapters.observability import logger_for, metrics_for
+from pipeline.adapters.pause_marks import PauseMarks
 from pipeline.adapters.rate_windows import SliceCounters
 from pipeline.adapters.sender_key import SenderKey
 from pipeline.adapters.state_table import LaneCounts, LaneDrain
@@ -34,6 +35,7 @@ from pipeline.domain.consumer.batch import Adapters, Consumer, ConsumerConfig
 from pipeline.domain.consumer.token_budgeted import TokenBudgeted
 from pipeline.domain.consumer.work import TaskFn, Vendor
 from pipeline.domain.dependencies import budgets, rates
+from pipeline.domain.dependencies.failure_rate import FailureWindow, WatchedModel, WatchedSender
 from pipeline.domain.dependencies.token_rates import TokenKeeper
 from pipeline.domain.effects import Table
 from pipeline.tasks import TASKS, task_for
@@ -97,6 +99,11 @@ def create_handler(
     dependency = config.dependency
     committer = Committer(dynamodb, names)
     meta = _meta_sender(environ, clients, clock)
+    pausable = config.model is not None or meta is not None
+    failures = FailureWindow(lane.pause_on_failures, clock) if pausable and lane.pause_on_failures else None
+    if failures is not None:
+        vendor = WatchedModel(vendor, failures) if config.model is not None else vendor
+        meta = WatchedSender(meta, failures) if meta is not None else None
     consumer = Consumer(
         ConsumerConfig(
             lane=lane,
@@ -137,7 +144,10 @@ def create_handler(
             eraser=DynamoEraser(dynamodb, names, committer, config.retention, clock),
             meta=meta,
             rates=rates.RateKeeper(SliceCounters(dynamodb, config.tables.state), clock),
-            switch=_switch(environ, clients) if config.model is not None or meta is not None else None,
+            switch=_switch(environ, clients, lane.name, PauseMarks(dynamodb, config.tables.state, clock))
+            if pausable
+            else None,
+            failures=failures,
         ),
         clock=clock,
         rng=rng,
@@ -169,11 +179,11 @@ def _meta_sender(environ: Mapping[str, str], clients: Clients, clock: Callable[[
     return GraphSender(url, AccessToken(clients.secretsmanager, token, clock))
 
 
-def _switch(environ: Mapping[str, str], clients: Clients) -> MappingSwitch | None:
+def _switch(environ: Mapping[str, str], clients: Clients, lane: str, marks: PauseMarks) -> MappingSwitch | None:
     """On a lane whose model or Meta token can refuse every record: its own mapping, which Lambda
     names the function by (outside Lambda there is none to pause)."""
     name = environ.get("AWS_LAMBDA_FUNCTION_NAME")
-    return MappingSwitch(clients.get("lambda"), name) if name else None
+    return MappingSwitch(clients.get("lambda"), name, lane, marks) if name else None
 
 
 @functools.cache

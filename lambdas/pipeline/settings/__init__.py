@@ -31,10 +31,11 @@ from typing import TYPE_CHECKING, Any
 _HOME = {
     "LanePolicy": "pipeline.settings.lane_policy",
     "SweeperSettings": "pipeline.settings.sweeper_policy",
+    "ProbeSettings": "pipeline.settings.lane_probe",
     **dict.fromkeys(
         ("SECRET_CACHE_SECONDS", "ErasureSettings", "JobsSettings", "WebhookSettings"), "pipeline.settings.doors"
     ),
-    **dict.fromkeys(("erasure", "jobs", "retention", "sweeper", "webhook"), "pipeline.settings.readers"),
+    **dict.fromkeys(("erasure", "jobs", "probe", "retention", "sweeper", "webhook"), "pipeline.settings.readers"),
     **dict.fromkeys(
         (
             "Credentials",
@@ -65,6 +66,7 @@ __all__ = [
     "JobsSettings",
     "LanePolicy",
     "ModelSettings",
+    "ProbeSettings",
     "RetentionSettings",
     "SettingsError",
     "SweeperSettings",
@@ -77,6 +79,7 @@ __all__ = [
     "lane",
     "lane_queues",
     "lanes",
+    "probe",
     "region",
     "require",
     "retention",
@@ -115,7 +118,8 @@ if TYPE_CHECKING:
     )
     from pipeline.settings.kept import RetentionSettings
     from pipeline.settings.lane_policy import LanePolicy
+    from pipeline.settings.lane_probe import ProbeSettings
     from pipeline.settings.lane_settings import ConsumerSettings, dependencies, lane, lanes
     from pipeline.settings.model import ModelSettings
-    from pipeline.settings.readers import erasure, jobs, retention, sweeper, webhook
+    from pipeline.settings.readers import erasure, jobs, probe, retention, sweeper, webhook
     from pipeline.settings.sweeper_policy import SweeperSettings

@@ -35,6 +35,8 @@ class EnvVar:
     JOBS = "JOBS_SETTINGS"
     SWEEPER = "SWEEPER_SETTINGS"
     ERASURE = "ERASURE_SETTINGS"
+    PROBE = "PROBE_SETTINGS"
+    """JSON: the lane probe's ProbeSettings (pipeline/settings/lane_probe.py)."""
     IDEMPOTENCY_TTL_SECONDS = "IDEMPOTENCY_TTL_SECONDS"
     GRAPH_API_URL = "GRAPH_API_URL"
     """Meta's Graph API with its version (`https://graph.facebook.com/v21.0`): where replies are sent."""

@@ -55,6 +55,24 @@ class TenantQuota:
             raise ValueError("a tenant quota names the per-tenant limit it protects")
 
 
+@dataclass(frozen=True)
+class FailureRatePause:
+    """The lane pauses itself when its model or Meta fails at least `failure_share` of the calls one
+    consumer instance made in the last `window_seconds`, once it made `min_calls` of them there
+    (domain/dependencies/failure_rate.py). Only the dependency's own trouble counts (unavailable, timed out, a 5xx,
+    unreachable), never a refusal of the record (a validation error) nor a rate limit, which the
+    budgets and backoff handle. Per instance, so it costs no write: see failure_rate.py for when that
+    is enough."""
+
+    window_seconds: float = 60.0
+    min_calls: int = 20
+    failure_share: float = 0.5
+
+    def __post_init__(self) -> None:
+        if self.window_seconds <= 0 or self.min_calls < 1 or not 0.0 < self.failure_share <= 1.0:
+            raise ValueError("pause_on_failures needs window_seconds > 0, min_calls >= 1 and 0 < failure_share <= 1")
+
+
 @dataclass(frozen=True, kw_only=True)
 class LanePolicy:
     name: str
@@ -84,6 +102,9 @@ class LanePolicy:
     dependency: str | None = None
     """Name of a shared dependency budget (the environment's dependencies) held around each task."""
     task_options: tuple[tuple[str, str], ...] = ()
+    pause_on_failures: FailureRatePause | None = None
+    """Pause the lane when its model or Meta fails most calls for a while; None: never for that
+    (a lane with no model and no sends has nothing to watch)."""
 
     def __post_init__(self) -> None:
         problems = []

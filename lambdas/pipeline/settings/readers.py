@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from pipeline.settings.doors import ErasureSettings, JobsSettings, WebhookSettings
 from pipeline.settings.environ import EnvVar, policy
 from pipeline.settings.kept import RetentionSettings
+from pipeline.settings.lane_probe import ProbeSettings
 from pipeline.settings.model import ModelSettings
 from pipeline.settings.sweeper_policy import SweeperSettings
 
@@ -27,6 +28,10 @@ def jobs(environ: Mapping[str, str]) -> JobsSettings:
 
 def sweeper(environ: Mapping[str, str]) -> SweeperSettings:
     return policy(environ, EnvVar.SWEEPER, SweeperSettings)
+
+
+def probe(environ: Mapping[str, str]) -> ProbeSettings:
+    return policy(environ, EnvVar.PROBE, ProbeSettings)
 
 
 def retention(environ: Mapping[str, str]) -> RetentionSettings:

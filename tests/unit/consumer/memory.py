@@ -228,6 +228,7 @@ class MemoryObserver:
     over: list[tuple[str, Grant]] = field(default_factory=list)
     late: list[tuple[int, float]] = field(default_factory=list)
     paused: list[str] = field(default_factory=list)
+    tokens: list[tuple[int, int]] = field(default_factory=list)
     outcome_error: BaseException | None = None
     over_budget_error: BaseException | None = None
 
@@ -246,6 +247,9 @@ class MemoryObserver:
 
     def lane_paused(self, reason: str) -> None:
         self.paused.append(reason)
+
+    def model_tokens(self, input_tokens: int, output_tokens: int) -> None:
+        self.tokens.append((input_tokens, output_tokens))
 
     def out_of_time(self, records: int, remaining_seconds: float) -> None:
         self.late.append((records, remaining_seconds))
@@ -290,8 +294,10 @@ class MemorySwitch:
 
     pauses: int = 0
     error: BaseException | None = None
+    reasons: list[str] = field(default_factory=list)
 
-    def pause(self) -> None:
+    def pause(self, reason: str) -> None:
         if self.error is not None:
             raise self.error
         self.pauses += 1
+        self.reasons.append(reason)

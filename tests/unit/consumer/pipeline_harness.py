@@ -16,6 +16,7 @@ from pipeline.domain.consumer.outcomes import RecordOutcome
 from pipeline.domain.consumer.work import TaskContext, TaskFn, TaskResult
 from pipeline.domain.dependencies.budgets import Budget
 from pipeline.domain.dependencies.budgets import Mode as BudgetMode
+from pipeline.domain.dependencies.failure_rate import FailureWindow, WatchedModel
 from pipeline.domain.effects import Put, Table, Update
 from pipeline.domain.envelope import Envelope
 from pipeline.settings.lane_policy import LanePolicy, RetryPolicy, TenantQuota
@@ -135,6 +136,9 @@ class Pipeline:
     calls: MemoryCalls = field(default_factory=MemoryCalls)
     clock: Clock = field(default_factory=Clock)
     switch: MemorySwitch = field(default_factory=MemorySwitch)
+    vendor: Any = field(default_factory=NoVendor)
+    failures: FailureWindow | None = None
+    """The lane's failure window (domain/dependencies/failure_rate.py), when the test plays a lane that watches one."""
     committer: MemoryCommitter | None = None  # type: ignore[assignment]
     """Shared with another instance to play two consumers racing on one table."""
     consumer: Consumer = field(init=False)
@@ -155,11 +159,12 @@ class Pipeline:
                 queue=self.queue,
                 drain=self.drain,
                 observer=self.observer,
-                vendor=NoVendor(),
+                vendor=WatchedModel(self.vendor, self.failures) if self.failures is not None else self.vendor,
                 calls=self.calls,
                 senders=Hasher(),
                 eraser=NoEraser(),  # type: ignore[arg-type]
                 switch=self.switch,
+                failures=self.failures,
             ),
             clock=self.clock,
             rng=random.Random(self.seed),

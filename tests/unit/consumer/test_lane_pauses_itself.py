@@ -4,18 +4,19 @@ one update its role may make) and keeps the work in the lane, not in its DLQ."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
-import io
 import json
-import zipfile
 
 import boto3
 import pytest
 
+from pipeline.settings.lane_policy import FailureRatePause
 from pipeline.tasks import ai
 from stacks import runtime_env
 from tests.support import roles
 from tests.support.aws import REGION, deploy
+from tests.support.mappings import mapped_function
 from tests.unit.consumer.harness import LaneHarness
 from tests.unit.consumer.lane_env import with_lane
 from tests.unit.tasks.payloads import comment_change, feed
@@ -23,38 +24,11 @@ from tests.unit.tasks.payloads import comment_change, feed
 SHOP = "shop-1"
 
 
-def _mapped_function(queue_arn: str, function: str) -> str:
-    """A function in moto's Lambda with the lane queue mapped to it, as the stack makes them."""
-    role = boto3.client("iam", region_name=REGION).create_role(
-        RoleName=f"{function}-role",
-        AssumeRolePolicyDocument=json.dumps(
-            {
-                "Statement": [
-                    {"Effect": "Allow", "Principal": {"Service": "lambda.amazonaws.com"}, "Action": "sts:AssumeRole"}
-                ]
-            }
-        ),
-    )["Role"]["Arn"]
-    code = io.BytesIO()
-    with zipfile.ZipFile(code, "w") as archive:
-        archive.writestr("index.py", "def handler(event, context):\n    return {}\n")
-    client = boto3.client("lambda", region_name=REGION)
-    client.create_function(
-        FunctionName=function,
-        Runtime="python3.12",
-        Role=role,
-        Handler="index.handler",
-        Code={"ZipFile": code.getvalue()},
-    )
-    return client.create_event_source_mapping(EventSourceArn=queue_arn, FunctionName=function, BatchSize=10)["UUID"]
-
-
-@pytest.fixture(params=["ai", "engagement"])
-def paused_lane(request, aws, env_local, atomic, model):
-    lane = request.param
+@contextlib.contextmanager
+def _lane(lane: str, env_local):
     function = f"lanes-local-{lane}-consumer"
     made = deploy(env_local)
-    uuid = _mapped_function(made.queue_arns[lane], function)
+    uuid = mapped_function(made.queue_arns[lane], function)
     made = dataclasses.replace(made, mapping_ids={lane: uuid})
     with roles.enforced(made) as grants:
         environ = {
@@ -64,6 +38,18 @@ def paused_lane(request, aws, env_local, atomic, model):
             **roles.role_credentials(grants, roles.CONSUMER, lane),
         }
         yield LaneHarness(lane, environ, made.queue_arns[lane]), uuid
+
+
+@pytest.fixture(params=["ai", "engagement"])
+def paused_lane(request, aws, env_local, atomic, model):
+    with _lane(request.param, env_local) as found:
+        yield found
+
+
+@pytest.fixture
+def engagement_lane(aws, env_local, atomic, model):
+    with _lane("engagement", env_local) as found:
+        yield found
 
 
 def _work(h: LaneHarness) -> None:
@@ -97,3 +83,32 @@ def test_a_refused_model_pauses_the_lane_and_keeps_the_turn(paused_lane, metrics
     assert h.dead_letters() == []
     assert h.depth() >= 1
     assert ("LanePaused", {"Lane": h.lane, "Reason": "model_refused"}) in metrics()
+    # And the pause is marked as the lane's own, which is what lets the probe resume it
+    mark = h.environ["STATE_TABLE"]
+    item = boto3.client("dynamodb", region_name=REGION).get_item(
+        TableName=mark, Key={"pk": {"S": f"lane-pause#{h.lane}"}}
+    )["Item"]
+    assert (item["by"]["S"], item["reason"]["S"]) == ("lane", "model_refused")
+
+
+def test_a_model_failing_most_calls_pauses_the_lane_with_its_reason(engagement_lane, metrics, model):
+    # Given the engagement lane watching its model's failures over 2 calls, and Bedrock unavailable
+    h, uuid = engagement_lane
+    model.configure(failure_rate=1.0, failure_code="ServiceUnavailableException")
+    environ = with_lane(h.environ, pause_on_failures=FailureRatePause(window_seconds=60, min_calls=2))
+    for n in range(2):
+        h.send(h.webhook_row(feed(comment_change(f"c-{n}", "When do you open?")), tenant=SHOP, lane="engagement"))
+
+    # When one instance takes both
+    response, _ = h.poll(h.handler(environ))
+
+    # Then the first is retried as any transient failure, the second is held once the window trips,
+    # and the lane paused itself for its model failing, with its mark
+    assert len(response["batchItemFailures"]) == 1
+    assert boto3.client("lambda", region_name=REGION).get_event_source_mapping(UUID=uuid)["State"] == "Disabled"
+    assert h.dead_letters() == []
+    assert ("LanePaused", {"Lane": "engagement", "Reason": "model_failing"}) in metrics()
+    item = boto3.client("dynamodb", region_name=REGION).get_item(
+        TableName=h.environ["STATE_TABLE"], Key={"pk": {"S": "lane-pause#engagement"}}
+    )["Item"]
+    assert (item["by"]["S"], item["reason"]["S"]) == ("lane", "model_failing")

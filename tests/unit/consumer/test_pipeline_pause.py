@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pipeline import schema
 from pipeline.domain.consumer.settling import LANE_PAUSED
+from pipeline.domain.dependencies.lane_pause import PauseNotMarked
 from pipeline.domain.dependencies.meta_send import TokenInvalid
 from pipeline.domain.dependencies.model import ModelRefused
 from pipeline.domain.effects import Table
@@ -70,3 +71,14 @@ def test_a_pause_lambda_refuses_is_reported_and_the_records_are_still_kept():
     assert p.queue.dead == []
     assert [e.id for e, _ in p.queue.resent] == ["job-1"]
     assert [message for message, _, _ in p.observer.problems] == ["lane not paused"]
+
+
+def test_a_pause_whose_mark_was_not_written_says_the_probe_will_not_resume_it():
+    p = Pipeline(task=raising(TokenInvalid("revoked")))
+    p.switch.error = PauseNotMarked("the lane is paused but its mark was not written: ClientError")
+    record = p.record(p.job("job-1"))
+    assert p.run([record]) == []
+    assert p.queue.dead == []
+    assert [message for message, _, _ in p.observer.problems] == [
+        "lane paused without its mark: the probe will not resume it"
+    ]

@@ -35,6 +35,16 @@ def template(env: Environment, *, drop_outputs: tuple[str, ...] = ()) -> dict[st
     resources: dict[str, Any] = {
         "Role": {"Type": "AWS::IAM::Role", "Properties": {"AssumeRolePolicyDocument": ASSUME_LAMBDA}},
         "Topic": {"Type": "AWS::SNS::Topic"},
+        # Where `lane pause` marks a lane as the operator's (the lane probe leaves it alone).
+        "StateTable": {
+            "Type": "AWS::DynamoDB::Table",
+            "Properties": {
+                "TableName": "state",
+                "BillingMode": "PAY_PER_REQUEST",
+                "AttributeDefinitions": [{"AttributeName": "pk", "AttributeType": "S"}],
+                "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"}],
+            },
+        },
     }
     outputs: dict[str, Any] = {
         "ApiUrl": {"Value": "https://api.example.test/"},
@@ -180,7 +190,7 @@ def deploy_stack(
         name=name,
         lanes=lanes,
         secret_arn=secret_arn,
-        clients={s: client(s) for s in ("sqs", "lambda", "cloudwatch", "ssm", "secretsmanager")},
+        clients={s: client(s) for s in ("sqs", "lambda", "cloudwatch", "ssm", "secretsmanager", "dynamodb")},
     )
 
 

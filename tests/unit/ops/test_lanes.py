@@ -137,3 +137,44 @@ def test_a_long_ramp_is_summarised_and_ends_at_the_catalogue_value(prod_stack, l
     assert "MaximumConcurrency 2 → 3 → 4 … 39 → 40, one step every 16s" in result.out
     assert sum(clock.sleeps) == pytest.approx(600)
     assert _mapping(prod_stack, "ai")["ScalingConfig"]["MaximumConcurrency"] == 40
+
+
+def _mark(stack, lane):
+    item = stack.clients["dynamodb"].get_item(TableName="state", Key={"pk": {"S": f"lane-pause#{lane}"}}).get("Item")
+    return None if item is None else {key: next(iter(value.values())) for key, value in item.items()}
+
+
+def test_pause_marks_the_lane_as_the_operators_so_the_probe_leaves_it(prod_stack, lanectl):
+    # Given the ai lane, which its consumer paused itself (its mark says so)
+    prod_stack.clients["dynamodb"].put_item(
+        TableName="state",
+        Item={"pk": {"S": "lane-pause#ai"}, "by": {"S": "lane"}, "reason": {"S": "meta_token_invalid"}},
+    )
+
+    # When an operator pauses it
+    result = lanectl("lane", "pause", "ai", "--env", "prod")
+
+    # Then the mark is the operator's, and the command says the probe will not resume it
+    assert result.code == 0, result.err
+    assert (_mark(prod_stack, "ai")["by"], _mark(prod_stack, "ai")["reason"]) == ("operator", "operator")
+    assert "the lane probe will not resume it" in result.out
+
+
+def test_resume_deletes_the_lanes_pause_mark(prod_stack, lanectl):
+    # Given a lane an operator paused
+    assert lanectl("lane", "pause", "messages", "--env", "prod").code == 0
+    assert _mark(prod_stack, "messages")["by"] == "operator"
+
+    # When it is resumed
+    result = lanectl("lane", "resume", "messages", "--env", "prod")
+
+    # Then no mark is left
+    assert result.code == 0, result.err
+    assert _mark(prod_stack, "messages") is None
+
+
+def test_an_unknown_lane_is_refused_before_any_mark_is_written(prod_stack, lanectl):
+    result = lanectl("lane", "pause", "nope", "--env", "prod")
+
+    assert result.code == 2
+    assert prod_stack.clients["dynamodb"].scan(TableName="state")["Items"] == []

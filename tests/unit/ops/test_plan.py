@@ -49,7 +49,8 @@ def test_plan_prod_is_consistent_with_its_traffic(lanectl):
     lanes_reserved = sum(lane.reserved_concurrency for lane in env.lanes)
     jobs = env.jobs.reserved_concurrency
     assert (
-        f"reserved concurrency {lanes_reserved + jobs + 1} (lanes {lanes_reserved} + jobs API {jobs} + sweeper 1) of "
+        f"reserved concurrency {lanes_reserved + jobs + 2} (lanes {lanes_reserved} + jobs API {jobs} + sweeper 1 "
+        "+ lane probe 1) of "
         "a 1000 quota" in " ".join(result.out.split())
     )
 
@@ -79,9 +80,13 @@ def test_plan_cost_section(lanectl):
     assert _row(result.out, "messages", "cost")[9] == "$0.00"
     assert _row(result.out, "scheduled", "cost")[1] == "tick"
     # Eight per lane, one per webhook lane, nine global, the doors' failure reasons, webhooks gone
-    # quiet, the ai lane's unanswered replies, and a pause alarm per reason on the ai lane (model,
-    # token) and the engagement lane (model).
-    assert "67 alarms $6.70" in result.out
+    # quiet, the ai lane's unanswered replies, a pause alarm per reason on the ai lane (model refused
+    # and failing, token refused, Meta failing) and the engagement lane (model refused and failing),
+    # the probe failing for long on each, and the probe's own errors.
+    assert "73 alarms $7.30" in result.out
+    # The probe, once a minute: 43,800 runs, each 0.05 GB-s ($0.029), a request ($0.009) and a read
+    # of two marks at 0.5 read units each ($0.005)
+    assert "lane probe $0.04" in result.out
     assert "total: about $" in result.out
 
 

@@ -162,7 +162,7 @@ def test_reservations_over_what_the_account_may_reserve(capsys):
     code, out = _warnings(env, capsys)
 
     assert code == 1
-    reserved = env.reserved_total + env.jobs_reservation + 1  # and the sweeper
+    reserved = env.reserved_total + env.jobs_reservation + 2  # and the sweeper and the lane probe
     assert f"account: {reserved} reserved is over the 100 reservable: the deploy fails" in out
 
 
@@ -175,4 +175,4 @@ def test_reservations_turned_on_for_a_scaled_environment_keep_the_catalogue_s_pr
     # Then messages reserves 6 of its 5 (the catalogue's 25 for 20), and the plan adds them up
     assert code == 0, out
     assert env.lane("messages").reserved_concurrency == 6
-    assert f"reserved concurrency {env.reserved_total + 25 + 1} (lanes {env.reserved_total}" in out
+    assert f"reserved concurrency {env.reserved_total + 25 + 2} (lanes {env.reserved_total}" in out

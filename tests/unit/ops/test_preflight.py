@@ -50,7 +50,8 @@ def aws(aws):
 
 
 PROD = ENVIRONMENTS["prod"]
-RESERVES = PROD.reserved_total + PROD.jobs_reservation + 1  # the lanes, the jobs API and the sweeper's one
+# the lanes, the jobs API, the sweeper's one and the lane probe's one
+RESERVES = PROD.reserved_total + PROD.jobs_reservation + 2
 PRODUCER_ROLE = "arn:aws:iam::123456789012:role/backend"
 
 

@@ -66,6 +66,7 @@ from pipeline.domain.consumer.task_step import TaskStep
 from pipeline.domain.consumer.work import TaskFn
 from pipeline.domain.dependencies import budgets as budget_rules
 from pipeline.domain.dependencies.budgets import Grant, Mode
+from pipeline.domain.dependencies.lane_pause import PauseNotMarked
 from pipeline.domain.errors import Classified, PermanentError, classify
 from pipeline.metric_names import Outcome
 
@@ -139,18 +140,25 @@ class Consumer:
 
     def _pause_if_refused(self, outcomes: Iterable[RecordOutcome]) -> None:
         """Once per batch, after its records are safely back in the lane: a record whose
-        dependency refuses the lane itself (Classified.stops_lane) stops the lane taking work."""
-        reasons = sorted({o.error.reason for o in outcomes if o.error is not None and o.error.stops_lane})
+        dependency refuses the lane itself (Classified.stops_lane), or a dependency failing most
+        of this instance's calls (domain/dependencies/failure_rate.py), stops the lane taking work."""
+        reasons = {o.error.reason for o in outcomes if o.error is not None and o.error.stops_lane}
+        if self._io.failures is not None:
+            reasons.update(self._io.failures.tripped())
         if not reasons:
             return
-        for reason in reasons:
+        for reason in sorted(reasons):
             self._io.observer.lane_paused(reason)
+        if self._io.failures is not None:
+            self._io.failures.forget()
         if self._io.switch is None:
             return
         try:
-            self._io.switch.pause()
+            self._io.switch.pause(sorted(reasons)[0])
+        except PauseNotMarked as exc:
+            self._io.observer.problem("lane paused without its mark: the probe will not resume it", exc)
         except Exception as exc:  # its records are held without spending attempts all the same
-            self._io.observer.problem("lane not paused", exc, reasons=reasons)
+            self._io.observer.problem("lane not paused", exc, reasons=sorted(reasons))
 
     def _run_batch(
         self, batch: list[Received], settled: dict[int, RecordOutcome], remaining: Callable[[], float]

@@ -16,6 +16,7 @@ from pipeline.domain.consumer.ports import (
 )
 from pipeline.domain.consumer.work import Eraser, MetaSender, Vendor
 from pipeline.domain.dependencies.budgets import Budget
+from pipeline.domain.dependencies.failure_rate import FailureWindow
 from pipeline.domain.dependencies.rates import Rate, RateKeeper
 from pipeline.domain.ports import Committer, SenderHasher
 from pipeline.settings.lane_policy import LanePolicy
@@ -68,3 +69,6 @@ class Adapters:
     """The instance's rate budgets (domain/dependencies/rates.py); None: calls are bounded only at once."""
     switch: LaneSwitch | None = None
     """Pauses the lane (its mapping), on a lane whose dependency can refuse every record; None elsewhere."""
+    failures: FailureWindow | None = None
+    """This instance's calls to its model and Meta, on a lane that pauses when they fail at a
+    sustained rate (LanePolicy.pause_on_failures); None elsewhere."""

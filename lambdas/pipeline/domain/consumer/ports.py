@@ -107,7 +107,8 @@ class CallTimes(Protocol):
 
 
 class LaneSwitch(Protocol):
-    def pause(self) -> None:
-        """Stop the lane taking work: its event source mapping disabled, its queue untouched.
-        Raises when Lambda did not take it."""
+    def pause(self, reason: str) -> None:
+        """Stop the lane taking work: its event source mapping disabled, its queue untouched,
+        then the lane's pause mark written (domain/dependencies/lane_pause.py) so the probe may
+        resume it. Raises when Lambda did not take it, or the mark was not written."""
         ...

@@ -7,6 +7,7 @@ Steps 6 and the end of the batch in domain/consumer/batch.py's overview.
 
 from __future__ import annotations
 
+import math
 import random
 from collections.abc import Callable, Mapping
 from dataclasses import replace
@@ -102,10 +103,15 @@ class Settler:
     def failed(self, received: Received, obligation: Obligation | None, error: Classified) -> RecordOutcome:
         attempt = attempt_of(received)
         envelope = received.envelope
+        held = self._io.failures.holds(error.reason) if self._io.failures is not None else None
+        if held is not None:
+            # The dependency fails most of this instance's calls: the lane is pausing for that.
+            error = replace(error, reason=held, stops_lane=True)
         if error.stops_lane and envelope is not None and envelope.deferrals < AWS_OUTAGE_DEFERRALS:
             # Every record of the lane would fail alike until the account is fixed: spending their
             # attempts would only move the lane's whole traffic to its DLQ.
-            outcome = out.deferred(PAUSED_HOLD_SECONDS, attempt, LANE_PAUSED)
+            hold = min(PAUSED_HOLD_SECONDS, math.ceil(self._lane.retry.cap_seconds))
+            outcome = out.deferred(hold, attempt, LANE_PAUSED)
             return replace(outcome, error=error)
         if error.reason in AWS_SIDE and envelope is not None and envelope.deferrals < AWS_OUTAGE_DEFERRALS:
             return self._wait_out(received, error, attempt)
