@@ -301,6 +301,7 @@ def fixed_cost(
     *,
     undelivered_pages_alarm: bool = False,
     quiet_webhooks_alarm: bool = False,
+    quiet_accounts_alarm: bool = False,
     sending_lanes: int = 0,
     pause_alarms: int = 0,
 ) -> FixedCost:
@@ -311,7 +312,8 @@ def fixed_cost(
     # unprocessed webhook age, a sweeper silent on either source, abandoned and expired webhooks and
     # jobs, refused signatures, unparseable deliveries, and each 5xx reason of the doors (webhook,
     # jobs API, data-deletion callback); where SNS mails or posts pages itself, the pages it could
-    # not deliver; where the environment expects steady traffic, webhooks gone quiet; per lane that
+    # not deliver; where the environment expects steady traffic, webhooks gone quiet; where it
+    # watches source accounts, the quiet accounts (one series, whatever their number); per lane that
     # sends replies through Meta, its unanswered replies; per lane that pauses itself, one per reason.
     doors = (
         len(metric_names.WebhookFailure.ALL) + len(metric_names.JobFailure.ALL) + len(metric_names.ErasureFailure.ALL)
@@ -323,6 +325,7 @@ def fixed_cost(
         + doors
         + int(undelivered_pages_alarm)
         + int(quiet_webhooks_alarm)
+        + int(quiet_accounts_alarm)
         + sending_lanes
         + pause_alarms
     )

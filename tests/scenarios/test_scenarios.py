@@ -23,6 +23,7 @@ from bench.scenarios import (
     s11_recovery,
     s12_meta_retries,
     s13_send_timeouts,
+    s14_quiet_accounts,
 )
 
 pytestmark = [pytest.mark.xdist_group("scenarios"), pytest.mark.slow]
@@ -189,3 +190,15 @@ def test_a_turn_never_gets_two_replies_when_answers_are_lost_and_unconfirmed_tur
     assert max(result.data["naive_per_turn"].values()) == 2, _explain(result)
     assert result.data["states"].get("unanswered", 0) >= 1, _explain(result)
     assert result.data["dead_letters"] == 0, _explain(result)
+
+
+def test_a_steady_account_going_quiet_pages_naming_it_alone_while_the_pipeline_wide_alarm_stays_ok(harness):
+    # Given three accounts delivering steadily and one that delivered once
+    # When one steady account stops and the other two keep sending
+    result = s14_quiet_accounts.run(harness, s14_quiet_accounts.QUICK)
+    # Then the quiet-accounts alarm pages the local on-call inbox and names that account alone,
+    # while the pipeline-wide quiet alarm, fed by the others, does not fire
+    assert result.passed, _explain(result)
+    assert len(result.data["named"]) == 1, _explain(result)
+    assert result.data["pages"] >= 1, _explain(result)
+    assert result.data["pipeline_alarm_fired"] is False, _explain(result)

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 # Only annotations name these: importing them here would load every part's rules into every
 # function (the door's cold start paid for the jobs API's and the erasure's modules).
 if TYPE_CHECKING:
+    from pipeline.domain.account_silence import Account
     from pipeline.domain.admission import LaneSnapshot
     from pipeline.domain.budgets import Budget, Grant
     from pipeline.domain.effects import Table, Write
@@ -172,6 +173,13 @@ class SenderHasher(Protocol):
 
 
 # The doors'
+
+
+class AccountNotes(Protocol):
+    def note(self, accounts: Sequence[Account], now: float) -> int:
+        """Stamp when each source account was last heard from, at most once per account per
+        interval per instance (adapters/accounts_seen.py); the writes made. Raises on a failure."""
+        ...
 
 
 class Sender(Protocol):

@@ -11,11 +11,29 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from pipeline import metric_names, schema
-from pipeline.domain import client_certificate, http, retention, routing, senders, signature, webhook, webhook_body
+from pipeline.domain import (
+    account_silence,
+    client_certificate,
+    http,
+    retention,
+    routing,
+    senders,
+    signature,
+    webhook,
+    webhook_body,
+)
 from pipeline.domain.envelope import Envelope, Outgoing
 from pipeline.domain.http import HttpRequest, Reply
 from pipeline.domain.meta_secret import MetaSecrets, SecretsMisconfigured, SecretsUnavailable
-from pipeline.domain.ports import CORRELATION_ID, DeliveryLog, SecretSource, Sender, SenderHasher, Telemetry
+from pipeline.domain.ports import (
+    CORRELATION_ID,
+    AccountNotes,
+    DeliveryLog,
+    SecretSource,
+    Sender,
+    SenderHasher,
+    Telemetry,
+)
 from pipeline.domain.senders import SenderKeyUnavailable
 from pipeline.domain.signature import SignatureCheck
 from pipeline.domain.webhook import LogEntry, WebhookLogUnavailable
@@ -36,6 +54,8 @@ class WebhookDoorPorts:
     queue: Sender
     senders: SenderHasher
     """The key the one person a delivery names is indexed by (read once per instance)."""
+    accounts: AccountNotes | None = None
+    """When each source account was last heard from; None where the environment watches none."""
 
 
 @dataclass(frozen=True)
@@ -183,9 +203,26 @@ class WebhookDoor:
         # (or one the sweeper gave up on) is left alone.
         if not recorded.created and recorded.existing_status not in (schema.RowStatus.QUEUED, None):
             telemetry.info("duplicate delivery of a finished row", outcome="duplicate", status=recorded.existing_status)
-            return _ok()
-        created_at = now if recorded.created else (recorded.existing_received_at or now)
-        return self._enqueue(telemetry, webhook.envelope(log_id, route, parsed, created_at), recorded.created)
+            reply = _ok()
+        else:
+            created_at = now if recorded.created else (recorded.existing_received_at or now)
+            reply = self._enqueue(telemetry, webhook.envelope(log_id, route, parsed, created_at), recorded.created)
+        # After the send, which it never delays; Meta sent something for these accounts either way.
+        self._note_accounts(telemetry, parsed.payload, now)
+        return reply
+
+    def _note_accounts(self, telemetry: Telemetry, payload: object, now: float) -> None:
+        """Meta sent something for these accounts: stamp it. Usually no call at all (an instance
+        notes an account at most once per interval); a failure is logged and never fails the
+        delivery, and the account is noted again after the interval (not on its next delivery: a
+        failing table would otherwise cost every delivery a third call)."""
+        notes = self._ports.accounts
+        if notes is None:
+            return
+        try:
+            notes.note(account_silence.accounts_in(payload), now)
+        except Exception as exc:
+            telemetry.warning("could not note the delivery's source accounts", error=str(exc))
 
     def _enqueue(self, telemetry: Telemetry, envelope: Envelope, new: bool) -> Reply:
         # The delivery id is already on the line as its correlation id.

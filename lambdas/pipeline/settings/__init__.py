@@ -41,7 +41,7 @@ _HOME = {
         ),
         "pipeline.settings.environ",
     ),
-    **dict.fromkeys(("RetentionSettings", "retention", "sweeper"), "pipeline.settings.kept"),
+    **dict.fromkeys(("RetentionSettings", "account_silence", "retention", "sweeper"), "pipeline.settings.kept"),
     **dict.fromkeys(
         ("ConsumerSettings", "DependencyBudget", "dependencies", "lane", "lanes"), "pipeline.settings.lane_settings"
     ),
@@ -63,6 +63,7 @@ __all__ = [
     "SweeperSettings",
     "Tables",
     "WebhookSettings",
+    "account_silence",
     "credentials",
     "dependencies",
     "erasure",
@@ -115,6 +116,6 @@ if TYPE_CHECKING:
         require,
         section,
     )
-    from pipeline.settings.kept import RetentionSettings, retention, sweeper
+    from pipeline.settings.kept import RetentionSettings, account_silence, retention, sweeper
     from pipeline.settings.lane_settings import ConsumerSettings, DependencyBudget, dependencies, lane, lanes
     from pipeline.settings.model import ModelSettings

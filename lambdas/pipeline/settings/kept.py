@@ -6,12 +6,20 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 
+from pipeline.policy.account_silence import AccountSilence
 from pipeline.policy.sweeper import SweeperSettings
 from pipeline.settings.environ import EnvVar, policy
 
 
 def sweeper(environ: Mapping[str, str]) -> SweeperSettings:
     return policy(environ, EnvVar.SWEEPER, SweeperSettings)
+
+
+def account_silence(environ: Mapping[str, str]) -> AccountSilence | None:
+    """The account-silence policy, or None where the environment watches no accounts."""
+    if not environ.get(EnvVar.ACCOUNT_SILENCE):
+        return None
+    return policy(environ, EnvVar.ACCOUNT_SILENCE, AccountSilence)
 
 
 @dataclass(frozen=True)

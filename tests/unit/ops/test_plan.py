@@ -74,9 +74,28 @@ def test_plan_cost_section(lanectl):
     assert _row(result.out, "scheduled", "cost")[1] == "tick"
     # Eight per lane, one per webhook lane, nine global, the doors' failure reasons, webhooks gone
     # quiet, the ai lane's unanswered replies, and a pause alarm per reason on the ai lane (model,
-    # token) and the engagement lane (model).
-    assert "67 alarms $6.70" in result.out
+    # token) and the engagement lane (model), and the quiet accounts.
+    assert "68 alarms $6.80" in result.out
     assert "total: about $" in result.out
+
+
+def test_plan_prices_the_per_account_signal_beside_its_alternatives(lanectl):
+    # Given prod's 1,000 planned source accounts
+    text = " ".join(lanectl("plan", "prod", "--average", "25%").out.split())
+    # Then the built signal (hourly notes: 1,000 accounts x 7 door instances x 730 h = 5.1M write
+    # units, $3.19; 21,900 sweeps x 35 pages' worth of 4 KB x 0.5 = 0.73M read units, $0.09; one
+    # metric $0.30 and one alarm $0.10) is priced against a metric and an alarm per account
+    # ($0.40 x 1,000) and a write on every one of 148M deliveries
+    assert "source accounts (1,000 planned): last delivery per account and the QuietAccounts alarm $3.69" in text
+    assert "at most 5.1M write units with 7 instances, at most 0.035 extra calls a delivery" in text
+    assert "instead a metric and an alarm per account: $400.00" in text
+    assert "a write per delivery (148M): $92.39" in text
+
+
+def test_plan_of_an_environment_without_watched_accounts_says_so(lanectl):
+    text = " ".join(lanectl("plan", "dev").out.split())
+
+    assert "source accounts: not watched one by one" in text
 
 
 def test_plan_prices_traces_where_tracing_is_active(lanectl):
