@@ -6,6 +6,7 @@ non-zero with a message that says what to do instead.
   lanectl lane pause|resume         stop a lane's consumer, and bring it back (optionally ramped)
   lanectl erase --sender ID         erase one person (Meta's data-deletion callback, for on-call)
   lanectl erase --link ASID --to ID link an app-scoped id to an id the pipeline stores
+  lanectl meta check                which fields each Meta account is subscribed to, and what is missing
   lanectl plan ENV                  capacity, queue bounds and cost from the catalogue
   lanectl preflight ENV             what would make a deploy fail
   lanectl local | demo              the pipeline on this machine (see ops/commands/local.py, ops/demo/run.py)
@@ -80,7 +81,7 @@ def _context(args: argparse.Namespace, env: Environment, runtime: Runtime) -> Co
 
 
 def _dispatch(args: argparse.Namespace, runtime: Runtime) -> int:
-    from ops.commands import dlq, erase, lanes, preflight, redrive, trace
+    from ops.commands import dlq, erase, lanes, meta, preflight, redrive, trace
     from ops.cost import plan
 
     env = _environment(args, runtime.environ)
@@ -98,6 +99,16 @@ def _dispatch(args: argparse.Namespace, runtime: Runtime) -> int:
         return preflight.run_preflight(ctx)
     if args.command == "trace":
         return trace.trace(ctx, args.id, personal=args.show_personal, output=args.output)
+    if args.command == "meta":
+        return meta.check(
+            ctx,
+            pages=args.page,
+            instagram=args.instagram,
+            wabas=args.waba,
+            app_id=args.app_id,
+            graph_url=args.graph_url,
+            output=args.output,
+        )
     if args.command == "erase":
         if args.status is not None:
             return erase.status(ctx, args.status)

@@ -18,7 +18,8 @@ DELEGATED = {
 }
 EXIT_CODES = """exit codes: 0 done; 1 a check or the work failed; 2 bad input (unknown env or lane, bad value);
 3 AWS could not be asked (no credentials, no stack, endpoint down); 4 nothing to do (empty DLQ);
-5 busy (a move task is already running); 130 interrupted (what was done is kept and reported)"""
+5 busy (a move task is already running); 6 could not check (Meta's Graph API: no token, token refused,
+down, unknown account); 130 interrupted (what was done is kept and reported)"""
 
 
 def _bounded_int(low: int, high: int, what: str) -> Callable[[str], int]:
@@ -153,6 +154,26 @@ def build_parser() -> argparse.ArgumentParser:
     trace.add_argument("id", help="a webhook log id (wh-<sha256>) or a job id (job-<32 hex>)")
     trace.add_argument(
         "--show-personal", action="store_true", help="show who each unit is from and its text (personal data)"
+    )
+
+    meta = commands.add_parser("meta", help="Meta's side: which fields each account is subscribed to").add_subparsers(
+        dest="action", required=True, metavar="ACTION"
+    )
+    meta_check = meta.add_parser(
+        "check",
+        parents=[common, output],
+        help="ask the Graph API what each known (or named) account is subscribed to; flag missing fields",
+    )
+    meta_check.add_argument("--page", action="append", metavar="ID", help="also check this Page (repeatable)")
+    meta_check.add_argument(
+        "--instagram", action="append", metavar="ID", help="also check this Instagram account (repeatable)"
+    )
+    meta_check.add_argument(
+        "--waba", action="append", metavar="ID", help="also check this WhatsApp Business Account (repeatable)"
+    )
+    meta_check.add_argument("--app-id", help="the app whose subscription counts, when several are subscribed")
+    meta_check.add_argument(
+        "--graph-url", help="the Graph API and version (default: the one the deployed pipeline sends through)"
     )
 
     plan = commands.add_parser("plan", parents=[common, output], help="capacity, queue bounds and monthly cost")
