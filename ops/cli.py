@@ -98,7 +98,7 @@ def _dispatch(args: argparse.Namespace, runtime: Runtime) -> int:
     if args.command == "preflight":
         return preflight.run_preflight(ctx)
     if args.command == "trace":
-        return trace.trace(ctx, args.id, personal=args.show_personal, output=args.output)
+        return trace.trace(ctx, args.id, personal=args.show_personal, output=args.output, lane=args.lane)
     if args.command == "meta":
         return meta.check(
             ctx,

@@ -151,7 +151,12 @@ def build_parser() -> argparse.ArgumentParser:
     trace = commands.add_parser(
         "trace", parents=[common, output], help="one delivery's or job's path, from its id; reads only"
     )
-    trace.add_argument("id", help="a webhook log id (wh-<sha256>) or a job id (job-<32 hex>)")
+    trace.add_argument(
+        "id",
+        help="a webhook log id (wh-<sha256>), a job id (job-<32 hex>), Meta's id of a message or comment, or a "
+        "dead letter's SQS message id (as `lanectl dlq peek` shows it)",
+    )
+    trace.add_argument("--lane", help="with a dead letter's message id: search only this lane's DLQ")
     trace.add_argument(
         "--show-personal", action="store_true", help="show who each unit is from and its text (personal data)"
     )
