@@ -145,9 +145,7 @@ def test_a_dead_letter_on_another_lane_is_not_found_on_the_one_named(pipeline, d
 def test_a_dead_letter_that_is_no_envelope_shows_what_it_is_and_names_nothing_more(pipeline, dlq_stack, lanectl):
     # Given a body on the messages DLQ that no consumer wrote (SQS moved it after max receives)
     url = pipeline.deployed.resources.dlq_urls["messages"]
-    message_id = boto3.client("sqs", region_name=REGION).send_message(QueueUrl=url, MessageBody="not json")[
-        "MessageId"
-    ]
+    message_id = boto3.client("sqs", region_name=REGION).send_message(QueueUrl=url, MessageBody="not json")["MessageId"]
 
     code, out, _ = lanectl("trace", message_id, "--env", "dev")
 
