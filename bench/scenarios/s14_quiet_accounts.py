@@ -11,6 +11,10 @@ and the `QuietAccounts` alarm pages through the on-call topic.
   account and no other (not the ones still sending, not the one that only ever sent once);
 - baseline: the pipeline-wide `WebhooksQuiet` alarm, which hears the others and stays quiet.
 
+Then on-call asks Meta: `lanectl meta check` (in its own process, against the runtime's emulator
+and its Graph API fake, where the silent account's app subscription is gone, the steady ones'
+are in place and the one-off account is unknown to Meta) must flag the silent one and exit 1.
+
 Clocks are the local environment's (stacks/config/account_silence.py): an hour's slot is 2 s,
 quiet after two slots (prod: two hours).
 """
@@ -80,7 +84,7 @@ def run(h: Harness, p: Params = FULL) -> Result:
     )
     started = time.monotonic()
     refused = 0
-    with h.session() as s:
+    with h.session(cli=True) as s:
         calls_before = ledger.used()
         silence = s.runtime.env.accounts.silence
         refused += _deliver(s, once) != 200
@@ -105,6 +109,11 @@ def run(h: Harness, p: Params = FULL) -> Result:
             for q in line.get("quiet", [])
         }
         log_writes, notes = _door_calls(calls_before, ledger.used())
+        # Meta's side of it: the silent account's subscription removed, the others' in place.
+        for account in steady:
+            s.runtime.graph.add_account(account, "whatsapp")
+        s.runtime.graph.add_account(silent, "whatsapp", subscribed=False)
+        checked = s.lanectl("meta", "check")
 
     delay = None if fired_at is None else fired_at - went_quiet
     result.figure(
@@ -137,6 +146,13 @@ def run(h: Harness, p: Params = FULL) -> Result:
         "stayed OK" if pipeline_fired is None else f"fired {pipeline_fired - went_quiet:.1f} s after",
     )
     result.check("every delivery was taken", refused == 0, f"{refused} refused")
+    check_lines = checked.stdout.splitlines()
+    flagged = [line for line in check_lines if line.startswith(silent)]
+    result.check(
+        "lanectl meta check flags the silent account's missing subscription (exit 1)",
+        checked.returncode == 1 and bool(flagged) and "not_subscribed" in flagged[0],
+        f"exit {checked.returncode}; " + (flagged[0] if flagged else checked.stderr.strip()[:200]),
+    )
     result.headline = (
         f"a steady account went quiet while two others sent: paged {delay:.1f} s after its last delivery, naming it "
         "alone; the pipeline-wide alarm stayed OK"
@@ -150,6 +166,8 @@ def run(h: Harness, p: Params = FULL) -> Result:
         pipeline_alarm_fired=pipeline_fired is not None,
         notes=notes,
         log_writes=log_writes,
+        meta_check_exit=checked.returncode,
+        meta_check=checked.stdout,
     )
     result.method = [
         f"Three WhatsApp Business Accounts deliver a signed message every {p.every:g} s each for {p.warm:g} s, and "
