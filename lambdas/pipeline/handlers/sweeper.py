@@ -1,10 +1,10 @@
 """Scheduled sweeper: replays logged work the queues lost, abandons work that keeps failing, and
 publishes the age of the oldest unfinished row (the event itself carries nothing it needs).
 
-Where the environment watches Meta's source accounts (ACCOUNT_SILENCE), each run also reads every
-account's last-seen item (one Query a 1 MB page of the state table's `accounts-seen` partition,
-eventually consistent: about 0.5 read unit per 4 KB, 44 units at 1,000 accounts) and publishes
-`QuietAccounts`, the count of accounts that normally send and have been quiet too long
+Where the environment watches Meta's source accounts (ACCOUNT_SILENCE), each run first reads
+every account's last-seen item (one Query a 1 MB page of the accounts table's `accounts-seen`
+partition, eventually consistent: 0.5 read unit per 4 KB, 34 at 1,000 accounts of 272 bytes) and
+publishes `QuietAccounts`, the count of accounts that normally send and have been quiet too long
 (domain/account_silence.py), with a line naming them. One series and one alarm, whatever the
 number of accounts.
 

@@ -24,7 +24,8 @@ class AccountSilence:
     """An account that normally sends pages once nothing came from it for this long."""
     forget_seconds: float
     """An account's item expires (TTL) this long after its last delivery: one that is gone for
-    good stops paging by then, unless an operator forgets it sooner (lanectl meta forget)."""
+    good stops paging by then, or once an operator deletes its item (docs/RUNBOOK.md, Quiet
+    accounts)."""
 
     def __post_init__(self) -> None:
         if not 0 < self.note_seconds <= self.slot_seconds:

@@ -83,7 +83,7 @@ def test_plan_prices_the_per_account_signal_beside_its_alternatives(lanectl):
     # Given prod's 1,000 planned source accounts
     text = " ".join(lanectl("plan", "prod", "--average", "25%").out.split())
     # Then the built signal (hourly notes: 1,000 accounts x 7 door instances x 730 h = 5.1M write
-    # units, $3.19; 21,900 sweeps x 35 pages' worth of 4 KB x 0.5 = 0.73M read units, $0.09; one
+    # units, $3.19; 21,900 sweeps x 67 x 4 KB (1,000 items of 272 bytes) x 0.5 = 0.73M read units, $0.09; one
     # metric $0.30 and one alarm $0.10) is priced against a metric and an alarm per account
     # ($0.40 x 1,000) and a write on every one of 148M deliveries
     assert "source accounts (1,000 planned): last delivery per account and the QuietAccounts alarm $3.69" in text
@@ -299,3 +299,21 @@ def test_a_lane_that_sends_replies_pays_a_write_unit_a_message_for_its_numbers_r
     ai = ENVIRONMENTS["prod"].lane("ai")
     not_sending = replace(ai, policy=replace(ai.policy, task="engagement"))
     assert pricing.units(ai).writes - pricing.units(not_sending).writes == 1
+
+
+def test_plan_as_json_prices_the_per_account_signal_and_its_alternatives(lanectl):
+    # Given prod's plan as JSON, and dev's, which watches no account one by one
+    prod = json.loads(lanectl("plan", "prod", "--output", "json").out)["cost"]["source_accounts"]
+    dev = json.loads(lanectl("plan", "dev", "--output", "json").out)["cost"]["source_accounts"]
+
+    # Then prod's has the figures the text prints, and dev's is null
+    assert prod == {
+        "planned": 1000,
+        "door_instances": 7,
+        "note_write_units_per_month": 5_110_000,
+        "sweep_read_units_per_month": 733_650,
+        "total": 3.69,
+        "instead_metric_and_alarm_per_account": 400.0,
+        "instead_write_per_delivery": 92.39,
+    }
+    assert dev is None
