@@ -2,8 +2,9 @@
 Account is subscribed to, and flags what the pipeline routes but the subscription lacks.
 
 Which accounts: every one the accounts table knows (the door stamps each account it hears from:
-lambdas/pipeline/adapters/accounts_seen.py), with when its last delivery came, plus any named
-with `--page`, `--instagram` or `--waba`. Each is one `GET /{id}/subscribed_apps` to the Graph API
+lambdas/pipeline/adapters/accounts_seen.py), with when its last delivery came and whether it is
+one of the quiet accounts the `QuietAccounts` alarm counts, plus any named with `--page`,
+`--instagram` or `--waba`. Each is one `GET /{id}/subscribed_apps` to the Graph API
 the deployed pipeline sends replies through (the sending lane's GRAPH_API_URL, or `--graph-url`),
 with the `MetaAccessToken` secret's token (a system user's, as `lanectl preflight` checks); its
 answer is set against `SUBSCRIBED_FIELDS` (lambdas/pipeline/domain/routing.py). A WhatsApp
@@ -59,6 +60,8 @@ class Checked:
     account: str
     product: str
     last_seen: float | None
+    quiet: bool = False
+    """An account that normally sends, quiet too long: what the QuietAccounts alarm counts."""
     state: str = UNAVAILABLE
     subscribed: list[str] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)
@@ -86,7 +89,10 @@ def _known(ctx: Context) -> tuple[dict[str, Checked], str]:
         seen, _pages = AccountsSeen(ctx.aws.client("dynamodb"), table_name, watch.silence).read_all()
     except (BotoCoreError, ClientError) as exc:
         raise OpsError(f"cannot read {table_name}: {describe_error(exc)}", UNCHECKED) from exc
-    return {s.account: Checked(s.account, s.product or "page", s.last_seen) for s in seen}, ""
+    now = ctx.clock()
+    return {
+        s.account: Checked(s.account, s.product or "page", s.last_seen, s.is_quiet(now, watch.silence)) for s in seen
+    }, ""
 
 
 def _token(ctx: Context) -> str:
@@ -198,8 +204,10 @@ def check(
         raise OpsError(f"--app-id {app_id!r} is not a Meta app id (digits only)", USAGE)
     accounts, note = _known(ctx)
     for account, product in named.items():
-        last = accounts[account].last_seen if account in accounts else None
-        accounts[account] = Checked(account, product, last)
+        known = accounts.get(account)
+        accounts[account] = Checked(
+            account, product, None if known is None else known.last_seen, known is not None and known.quiet
+        )
     if not accounts:
         raise OpsError(
             f"no accounts to check in {ctx.deployment().stack}: none has delivered yet; name them with --page, "
@@ -241,6 +249,7 @@ def _show(ctx: Context, results: list[Checked], url: str, note: str, output: str
                         "account": c.account,
                         "product": c.product,
                         "last_delivery_age_seconds": None if c.last_seen is None else round(now - c.last_seen, 3),
+                        "quiet": c.quiet,
                         "state": c.state,
                         "subscribed_fields": c.subscribed,
                         "missing_fields": c.missing,
@@ -262,7 +271,7 @@ def _show(ctx: Context, results: list[Checked], url: str, note: str, output: str
                 (
                     c.account,
                     c.product,
-                    "-" if c.last_seen is None else f"{duration(now - c.last_seen)} ago",
+                    "-" if c.last_seen is None else f"{duration(now - c.last_seen)} ago{' (quiet)' if c.quiet else ''}",
                     c.state,
                     ",".join(c.missing) or "-",
                 )

@@ -5,7 +5,12 @@ account going quiet while the others send: a Page whose subscription Meta disabl
 removed the app. Per account, the door stamps when it last heard from it and the sweeper counts
 the accounts that normally send and are quiet too long (lambdas/pipeline/domain/account_silence.py),
 one series and one alarm (`QuietAccounts`) whatever the number of accounts. `lanectl plan` prices
-it and the alternatives at `planned_accounts` (ops/cost/account_signal.py).
+it and the alternatives at `planned_accounts` (ops/cost/account_signal.py). At prod's 1,000
+accounts, 25% of peak traffic on average (148M deliveries a month) and 7 door instances: the
+hourly stamps at most 5.1M write units ($3.19, at most 0.035 calls a delivery), the sweeps' reads
+0.73M read units ($0.09), the metric and the alarm $0.40, so $3.69 a month; a metric and an alarm
+per account would be $400 a month (and could not tell an account that pauses from one that
+stopped); a write per delivery $92.39 and a third AWS call on every delivery.
 """
 
 from __future__ import annotations

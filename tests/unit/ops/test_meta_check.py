@@ -201,3 +201,22 @@ def test_reading_is_all_it_does(lanectl, prod_stack, graph, clock):
     _check(lanectl, graph, "--page", "1020")
 
     assert graph.account("1020").fields == before
+
+
+def test_an_account_that_normally_sends_and_went_quiet_is_marked_quiet(lanectl, prod_stack, graph, clock):
+    # Given a Page stamped every hour for a day, silent for three hours since (prod: quiet after two)
+    last = clock() - 3 * 3600
+    for hours_before in range(23, -1, -1):
+        _stamp(prod_stack, "1021", "page", last - hours_before * 3600)
+    _stamp(prod_stack, "1022", "page", clock() - 60)
+    graph.add_account("1021", "page", PAGE_FIELDS)
+    graph.add_account("1022", "page", PAGE_FIELDS)
+
+    result = _check(lanectl, graph, "--output", "json")
+
+    # Then it is the one marked quiet; the one heard from a minute ago (once) is not
+    found = {a["account"]: a for a in json.loads(result.out)["accounts"]}
+    assert found["1021"]["quiet"] is True
+    assert found["1022"]["quiet"] is False
+    text = _check(lanectl, graph).out
+    assert "3h00m ago (quiet)" in text
