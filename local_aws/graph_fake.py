@@ -13,6 +13,16 @@ what was sent, and the statuses WhatsApp sends back for each message.
 - For a WhatsApp message accepted, a `sent` status carrying its `biz_opaque_callback_data` is
   delivered to the pipeline's webhook, signed with the app secret, `status_delay_ms` later.
 
+- `GET /{version}/{account-id}/subscribed_apps` answers which apps an account is subscribed to, as
+  Meta does: for a Page or an Instagram account `{"data": [{"category", "link", "name", "id",
+  "subscribed_fields": [...]}]}`, for a WhatsApp Business Account `{"data":
+  [{"whatsapp_business_api_data": {"link", "name", "id"}}]}`; `POST` with `subscribed_fields`
+  (Pages, Instagram) or none (WhatsApp) subscribes the app, answering `{"success": true}`. An id
+  the fake does not know is Meta's 100 (subcode 33, `GraphMethodException`); `down` answers every
+  request with Meta's 2 (service temporarily unavailable). Meta knows an account once it is
+  registered in the runtime's process (`runtime.graph.add_account(id, product, fields)`), with the
+  app subscribed to those fields, or to none (`subscribed=False`).
+
 Set per run (`configure`, or the drive session's `configure_graph`): `latency_ms`; `error_code`
 and `error_rate`; `messages_per_second` per sending number (beyond it in any one second, however the second is
 placed: 130429); `pair_messages` in any `pair_seconds` from a number to one recipient (beyond it:
@@ -36,6 +46,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, fields, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+from urllib.parse import parse_qs
 
 VERSION = "v21.0"
 ERRORS: dict[int, tuple[int, str, str]] = {
@@ -52,6 +63,7 @@ ERRORS: dict[int, tuple[int, str, str]] = {
         "Message failed to send because more than 24 hours have passed since the customer last replied to this number.",
     ),
     131026: (400, "(#131026) Message Undeliverable", "Unable to deliver message."),
+    2: (503, "An unexpected error has occurred. Please retry your request later.", ""),
     190: (401, "Error validating access token: The session has been invalidated.", ""),
 }
 """Meta's code: (HTTP status, message, error_data.details)."""
@@ -74,6 +86,8 @@ class GraphBehaviour:
     """The share of statuses never delivered (Meta gave up on the webhook)."""
     status_delay_ms: float = 200.0
     revoked: bool = False
+    down: bool = False
+    """Every request answered with Meta's 2, service temporarily unavailable (HTTP 503)."""
 
     def __post_init__(self) -> None:
         if self.error_code is not None and self.error_code not in ERRORS:
@@ -101,6 +115,20 @@ class Sent:
     answer_lost: bool = False
 
 
+APP_ID = "100000000000001"
+APP_NAME = "Lanes (local)"
+PRODUCTS = ("page", "instagram", "whatsapp")
+
+
+@dataclass
+class Account:
+    """A Page, Instagram account or WhatsApp Business Account as Meta knows it, and the fields the
+    app is subscribed to on it (None: the app is not subscribed)."""
+
+    product: str
+    fields: tuple[str, ...] | None
+
+
 @dataclass(frozen=True)
 class Refused:
     business_id: str
@@ -122,6 +150,7 @@ class GraphFake:
     _refused: list[Refused] = field(default_factory=list, repr=False)
     _windows: dict[str, deque[float]] = field(default_factory=dict, repr=False)
     _rng: random.Random = field(default_factory=random.Random, repr=False)
+    _accounts: dict[str, Account] = field(default_factory=dict, repr=False)
     _server: ThreadingHTTPServer | None = field(default=None, repr=False)
     _token_checks: int = field(default=0, repr=False)
 
@@ -137,6 +166,18 @@ class GraphFake:
         with self._lock:
             self.behaviour = replace(self.behaviour, **changes)
             return self.behaviour
+
+    def add_account(
+        self, account_id: str, product: str, fields: tuple[str, ...] = (), *, subscribed: bool = True
+    ) -> None:
+        if product not in PRODUCTS:
+            raise ValueError(f"product must be one of {', '.join(PRODUCTS)}")
+        with self._lock:
+            self._accounts[account_id] = Account(product, tuple(fields) if subscribed else None)
+
+    def account(self, account_id: str) -> Account | None:
+        with self._lock:
+            return self._accounts.get(account_id)
 
     def outbox(self) -> list[Sent]:
         with self._lock:
@@ -178,9 +219,79 @@ class GraphFake:
 
     # ------------------------------------------------------------------ the API
 
+    def _get(self, request: BaseHTTPRequestHandler) -> None:
+        parts = [p for p in request.path.split("?")[0].split("/") if p]
+        if parts == [VERSION, "me"]:
+            self._me(request)
+            return
+        if len(parts) != 3 or parts[0] != VERSION or parts[2] != "subscribed_apps":
+            self._unsupported(request, "get", parts)
+            return
+        if self._refused_outright(request, parts[1]):
+            return
+        account = self.account(parts[1])
+        if account is None:
+            self._unsupported(request, "get", parts)
+            return
+        self._answer(request, 200, {"data": _subscribed_apps(account)})
+
+    def _subscribe(self, request: BaseHTTPRequestHandler, account_id: str) -> None:
+        if self._refused_outright(request, account_id):
+            return
+        account = self.account(account_id)
+        if account is None:
+            self._unsupported(request, "post", ["", account_id, "subscribed_apps"])
+            return
+        query = parse_qs(request.path.partition("?")[2])
+        length = int(request.headers.get("content-length") or 0)
+        form = parse_qs(request.rfile.read(length).decode() if length else "")
+        named = (query.get("subscribed_fields") or form.get("subscribed_fields") or [""])[0]
+        fields = tuple(f for f in named.split(",") if f)
+        if account.product != "whatsapp" and not fields:
+            self._error(request, 400, 100, "(#100) The parameter subscribed_fields is required.", "")
+            return
+        with self._lock:
+            account.fields = fields if account.product != "whatsapp" else ()
+        self._answer(request, 200, {"success": True})
+
+    def _refused_outright(self, request: BaseHTTPRequestHandler, business: str) -> bool:
+        """Meta down, or a token that is not the stored one: answered, and True."""
+        behaviour = self.behaviour
+        if behaviour.down:
+            self._refuse(request, business, 2)
+            return True
+        bearer = request.headers.get("authorization", "").removeprefix("Bearer ").strip()
+        if behaviour.revoked or not self.token or bearer != self.token:
+            self._refuse(request, business, 190)
+            return True
+        return False
+
+    def _unsupported(self, request: BaseHTTPRequestHandler, method: str, parts: list[str]) -> None:
+        """Meta's answer for an id it does not have (or will not show this token)."""
+        object_id = parts[1] if len(parts) > 1 else ""
+        message = (
+            f"Unsupported {method} request. Object with ID '{object_id}' does not exist, cannot be loaded due to "
+            "missing permissions, or does not support this operation. Please read the Graph API documentation at "
+            "https://developers.facebook.com/docs/graph-api"
+        )
+        error = {
+            "message": message,
+            "type": "GraphMethodException",
+            "code": 100,
+            "error_subcode": 33,
+            "fbtrace_id": "A" + secrets.token_hex(11),
+        }
+        self._answer(request, 400, {"error": error})
+
     def _post(self, request: BaseHTTPRequestHandler) -> None:
         behaviour = self.behaviour
         parts = [p for p in request.path.split("?")[0].split("/") if p]
+        if len(parts) == 3 and parts[0] == VERSION and parts[2] == "subscribed_apps":
+            self._subscribe(request, parts[1])
+            return
+        if behaviour.down:
+            self._refuse(request, parts[1] if len(parts) > 1 else "", 2)
+            return
         if len(parts) != 3 or parts[0] != VERSION or parts[2] != "messages":
             self._error(request, 400, 100, "Unsupported post request.", "")
             return
@@ -220,12 +331,8 @@ class GraphFake:
             answer = {"recipient_id": sent.recipient, "message_id": sent.message_id}
         self._answer(request, 200, answer)
 
-    def _get(self, request: BaseHTTPRequestHandler) -> None:
+    def _me(self, request: BaseHTTPRequestHandler) -> None:
         """`GET /{version}/me`: the token's own user (the lane probe's check of the token)."""
-        parts = [p for p in request.path.split("?")[0].split("/") if p]
-        if len(parts) != 2 or parts[0] != VERSION or parts[1] != "me":
-            self._error(request, 400, 100, "Unsupported get request.", "")
-            return
         bearer = request.headers.get("authorization", "").removeprefix("Bearer ").strip()
         with self._lock:
             self._token_checks += 1
@@ -332,6 +439,8 @@ class GraphFake:
         error: dict[str, Any] = {"message": message, "type": "OAuthException", "code": code}
         if code == 190:
             error["error_subcode"] = 460
+        if code == 2:
+            error["is_transient"] = True
         if details:
             error["error_data"] = {"messaging_product": "whatsapp", "details": details}
         error["fbtrace_id"] = "A" + secrets.token_hex(11)
@@ -344,6 +453,24 @@ class GraphFake:
         request.send_header("content-length", str(len(data)))
         request.end_headers()
         request.wfile.write(data)
+
+
+def _subscribed_apps(account: Account) -> list[dict[str, Any]]:
+    """`data` of GET /{id}/subscribed_apps, in Meta's shape for the account's product."""
+    if account.fields is None:
+        return []
+    link = f"https://www.facebook.com/games/?app_id={APP_ID}"
+    if account.product == "whatsapp":
+        return [{"whatsapp_business_api_data": {"link": link, "name": APP_NAME, "id": APP_ID}}]
+    return [
+        {
+            "category": "Business",
+            "link": link,
+            "name": APP_NAME,
+            "id": APP_ID,
+            "subscribed_fields": list(account.fields),
+        }
+    ]
 
 
 def _recent(window: deque[float], now: float, seconds: float) -> deque[float]:

@@ -8,6 +8,7 @@ non-zero with a message that says what to do instead.
   lanectl replay --since … FILTER   re-process rows of the raw log after a fix, paced, once per generation
   lanectl erase --sender ID         erase one person (Meta's data-deletion callback, for on-call)
   lanectl erase --link ASID --to ID link an app-scoped id to an id the pipeline stores
+  lanectl meta check                which fields each Meta account is subscribed to, and what is missing
   lanectl plan ENV                  capacity, queue bounds and cost from the catalogue
   lanectl preflight ENV             what would make a deploy fail
   lanectl local | demo              the pipeline on this machine (see ops/commands/local.py, ops/demo/run.py)
@@ -83,7 +84,7 @@ def _context(args: argparse.Namespace, env: Environment, runtime: Runtime) -> Co
 
 
 def _dispatch(args: argparse.Namespace, runtime: Runtime) -> int:
-    from ops.commands import dlq, erase, lanes, preflight, redrive, replay
+    from ops.commands import dlq, erase, lanes, preflight, redrive
     from ops.cost import plan
 
     env = _environment(args, runtime.environ)
@@ -101,17 +102,8 @@ def _dispatch(args: argparse.Namespace, runtime: Runtime) -> int:
         return preflight.run_preflight(ctx)
     if args.command == "trace":
         return _trace(args, ctx)
-    if args.command == "replay":
-        return replay.replay(
-            ctx,
-            _selection(args, ctx),
-            generation=args.generation,
-            rate=args.rate,
-            ramp_seconds=args.ramp,
-            dry_run=args.dry_run,
-            everything=args.everything,
-            segments=args.segments,
-        )
+    if args.command in ("replay", "meta"):
+        return _replay_or_meta(args, ctx)
     if args.command == "erase":
         if args.status is not None:
             return erase.status(ctx, args.status)
@@ -137,15 +129,40 @@ def _dispatch(args: argparse.Namespace, runtime: Runtime) -> int:
     return lanes.resume(ctx, args.lane, args.ramp)
 
 
+def _replay_or_meta(args: argparse.Namespace, ctx: Context) -> int:
+    from ops.commands import meta, replay
+
+    if args.command == "replay":
+        return replay.replay(
+            ctx,
+            _selection(args, ctx),
+            generation=args.generation,
+            rate=args.rate,
+            ramp_seconds=args.ramp,
+            dry_run=args.dry_run,
+            everything=args.everything,
+            segments=args.segments,
+        )
+    return meta.check(
+        ctx,
+        pages=args.page,
+        instagram=args.instagram,
+        wabas=args.waba,
+        app_id=args.app_id,
+        graph_url=args.graph_url,
+        output=args.output,
+    )
+
+
 def _trace(args: argparse.Namespace, ctx: Context) -> int:
     from ops.commands import trace, trace_window
 
     if args.tenant is None:
         if args.id is None:
             raise OpsError("give an id to trace, or --tenant T --since WHEN to list a tenant's", errors.USAGE)
-        if args.since or args.until or args.lane or args.kind or args.status or args.source:
+        if args.since or args.until or args.kind or args.status or args.source:
             raise OpsError("--since, --until and the other filters go with --tenant, not with an id", errors.USAGE)
-        return trace.trace(ctx, args.id, personal=args.show_personal, output=args.output)
+        return trace.trace(ctx, args.id, personal=args.show_personal, output=args.output, lane=args.lane)
     if args.id is not None:
         raise OpsError("give an id or --tenant, not both", errors.USAGE)
     return trace_window.list_window(

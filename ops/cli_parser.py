@@ -18,7 +18,8 @@ DELEGATED = {
 }
 EXIT_CODES = """exit codes: 0 done; 1 a check or the work failed; 2 bad input (unknown env or lane, bad value);
 3 AWS could not be asked (no credentials, no stack, endpoint down); 4 nothing to do (empty DLQ);
-5 busy (a move task is already running); 130 interrupted (what was done is kept and reported)"""
+5 busy (a move task is already running); 6 could not check (Meta's Graph API: no token, token refused,
+down, unknown account); 130 interrupted (what was done is kept and reported)"""
 
 
 def _bounded_int(low: int, high: int, what: str) -> Callable[[str], int]:
@@ -83,7 +84,11 @@ def _window(parser: argparse.ArgumentParser, *, listing: bool) -> None:
     parser.add_argument("--until", metavar="WHEN", help="end of the window (default: now), as --since")
     if not listing:
         parser.add_argument("--tenant", help="only this tenant's rows")
-    parser.add_argument("--lane", help="only rows of this lane")
+    parser.add_argument(
+        "--lane",
+        help="only rows of this lane"
+        + ("; with a dead letter's message id: search only this lane's DLQ" if listing else ""),
+    )
     parser.add_argument("--kind", help="only rows of this kind (whatsapp.messages, import.page, ...)")
     parser.add_argument(
         "--status",
@@ -104,7 +109,7 @@ def _window(parser: argparse.ArgumentParser, *, listing: bool) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from ops.commands import lanes, redrive, replay
+    from ops.commands import lanes, redrive
 
     common = _common(suppress=True)
     output = _output()
@@ -184,7 +189,12 @@ def build_parser() -> argparse.ArgumentParser:
         parents=[common, output],
         help="one delivery's or job's path from its id, or a tenant's in a window (--tenant); reads only",
     )
-    trace.add_argument("id", nargs="?", help="a webhook log id (wh-<sha256>) or a job id (job-<32 hex>)")
+    trace.add_argument(
+        "id",
+        nargs="?",
+        help="a webhook log id (wh-<sha256>), a job id (job-<32 hex>), Meta's id of a message or comment, or a "
+        "dead letter's SQS message id (as `lanectl dlq peek` shows it)",
+    )
     trace.add_argument(
         "--show-personal", action="store_true", help="show who each unit is from and its text (personal data)"
     )
@@ -193,6 +203,37 @@ def build_parser() -> argparse.ArgumentParser:
     trace.add_argument(
         "--limit", type=_bounded_int(1, 100_000, "--limit"), default=200, help="rows to show (default 200)"
     )
+
+    _replay_parser(commands, common)
+    _meta_parser(commands, common, output)
+
+    plan = commands.add_parser("plan", parents=[common, output], help="capacity, queue bounds and monthly cost")
+    plan.add_argument("environment", nargs="?", metavar="ENV")
+    plan.add_argument(
+        "--utilisation",
+        type=_fraction("--utilisation"),
+        default=0.7,
+        help="target utilisation of provisioned slots (default 0.7)",
+    )
+    plan.add_argument(
+        "--average",
+        type=_fraction("--average"),
+        default=0.25,
+        help="average traffic as a share of peak, for the monthly cost (default 0.25)",
+    )
+    plan.add_argument("--strict", action="store_true", help="exit 1 when there are warnings")
+
+    preflight = commands.add_parser("preflight", parents=[common], help="checks to pass before a deploy")
+    preflight.add_argument("environment", nargs="?", metavar="ENV")
+
+    for name, text in DELEGATED.items():
+        # Their own options are parsed by their module, so `lanectl local --help` shows them.
+        commands.add_parser(name, parents=[common], add_help=False, help=text)
+    return parser
+
+
+def _replay_parser(commands: Any, common: argparse.ArgumentParser) -> None:
+    from ops.commands import lanes, replay
 
     again = commands.add_parser(
         "replay", parents=[common], help="re-process deliveries or jobs from the raw log after a fix, paced"
@@ -221,26 +262,24 @@ def build_parser() -> argparse.ArgumentParser:
         "--all", action="store_true", dest="everything", help="replay everything in the window (no other filter)"
     )
 
-    plan = commands.add_parser("plan", parents=[common, output], help="capacity, queue bounds and monthly cost")
-    plan.add_argument("environment", nargs="?", metavar="ENV")
-    plan.add_argument(
-        "--utilisation",
-        type=_fraction("--utilisation"),
-        default=0.7,
-        help="target utilisation of provisioned slots (default 0.7)",
-    )
-    plan.add_argument(
-        "--average",
-        type=_fraction("--average"),
-        default=0.25,
-        help="average traffic as a share of peak, for the monthly cost (default 0.25)",
-    )
-    plan.add_argument("--strict", action="store_true", help="exit 1 when there are warnings")
 
-    preflight = commands.add_parser("preflight", parents=[common], help="checks to pass before a deploy")
-    preflight.add_argument("environment", nargs="?", metavar="ENV")
-
-    for name, text in DELEGATED.items():
-        # Their own options are parsed by their module, so `lanectl local --help` shows them.
-        commands.add_parser(name, parents=[common], add_help=False, help=text)
-    return parser
+def _meta_parser(commands: Any, common: argparse.ArgumentParser, output: argparse.ArgumentParser) -> None:
+    meta = commands.add_parser("meta", help="Meta's side: which fields each account is subscribed to").add_subparsers(
+        dest="action", required=True, metavar="ACTION"
+    )
+    meta_check = meta.add_parser(
+        "check",
+        parents=[common, output],
+        help="ask the Graph API what each known (or named) account is subscribed to; flag missing fields",
+    )
+    meta_check.add_argument("--page", action="append", metavar="ID", help="also check this Page (repeatable)")
+    meta_check.add_argument(
+        "--instagram", action="append", metavar="ID", help="also check this Instagram account (repeatable)"
+    )
+    meta_check.add_argument(
+        "--waba", action="append", metavar="ID", help="also check this WhatsApp Business Account (repeatable)"
+    )
+    meta_check.add_argument("--app-id", help="the app whose subscription counts, when several are subscribed")
+    meta_check.add_argument(
+        "--graph-url", help="the Graph API and version (default: the one the deployed pipeline sends through)"
+    )

@@ -15,6 +15,9 @@ NOTHING_TO_DO = 4
 """The dead-letter queue is empty."""
 BUSY = 5
 """Someone else is already doing this (a message move task is running)."""
+UNCHECKED = 6
+"""An outside service could not say (`lanectl meta check`: no token, the token refused, Meta down or
+unreachable, an account Meta does not know), and nothing it could say was found wrong."""
 INTERRUPTED = 130
 """Ctrl-C: stopped cleanly, and said what had been done."""
 

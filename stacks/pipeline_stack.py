@@ -61,6 +61,7 @@ class PipelineStack(Stack):
             secret_arn=self.secret.secret_arn,
             sender_key_arn=self.sender_key.secret_arn,
             access_token_arn=self.access_token.secret_arn,
+            accounts_table=self.tables.accounts.table_name,
         )
         self.consumers: dict[str, LaneConsumer] = {}
         self.schedule_rules = []
@@ -208,6 +209,7 @@ class PipelineStack(Stack):
         CfnOutput(self, "JobsTableName", value=self.tables.jobs.table_name)
         CfnOutput(self, "StateTableName", value=self.tables.state.table_name)
         CfnOutput(self, "DataTableName", value=self.tables.data.table_name)
+        CfnOutput(self, "AccountsTableName", value=self.tables.accounts.table_name)
         CfnOutput(self, "AlarmTopicArn", value=self.on_call.topic.topic_arn)
         CfnOutput(self, "MetaSecretArn", value=self.secret.secret_arn)
         CfnOutput(self, "MetaAccessTokenArn", value=self.access_token.secret_arn)

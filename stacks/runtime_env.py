@@ -46,6 +46,8 @@ class Resources:
     sender_key_arn: str
     access_token_arn: str = ""
     """Meta's access token for sending replies (the lanes in SENDING_LANES are given it)."""
+    accounts_table: str = ""
+    """Source accounts' last-seen items (the door and the sweeper, where accounts are watched)."""
 
 
 def stack_name(env: Environment) -> str:
@@ -86,9 +88,19 @@ def _retention(env: Environment) -> dict[str, str]:
     return {EnvVar.RETENTION: codec.dumps(RetentionSettings(**env.retention.seconds()))}
 
 
+def _account_silence(env: Environment, resources: Resources) -> dict[str, str]:
+    if env.accounts is None:
+        return {}
+    return {
+        EnvVar.ACCOUNT_SILENCE: codec.dumps(env.accounts.silence),
+        EnvVar.ACCOUNTS_TABLE: resources.accounts_table,
+    }
+
+
 def ingress(env: Environment, resources: Resources, dumps: Dumps) -> dict[str, str]:
     return {
         **_common(env, resources, "ingress"),
+        **_account_silence(env, resources),
         **_retention(env),
         EnvVar.SENDER_KEY_ARN: resources.sender_key_arn,
         EnvVar.LANE_QUEUES: dumps(dict(resources.queue_urls)),
@@ -172,6 +184,7 @@ def erasure(env: Environment, resources: Resources, dumps: Dumps) -> dict[str, s
 def sweeper(env: Environment, resources: Resources, dumps: Dumps) -> dict[str, str]:
     return {
         **_common(env, resources, "sweeper"),
+        **_account_silence(env, resources),
         EnvVar.LANES: _all_lanes(env),
         EnvVar.LANE_QUEUES: dumps(dict(resources.queue_urls)),
         EnvVar.SWEEPER: codec.dumps(

@@ -68,6 +68,7 @@ OUT_OF_TIME = "OutOfTime"  # by Lane: consumer invocations whose batch had not s
 # Sweeper
 OLDEST_UNPROCESSED_AGE = "OldestUnprocessedAgeSeconds"  # by Source: webhook, job
 REPLAYED = "Replayed"  # by Source
+QUIET_ACCOUNTS = "QuietAccounts"  # source accounts that normally send and are quiet too long (one series)
 
 # The doors' own failures: each is a 5xx its caller sees (Meta retries; producers should too)
 WEBHOOK_FAILED = "WebhookFailed"  # by Reason (WebhookFailure): Meta got a 5xx and will retry

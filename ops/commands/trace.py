@@ -25,6 +25,13 @@ it: trace its delivery's wh- id instead.
 Cost in read units: the row 1 (a consistent GetItem of up to 4 KB), a body part 1 each, a unit's
 item 1 each; a Meta id adds 0.5.
 
+From the SQS message id of a dead letter (what `lanectl dlq peek` shows, a UUID; `--lane` narrows
+the search to that lane's DLQ): the DLQ is received until the message is met and everything
+received is made visible again at once (ops/commands/dead_letter.py says what that costs: about a
+receive and a visibility change per ten messages on the DLQ, nothing deleted, nothing hidden for
+more than 10 s); its reason attributes (reason, error class, error, attempts) head the trace, which
+goes on from the delivery's or job's id the message carries.
+
 A webhook row whose task finished stays `queued` (its effects are its done-mark: domain/consumer/marks.py),
 so for a delivery the units' items are what says it was processed.
 """
@@ -234,8 +241,30 @@ def _unit_view(unit: Unit, personal: bool) -> dict[str, Any]:
     return view
 
 
-def trace(ctx: Context, item_id: str, *, personal: bool = False, output: str = TEXT) -> int:
-    via: Trace | None = None
+def trace(ctx: Context, item_id: str, *, personal: bool = False, output: str = TEXT, lane: str | None = None) -> int:
+    from ops.commands import dead_letter
+
+    if not dead_letter.SQS_MESSAGE_ID.fullmatch(item_id):
+        if lane is not None:
+            raise OpsError("--lane goes with a dead letter's SQS message id (as `lanectl dlq peek` shows it)", USAGE)
+        return _trace(ctx, item_id, personal=personal, output=output)
+    letter, search = dead_letter.find(ctx, item_id, lane)
+    via = Trace("dead letter", item_id, {})
+    via.reads.update({"sqs ReceiveMessage": search.receives, "sqs ChangeMessageVisibilityBatch": search.releases})
+    if not letter.message.work_id:
+        return _dead_letter_only(ctx, letter, output)
+    return _trace(ctx, letter.message.work_id, personal=personal, output=output, via=via, letter=letter)
+
+
+def _trace(
+    ctx: Context,
+    item_id: str,
+    *,
+    personal: bool,
+    output: str,
+    via: Trace | None = None,
+    letter: Any = None,
+) -> int:
     if MESSAGE_ID.fullmatch(item_id) or COMMENT_ID.fullmatch(item_id):
         via = Trace("meta", item_id, {})
         kind = "msg" if MESSAGE_ID.fullmatch(item_id) else "comment"
@@ -250,7 +279,7 @@ def trace(ctx: Context, item_id: str, *, personal: bool = False, output: str = T
         raise OpsError(
             f"{item_id!r} is neither a webhook log id (wh-<64 hex>, the door's log line and a dead letter's "
             "`id` carry it), a job id (job-<32 hex>, from POST /jobs), nor Meta's id of a message (wamid.…, m_…) "
-            "or a comment (<post>_<comment>)",
+            "or a comment (<post>_<comment>), nor a dead letter's SQS message id (a UUID: `lanectl dlq peek`)",
             USAGE,
         )
     if row is None:
@@ -270,6 +299,7 @@ def trace(ctx: Context, item_id: str, *, personal: bool = False, output: str = T
         ctx.console.json(
             {
                 **({"found_by": via.id} if via is not None else {}),
+                **({"dead_letter": letter.view(ctx.clock())} if letter is not None else {}),
                 "source": found.source,
                 "id": item_id,
                 "path": [{"step": step, "detail": detail} for step, detail in steps],
@@ -278,9 +308,18 @@ def trace(ctx: Context, item_id: str, *, personal: bool = False, output: str = T
             }
         )
         return 0
-    if via is not None:
+    _print(ctx, found, steps, personal=personal, via=via, letter=letter)
+    return 0
+
+
+def _print(
+    ctx: Context, found: Trace, steps: list[tuple[str, str]], *, personal: bool, via: Trace | None, letter: Any
+) -> None:
+    if letter is not None:
+        _dead_letter_lines(ctx, letter)
+    elif via is not None:
         ctx.console.line(f"{via.id}: stored by")
-    ctx.console.line(f"{found.source} {item_id}")
+    ctx.console.line(f"{found.source} {found.id}")
     for step, detail in steps:
         ctx.console.line(f"  {step:<12} {detail}")
     for unit in found.units:
@@ -288,5 +327,40 @@ def trace(ctx: Context, item_id: str, *, personal: bool = False, output: str = T
         stored = "nothing stored" if view["stored"] is None else f"stored {view['stored']}"
         ctx.console.line(f"  {unit.kind:<12} {unit.id} from {view['person']}: {stored}")
     cost = ", ".join(f"{what} {count}" for what, count in sorted(found.reads.items()))
-    ctx.console.line(f"  reads: {cost} (consistent GetItems{', one index Query' if via else ''}; no scan)")
+    if letter is not None:
+        how = "consistent GetItems, the DLQ received and released"
+    else:
+        how = "consistent GetItems" + (", one index Query" if via is not None else "")
+    ctx.console.line(f"  reads: {cost} ({how}; no scan)")
+
+
+def _dead_letter_lines(ctx: Context, letter: Any) -> None:
+    view = letter.view(ctx.clock())
+    age = view["age_seconds"]
+    ctx.console.line(
+        f"dead letter {view['message_id']} on the {view['lane']} DLQ"
+        + ("" if age is None else f", dead-lettered {_ago(float(age))} ago")
+    )
+    ctx.console.line(
+        f"  reason       {view['reason']} (error_class {view['error_class'] or '-'}, attempts {view['attempts']})"
+    )
+    if view["error"]:
+        ctx.console.line(f"  error        {view['error']}")
+    if not view["parked_by_consumer"]:
+        ctx.console.line("  (moved by SQS after max receives without success; no reason was attached)")
+
+
+def _ago(seconds: float) -> str:
+    from ops.output import duration
+
+    return duration(seconds)
+
+
+def _dead_letter_only(ctx: Context, letter: Any, output: str) -> int:
+    """A dead letter that names no delivery or job (its body is not an envelope): all there is."""
+    if output == JSON:
+        ctx.console.json({"dead_letter": letter.view(ctx.clock()), "body_start": letter.message.body[:120]})
+        return 0
+    _dead_letter_lines(ctx, letter)
+    ctx.console.line(f"  its body is not an envelope, so it names no delivery or job: {letter.message.body[:120]!r}")
     return 0

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ops.cost.account_signal import AccountSignalCost, account_signal_cost
 from ops.cost.model_cost import ModelCost, model_costs
 from ops.cost.prices import LIST_PRICES, Prices
 from ops.cost.pricing import Cost, FixedCost, entry, fixed_cost, lane_cost, row_kib
@@ -88,12 +89,16 @@ class EnvironmentCost:
     erasure: ErasureCost
     models: dict[str, ModelCost]
     """The model calls of each lane that has a model (ops/cost/model_cost.py)."""
+    accounts: AccountSignalCost | None = None
+    """Per source account, its last delivery and the quiet-accounts alarm (ops/cost/account_signal.py)."""
 
     @property
     def total(self) -> float:
         lanes = sum(cost.total for cost in self.lanes.values())
         tokens = sum(cost.total for cost in self.models.values())
-        return lanes + tokens + self.fixed.total + (self.edge.total if self.edge_enabled else 0.0)
+        # The quiet-accounts alarm is among the fixed alarms already.
+        accounts = 0.0 if self.accounts is None else self.accounts.built - self.accounts.alarm
+        return lanes + tokens + self.fixed.total + accounts + (self.edge.total if self.edge_enabled else 0.0)
 
 
 def environment_cost(env: Environment, average_fraction: float, prices: Prices = LIST_PRICES) -> EnvironmentCost:
@@ -115,6 +120,7 @@ def environment_cost(env: Environment, average_fraction: float, prices: Prices =
             prices,
             undelivered_pages_alarm=sns_delivers(env.on_call),
             quiet_webhooks_alarm=env.alarms.webhooks_quiet_seconds is not None,
+            quiet_accounts_alarm=env.accounts is not None,
             sending_lanes=sum(1 for lane in env.lanes if lane.policy.task in SENDING_TASKS),
             pause_alarms=sum(
                 len(
@@ -133,4 +139,5 @@ def environment_cost(env: Environment, average_fraction: float, prices: Prices =
         edge_enabled=env.edge.enabled,
         erasure=erasure_cost(env, average_fraction, prices),
         models=model_costs(env, average_fraction, prices),
+        accounts=account_signal_cost(env, average_fraction, prices),
     )

@@ -14,6 +14,7 @@ import math
 import textwrap
 
 from ops.cost import pricing
+from ops.cost.account_signal import AccountSignalCost
 from ops.cost.environment_cost import EDGE_RULES, environment_cost
 from ops.cost.listing_cost import listing_cost
 from ops.cost.model_cost import model_warnings
@@ -131,6 +132,7 @@ def _cost_lines(env: Environment, average_fraction: float) -> list[str | Table]:
             f"edge (CloudFront + AWS WAF): off; on, it would add about {money(edge.total)} ({edge_detail})"
         )
     lines += _wrapped(f"mutual TLS on the webhook: {_mutual_tls_state(env)}, {money(0)}; {MUTUAL_TLS_COST}")
+    lines += _wrapped(_accounts_line(env, costs.accounts))
     lines.append(f"total: about {money(costs.total)} a month")
     erasure = costs.erasure
     lines += _wrapped(
@@ -158,6 +160,23 @@ def _cost_lines(env: Environment, average_fraction: float) -> list[str | Table]:
         "message. Not included: custom metrics, data transfer (but the edge's), KMS, Secrets Manager."
     )
     return lines
+
+
+def _accounts_line(env: Environment, accounts: AccountSignalCost | None) -> str:
+    if env.accounts is None or accounts is None:
+        return "source accounts: not watched one by one (the pipeline-wide quiet alarm only, where it is on)"
+    silence = env.accounts.silence
+    per_delivery = accounts.note_writes / max(accounts.deliveries, 1)
+    return (
+        f"source accounts ({accounts.accounts:,} planned): last delivery per account and the QuietAccounts alarm "
+        f"{money(accounts.built)} (door notes at most once per {silence.note_seconds:g} s per account per "
+        f"instance: at most {accounts.note_writes / 1e6:,.1f}M write units with {accounts.door_instances} "
+        f"instances, at most {per_delivery:.3f} extra calls a delivery; sweeps read "
+        f"{accounts.sweep_reads / 1e6:,.2f}M read units; one metric, one alarm); instead a metric and an alarm "
+        f"per account: {money(accounts.per_account_metrics)}; a write per delivery "
+        f"({accounts.deliveries / 1e6:,.0f}M): {money(accounts.write_per_delivery)} and a third AWS call on every "
+        "delivery"
+    )
 
 
 MUTUAL_TLS_COST = (

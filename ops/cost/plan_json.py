@@ -88,6 +88,17 @@ def document(env: Environment, plans: list[LanePlan], *, utilisation: float, ave
                 "dashboard": _money(fixed.dashboard),
                 "total": _money(fixed.total),
             },
+            "source_accounts": None
+            if costs.accounts is None
+            else {
+                "planned": costs.accounts.accounts,
+                "door_instances": costs.accounts.door_instances,
+                "note_write_units_per_month": round(costs.accounts.note_writes),
+                "sweep_read_units_per_month": round(costs.accounts.sweep_reads),
+                "total": _money(costs.accounts.built),
+                "instead_metric_and_alarm_per_account": _money(costs.accounts.per_account_metrics),
+                "instead_write_per_delivery": _money(costs.accounts.write_per_delivery),
+            },
             "edge": {
                 "enabled": env.edge.enabled,
                 "requests_per_month": round(edge.requests),

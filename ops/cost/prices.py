@@ -39,6 +39,8 @@ class Prices:
     dynamodb_ia_storage_per_gb_month: float = 0.10
     pitr_per_gb_month: float = 0.20
     alarm_per_month: float = 0.10
+    metric_per_month: float = 0.30
+    """A custom CloudWatch metric (one name and set of dimensions), first 10,000."""
     dashboard_per_month: float = 3.00
     hours_per_month: float = 730.0
     cloudfront_per_million_https_requests: float = 1.00

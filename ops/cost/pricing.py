@@ -308,6 +308,7 @@ def fixed_cost(
     *,
     undelivered_pages_alarm: bool = False,
     quiet_webhooks_alarm: bool = False,
+    quiet_accounts_alarm: bool = False,
     sending_lanes: int = 0,
     pause_alarms: int = 0,
     probe_period_seconds: float | None = None,
@@ -320,7 +321,8 @@ def fixed_cost(
     # unprocessed webhook age, a sweeper silent on either source, abandoned and expired webhooks and
     # jobs, refused signatures, unparseable deliveries, and each 5xx reason of the doors (webhook,
     # jobs API, data-deletion callback); where SNS mails or posts pages itself, the pages it could
-    # not deliver; where the environment expects steady traffic, webhooks gone quiet; per lane that
+    # not deliver; where the environment expects steady traffic, webhooks gone quiet; where it
+    # watches source accounts, the quiet accounts (one series, whatever their number); per lane that
     # sends replies through Meta, its unanswered replies; per lane that pauses itself, one per reason,
     # and its probe failing for long; the probe's own errors.
     doors = (
@@ -333,6 +335,7 @@ def fixed_cost(
         + doors
         + int(undelivered_pages_alarm)
         + int(quiet_webhooks_alarm)
+        + int(quiet_accounts_alarm)
         + sending_lanes
         + pause_alarms
         + (probed_lanes + 1 if probed_lanes else 0)

@@ -10,6 +10,7 @@ from pipeline.domain.erasure import requests as erasure_rules
 from pipeline.settings.callers import ALL_TENANTS
 from pipeline.settings.dependency_budget import DependencyBudget
 from pipeline.settings.doors import MIB, WebhookSettings
+from stacks.config.account_silence import LOCAL_ACCOUNTS, PROD_ACCOUNTS, AccountWatch
 from stacks.config.doors import (
     EDGE_REGION,
     ApiConfig,
@@ -140,6 +141,9 @@ class Environment:
     alarms: AlarmConfig = field(default_factory=AlarmConfig)
     edge: EdgeConfig = field(default_factory=EdgeConfig)
     mutual_tls: MutualTlsConfig | None = None
+    accounts: AccountWatch | None = None
+    """Per source account, when it last sent, and a page when one that normally sends goes quiet
+    (stacks/config/account_silence.py); None: not watched."""
     """Meta's client certificate required on the webhook (stacks/config/mutual_tls.py); None: off."""
     retention: Retention = field(default_factory=Retention)
     """How long each kind of data is kept (stacks/config/privacy.py)."""
@@ -283,6 +287,7 @@ def _build() -> dict[str, Environment]:
             # Prod hears from Meta around the clock; half an hour of silence leaves half of Meta's
             # hour before a failing Page subscription is disabled.
             alarms=AlarmConfig(webhooks_quiet_seconds=1800),
+            accounts=PROD_ACCOUNTS,
             # Raw bodies a week: past the lane queue's 4 days, and time to look at a delivery that
             # went wrong. What the tasks made of them is the product's data, kept a quarter.
             retention=Retention(
@@ -326,6 +331,7 @@ def _build() -> dict[str, Environment]:
                 period_seconds=10, evaluation_periods=1, webhook_age_seconds=60, webhooks_quiet_seconds=30
             ),
             idempotency_ttl_seconds=3600,
+            accounts=LOCAL_ACCOUNTS,
             retention=Retention(
                 raw_deliveries_days=4, jobs_days=4, effects_days=4, erasure_requests_days=4, backup_days=1
             ),

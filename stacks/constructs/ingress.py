@@ -138,6 +138,10 @@ class Ingress(Construct):
         # The row (one conditional put, or a transaction of puts with its body's parts), and
         # `mark_unsent` when the send fails: the row then waits in the pending index for the sweeper.
         grant_rows(webhook_fn, tables.webhook_log, ("dynamodb:PutItem", "dynamodb:UpdateItem"))
+        if env.accounts is not None:
+            # Each source account's last-seen item, at most once per account per instance per
+            # note interval (adapters/accounts_seen.py).
+            grant_rows(webhook_fn, tables.accounts, ("dynamodb:UpdateItem",))
         grant_secret(webhook_fn, secret)
         grant_secret(webhook_fn, sender_key)
         for lane in sorted(webhook_lanes):

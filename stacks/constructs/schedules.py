@@ -90,6 +90,9 @@ class Sweeper(Construct):
             grant_rows(function, table, ("dynamodb:BatchGetItem", "dynamodb:UpdateItem"))
             grant_index_query(function, table, schema.PENDING_INDEX)
         grant_rows(function, tables.state, ("dynamodb:BatchGetItem", "dynamodb:UpdateItem"))
+        if env.accounts is not None:
+            # Every source account's last-seen item: one Query of their partition (never a scan).
+            grant_rows(function, tables.accounts, ("dynamodb:Query",))
         # A lost row is replayed to its lane, whose depth says whether it is merely late; a job
         # row may be of any lane.
         for queue in queues.values():
@@ -172,6 +175,7 @@ class Sweeper(Construct):
             )
             for source in ("webhook", "job")
         ]
+        self.quiet_accounts_alarm = self._quiet_accounts_alarm(env, on_call, period)
         self.abandoned_alarms = [
             on_call.alarm(
                 self,
@@ -185,6 +189,33 @@ class Sweeper(Construct):
             )
             for source in ("webhook", "job")
         ]
+
+    def _quiet_accounts_alarm(self, env: Environment, on_call: OnCall, period: Duration) -> cloudwatch.Alarm | None:
+        """Source accounts that normally send and are quiet too long: one series whatever their
+        number. A sweep that could not read the items publishes nothing, and the alarm keeps its
+        state (a sweeper that stopped pages on its own silence alarms)."""
+        if env.accounts is None:
+            return None
+        silence = env.accounts.silence
+        return on_call.alarm(
+            self,
+            "QuietAccounts",
+            metric=cloudwatch.Metric(
+                namespace=metrics_namespace(env),
+                metric_name=metric_names.QUIET_ACCOUNTS,
+                dimensions_map={"service": "sweeper"},
+                period=period,
+                statistic="Maximum",
+            ),
+            threshold=1,
+            comparison=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+            evaluation_periods=1,
+            missing=cloudwatch.TreatMissingData.IGNORE,
+            description=f"A Meta source account that normally sends (deliveries in {silence.active_slots} of "
+            f"{silence.slots} slots of {silence.slot_seconds:g} s) has sent nothing for {silence.quiet_seconds:g} s: "
+            "its subscription disabled or removed while others send. The sweeper's line `source accounts quiet` "
+            "names it. See docs/RUNBOOK.md#quiet-accounts.",
+        )
 
 
 class Ticks(Construct):

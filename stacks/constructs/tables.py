@@ -1,5 +1,7 @@
 """The pipeline's tables: the webhook log and jobs (the obligations), processing state
-(idempotency markers, budgets, counters) and the data the lane tasks write.
+(idempotency markers, budgets, counters), the data the lane tasks write, and when each Meta source
+account was last heard from (one partition sorted by account, so the sweeper reads every account
+with a Query: lambdas/pipeline/adapters/accounts_seen.py; the state table has no sort key).
 
 Every table expires items by DynamoDB's TTL on `expires_at`, which every writer sets (see
 stacks/config/privacy.py for how long each kind is kept), and keeps point-in-time recovery for the
@@ -30,7 +32,8 @@ WEBHOOK_LOG_ID = "WebhookLogTable"
 JOBS_ID = "JobsTable"
 STATE_ID = "StateTable"
 DATA_ID = "DataTable"
-STATEFUL_LOGICAL_IDS = (WEBHOOK_LOG_ID, JOBS_ID, STATE_ID, DATA_ID)
+ACCOUNTS_ID = "AccountsTable"
+STATEFUL_LOGICAL_IDS = (WEBHOOK_LOG_ID, JOBS_ID, STATE_ID, DATA_ID, ACCOUNTS_ID)
 
 
 class PipelineTables(Construct):
@@ -42,6 +45,11 @@ class PipelineTables(Construct):
         self.state = self._table(
             STATE_ID,
             partition_key=dynamodb.Attribute(name=schema.PK, type=dynamodb.AttributeType.STRING),
+        )
+        self.accounts = self._table(
+            ACCOUNTS_ID,
+            partition_key=dynamodb.Attribute(name=schema.PK, type=dynamodb.AttributeType.STRING),
+            sort_key=dynamodb.Attribute(name=schema.SK, type=dynamodb.AttributeType.STRING),
         )
         self.data = self._by_unit(
             self._by_sender(
@@ -56,7 +64,7 @@ class PipelineTables(Construct):
 
     @property
     def all(self) -> tuple[dynamodb.Table, ...]:
-        return (self.webhook_log, self.jobs, self.state, self.data)
+        return (self.webhook_log, self.jobs, self.state, self.data, self.accounts)
 
     def _obligations(self, logical_id: str) -> dynamodb.Table:
         """A table whose rows are promises: pending rows sit in a sparse index sorted by age, so

@@ -47,9 +47,12 @@ def _table_actions(synthesized, handler: str, lanes: set[str] | None = None) -> 
 
 
 def test_each_function_may_do_only_what_its_code_does_to_each_table(synthesized):
+    watched = synthesized.env.accounts is not None
     assert _table_actions(synthesized, "pipeline.handlers.ingress.handler") == {
         # The row, and `mark_unsent` when its send fails (the sweeper then finds it).
-        "WebhookLogTable": {"dynamodb:PutItem", "dynamodb:UpdateItem"}
+        "WebhookLogTable": {"dynamodb:PutItem", "dynamodb:UpdateItem"},
+        # Where source accounts are watched: their last-seen items, stamped at most once an interval
+        **({"AccountsTable": {"dynamodb:UpdateItem"}} if watched else {}),
     }
     jobs = _table_actions(synthesized, "pipeline.handlers.jobs.handler")
     assert jobs == {
@@ -80,6 +83,8 @@ def test_each_function_may_do_only_what_its_code_does_to_each_table(synthesized)
     sweeper = _table_actions(synthesized, "pipeline.handlers.sweeper.handler")
     # Lane history (drain counts, depth sightings) read, and written with job counts.
     assert sweeper["StateTable"] == {"dynamodb:BatchGetItem", "dynamodb:UpdateItem"}
+    # Where source accounts are watched, their last-seen items are read with one Query a page
+    assert sweeper.get("AccountsTable") == ({"dynamodb:Query"} if watched else None)
     assert "DataTable" not in sweeper
     for grants in (jobs, eraser, erasure_door, sweeper):
         assert not any("dynamodb:DeleteItem" in actions for actions in grants.values())

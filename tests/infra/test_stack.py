@@ -21,7 +21,7 @@ def test_outputs_name_every_lane_resource_for_the_operator_cli(synthesized):
         "JobsTableName",
         "StateTableName",
         "DataTableName",
-        "AlarmTopicArn",
+        "AccountsTableName",
         "MetaSecretArn",
         "SenderKeyArn",
     ):

@@ -24,6 +24,7 @@ def _pinned_ids(env) -> dict[str, str]:
         "JobsTable": "AWS::DynamoDB::Table",
         "StateTable": "AWS::DynamoDB::Table",
         "DataTable": "AWS::DynamoDB::Table",
+        "AccountsTable": "AWS::DynamoDB::Table",
         "MetaSecret": "AWS::SecretsManager::Secret",
         "SenderKey": "AWS::SecretsManager::Secret",
     }
@@ -89,7 +90,7 @@ def test_dev_deletes_everything_with_the_stack(synth_env):
 
 def test_tables_are_on_demand_with_point_in_time_recovery(synthesized):
     tables = synthesized.resources("AWS::DynamoDB::Table")
-    assert set(tables) == {"WebhookLogTable", "JobsTable", "StateTable", "DataTable"}
+    assert set(tables) == {"WebhookLogTable", "JobsTable", "StateTable", "DataTable", "AccountsTable"}
     for table in tables.values():
         props = table["Properties"]
         assert props["BillingMode"] == "PAY_PER_REQUEST"
@@ -120,7 +121,7 @@ def test_obligation_tables_find_pending_rows_by_age(synthesized):
 
 def test_every_table_expires_items_by_ttl(synthesized):
     # Each holds personal data (bodies, payloads, messages) or what points at it
-    for logical_id in ("WebhookLogTable", "JobsTable", "StateTable", "DataTable"):
+    for logical_id in ("WebhookLogTable", "JobsTable", "StateTable", "DataTable", "AccountsTable"):
         props = synthesized.resource(logical_id)["Properties"]
         assert props["TimeToLiveSpecification"] == {"AttributeName": schema.TTL, "Enabled": True}
     assert [k["AttributeName"] for k in synthesized.resource("DataTable")["Properties"]["KeySchema"]] == [
@@ -139,6 +140,14 @@ def test_tables_holding_what_people_sent_find_it_by_sender_hash(synthesized):
     webhook_indexes = synthesized.resource("WebhookLogTable")["Properties"]["GlobalSecondaryIndexes"]
     assert [i["IndexName"] for i in webhook_indexes] == [schema.PENDING_INDEX]
     assert "GlobalSecondaryIndexes" not in synthesized.resource("StateTable")["Properties"]
+
+
+def test_source_accounts_are_one_partition_sorted_by_account_without_indexes(synthesized):
+    # Given the accounts table, which the sweeper reads whole with a Query of one partition
+    props = synthesized.resource("AccountsTable")["Properties"]
+    # Then it is keyed by partition and account, and no index costs the door's note a second write
+    assert [k["AttributeName"] for k in props["KeySchema"]] == [schema.PK, schema.SK]
+    assert "GlobalSecondaryIndexes" not in props
 
 
 def test_the_sender_key_is_generated_and_kept_with_the_data(synthesized):

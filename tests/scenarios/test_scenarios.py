@@ -24,6 +24,7 @@ from bench.scenarios import (
     s12_meta_retries,
     s13_send_timeouts,
     s14_lane_pause,
+    s15_quiet_accounts,
 )
 
 pytestmark = [pytest.mark.xdist_group("scenarios"), pytest.mark.slow]
@@ -206,3 +207,15 @@ def test_a_revoked_token_pauses_the_lane_and_the_probe_brings_it_back_with_nothi
     assert result.data["ramp"][0][1] == 2, _explain(result)
     assert result.data["ramp"][-1][1] == result.data["target"], _explain(result)
     assert result.data["token_checks"] >= 2, _explain(result)
+
+
+def test_a_steady_account_going_quiet_pages_naming_it_alone_while_the_pipeline_wide_alarm_stays_ok(harness):
+    # Given three accounts delivering steadily and one that delivered once
+    # When one steady account stops and the other two keep sending
+    result = s15_quiet_accounts.run(harness, s15_quiet_accounts.QUICK)
+    # Then the quiet-accounts alarm pages the local on-call inbox and names that account alone,
+    # while the pipeline-wide quiet alarm, fed by the others, does not fire
+    assert result.passed, _explain(result)
+    assert len(result.data["named"]) == 1, _explain(result)
+    assert result.data["pages"] >= 1, _explain(result)
+    assert result.data["pipeline_alarm_fired"] is False, _explain(result)

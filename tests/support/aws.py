@@ -78,6 +78,21 @@ def _state_table(client, name: str) -> None:
     )
 
 
+def _accounts_table(client, name: str) -> None:
+    client.create_table(
+        TableName=name,
+        BillingMode="PAY_PER_REQUEST",
+        AttributeDefinitions=[
+            {"AttributeName": schema.PK, "AttributeType": "S"},
+            {"AttributeName": schema.SK, "AttributeType": "S"},
+        ],
+        KeySchema=[
+            {"AttributeName": schema.PK, "KeyType": "HASH"},
+            {"AttributeName": schema.SK, "KeyType": "RANGE"},
+        ],
+    )
+
+
 def _data_table(client, name: str) -> None:
     client.create_table(
         TableName=name,
@@ -125,6 +140,7 @@ def deploy(env: Environment) -> Deployed:
     _pending_table(dynamodb, "jobs", by_sender=True)
     _state_table(dynamodb, "state")
     _data_table(dynamodb, "data")
+    _accounts_table(dynamodb, "accounts")
 
     queue_urls: dict[str, str] = {}
     dlq_urls: dict[str, str] = {}
@@ -173,6 +189,7 @@ def deploy(env: Environment) -> Deployed:
         jobs_table="jobs",
         state_table="state",
         data_table="data",
+        accounts_table="accounts",
         queue_urls=queue_urls,
         dlq_urls=dlq_urls,
         secret_arn=secret_arn,

@@ -34,6 +34,7 @@ TABLES = {
     "JobsTable": "jobs_table",
     "StateTable": "state_table",
     "DataTable": "data_table",
+    "AccountsTable": "accounts_table",
 }
 _SYNTHETIC_ARNS = {
     "AWS::IAM::Role": "arn:aws:iam::{account}:role/{name}",

@@ -5,7 +5,10 @@ With mutual TLS on (WEBHOOK_SETTINGS.client_subject), a request without Meta's c
 is answered 403 before anything else: API Gateway verified the chain, the door checks whose it is.
 
 A new delivery costs exactly two AWS calls (the conditional log write, the send); the secret is
-cached per instance (adapters/secrets.py). The signature header's form is checked before anything
+cached per instance (adapters/secrets.py). Where the environment watches source accounts
+(ACCOUNT_SILENCE), an instance also stamps each account it hears from at most once per
+`note_seconds` (adapters/accounts_seen.py): one UpdateItem per account per instance per interval,
+about none a delivery amortised. The signature header's form is checked before anything
 else, so a request without a well-formed one costs neither a secret read nor a pass over its body.
 A well-formed signature that does not match may trigger one early read of the secret, rate-limited
 per instance: that is how a rotation is seen before the cache expires.
@@ -27,6 +30,7 @@ from aws_lambda_powertools import Logger
 from aws_lambda_powertools.metrics import EphemeralMetrics
 
 from pipeline import metric_names, settings
+from pipeline.adapters.accounts_seen import AccountsSeen
 from pipeline.adapters.clients import Clients
 from pipeline.adapters.lane_queue import QueueSender
 from pipeline.adapters.observability import logger_for, metrics_for
@@ -91,6 +95,7 @@ def create_handler(
     config = IngressConfig.from_environ(environ)
     tables = settings.Tables.from_environ(environ)
     clients = clients or Clients(region=settings.region(environ), credentials=settings.credentials(environ))
+    silence = settings.account_silence(environ)
     ports = WebhookDoorPorts(
         secrets=MetaSecretSource(
             clients.secretsmanager,
@@ -102,6 +107,9 @@ def create_handler(
         log=WebhookLog(clients.dynamodb, tables.webhook_log),
         queue=QueueSender(clients.sqs),
         senders=SenderKey(clients.secretsmanager, settings.require(environ, settings.EnvVar.SENDER_KEY_ARN)),
+        accounts=None
+        if silence is None
+        else AccountsSeen(clients.dynamodb, settings.require(environ, settings.EnvVar.ACCOUNTS_TABLE), silence),
     )
     return build_handler(config, ports, logger_for(environ, SERVICE), metrics_for(environ, SERVICE), clock)
 

@@ -1,6 +1,13 @@
 """Scheduled sweeper: replays logged work the queues lost, abandons work that keeps failing, and
 publishes the age of the oldest unfinished row (the event itself carries nothing it needs).
 
+Where the environment watches Meta's source accounts (ACCOUNT_SILENCE), each run first reads
+every account's last-seen item (one Query a 1 MB page of the accounts table's `accounts-seen`
+partition, eventually consistent: 0.5 read unit per 4 KB, 34 at 1,000 accounts of 272 bytes) and
+publishes `QuietAccounts`, the count of accounts that normally send and have been quiet too long
+(domain/webhook/account_silence.py), with a line naming them. One series and one alarm, whatever the
+number of accounts.
+
 It runs on its own function and schedule, never on a lane it watches: a watchdog queued behind the
 backlog it exists to detect would go quiet exactly when it matters.
 """
@@ -17,6 +24,7 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from pipeline import metric_names, schema, settings
+from pipeline.adapters.accounts_seen import AccountsSeen
 from pipeline.adapters.clients import Clients
 from pipeline.adapters.lane_queue import BATCH_LIMIT as SEND_BATCH
 from pipeline.adapters.lane_queue import QueueSender
@@ -32,6 +40,7 @@ from pipeline.domain.envelope import Envelope, Outgoing
 from pipeline.domain.sweep.inputs import PendingRow, ReplayFailed
 from pipeline.domain.sweep.run import SWEPT_SOURCES, Sweep, SweepReport, source_lanes
 from pipeline.domain.sweep.verdict import patience_for
+from pipeline.domain.webhook.account_silence import quiet_accounts
 
 SERVICE = "sweeper"
 STOP_MARGIN_MS = 5_000
@@ -74,6 +83,31 @@ def _publish(metrics: Any, report: SweepReport, now: float, lanes: Collection[st
             metrics.flush_metrics()
 
 
+QUIET_NAMED = 50
+"""Quiet accounts named on the sweeper's line; the count has them all."""
+
+
+def check_accounts(accounts: AccountsSeen, now: float, metrics: Any, logger: Any) -> dict[str, int] | None:
+    """Count the quiet accounts and publish the count; None when the items could not be read
+    (logged as an error: the alarm then keeps its state, and the sweeper's errors show it)."""
+    try:
+        seen, pages = accounts.read_all()
+    except (BotoCoreError, ClientError) as exc:
+        logger.error("could not read the source accounts' last-seen items", extra={"error": str(exc)})
+        return None
+    quiet = quiet_accounts(seen, now, accounts.policy)
+    metrics.add_metric(metric_names.QUIET_ACCOUNTS, MetricUnit.Count, len(quiet))
+    metrics.flush_metrics()
+    if quiet:
+        # Account ids are businesses' Pages and WhatsApp accounts, not people.
+        named = [
+            {"account": s.account, "product": s.product, "quiet_seconds": round(s.quiet_for(now))}
+            for s in quiet[:QUIET_NAMED]
+        ]
+        logger.warning("source accounts quiet", extra={"quiet": named, "quiet_count": len(quiet)})
+    return {"accounts": len(seen), "quiet": len(quiet), "pages": pages}
+
+
 def abandoned_job_bookkeeping(row: PendingRow, status: str) -> tuple[Write, ...]:
     """What abandoning (or expiring) a job commits with its status change: the job leaves its
     tenant's queued count (the jobs API's 429 limit), exactly as a job the consumer finishes does.
@@ -97,6 +131,12 @@ def create_handler(
     clients = clients or Clients(region=settings.region(environ), credentials=settings.credentials(environ))
     logger = logger_for(environ, SERVICE)
     sender = QueueSender(clients.sqs)
+    silence = settings.account_silence(environ)
+    accounts = (
+        None
+        if silence is None
+        else AccountsSeen(clients.dynamodb, settings.require(environ, settings.EnvVar.ACCOUNTS_TABLE), silence)
+    )
     table_names = TableNames(
         {
             Table.WEBHOOK_LOG: tables.webhook_log,
@@ -177,6 +217,10 @@ def create_handler(
             should_stop=_should_stop(context),
             run_over=lambda: time.monotonic() - started >= sweeper_settings.run_seconds,
         )
+        # Before the sweep, which may run to its time budget.
+        account_check = (
+            None if accounts is None else check_accounts(accounts, now, metrics_for(environ, SERVICE), logger)
+        )
         report = SweepReport()
         try:
             sweep.run(now, report)
@@ -185,6 +229,8 @@ def create_handler(
             # true, and an error here shows up as the function's Errors anyway.
             _publish(metrics_for(environ, SERVICE), report, now, queue_urls, whole=not report.stopped_early)
         summary = {**report.as_dict(), "elapsed_seconds": round(time.monotonic() - started, 3)}
+        if account_check is not None:
+            summary["accounts"] = account_check
         logger.info("sweep finished", extra={"summary": summary})
         return summary
 

@@ -35,7 +35,9 @@ _HOME = {
     **dict.fromkeys(
         ("SECRET_CACHE_SECONDS", "ErasureSettings", "JobsSettings", "WebhookSettings"), "pipeline.settings.doors"
     ),
-    **dict.fromkeys(("erasure", "jobs", "probe", "retention", "sweeper", "webhook"), "pipeline.settings.readers"),
+    **dict.fromkeys(
+        ("account_silence", "erasure", "jobs", "probe", "retention", "sweeper", "webhook"), "pipeline.settings.readers"
+    ),
     **dict.fromkeys(
         (
             "Credentials",
@@ -72,6 +74,7 @@ __all__ = [
     "SweeperSettings",
     "Tables",
     "WebhookSettings",
+    "account_silence",
     "credentials",
     "dependencies",
     "erasure",
@@ -121,5 +124,5 @@ if TYPE_CHECKING:
     from pipeline.settings.lane_probe import ProbeSettings
     from pipeline.settings.lane_settings import ConsumerSettings, dependencies, lane, lanes
     from pipeline.settings.model import ModelSettings
-    from pipeline.settings.readers import erasure, jobs, probe, retention, sweeper, webhook
+    from pipeline.settings.readers import account_silence, erasure, jobs, probe, retention, sweeper, webhook
     from pipeline.settings.sweeper_policy import SweeperSettings

@@ -34,6 +34,11 @@ class EnvVar:
     WEBHOOK = "WEBHOOK_SETTINGS"
     JOBS = "JOBS_SETTINGS"
     SWEEPER = "SWEEPER_SETTINGS"
+    ACCOUNTS_TABLE = "ACCOUNTS_TABLE"
+    """Source accounts' last-seen items; set with ACCOUNT_SILENCE."""
+    ACCOUNT_SILENCE = "ACCOUNT_SILENCE"
+    """JSON: when a source account that normally sends is quiet too long (AccountSilence); absent
+    where the environment does not watch accounts (the door notes none, the sweeper checks none)."""
     ERASURE = "ERASURE_SETTINGS"
     PROBE = "PROBE_SETTINGS"
     """JSON: the lane probe's ProbeSettings (pipeline/settings/lane_probe.py)."""

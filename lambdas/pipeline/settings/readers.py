@@ -11,11 +11,19 @@ from pipeline.settings.environ import EnvVar, policy
 from pipeline.settings.kept import RetentionSettings
 from pipeline.settings.lane_probe import ProbeSettings
 from pipeline.settings.model import ModelSettings
+from pipeline.settings.silence_policy import AccountSilence
 from pipeline.settings.sweeper_policy import SweeperSettings
 
 
 def webhook(environ: Mapping[str, str]) -> WebhookSettings:
     return policy(environ, EnvVar.WEBHOOK, WebhookSettings)
+
+
+def account_silence(environ: Mapping[str, str]) -> AccountSilence | None:
+    """The account-silence policy, or None where the environment watches no accounts."""
+    if not environ.get(EnvVar.ACCOUNT_SILENCE):
+        return None
+    return policy(environ, EnvVar.ACCOUNT_SILENCE, AccountSilence)
 
 
 def erasure(environ: Mapping[str, str]) -> ErasureSettings:

@@ -25,10 +25,47 @@ def test_a_new_delivery_costs_exactly_one_write_and_one_send(door, aws_calls):
     assert aws_calls.calls == ["dynamodb.PutItem", "sqs.SendMessage"]
 
 
-def test_the_first_delivery_of_an_instance_also_reads_the_secret(door, aws_calls):
+def test_the_first_delivery_of_an_instance_also_reads_the_secret_and_notes_its_account(door, aws_calls):
     door(post(encode(page_comment())), None)
 
-    assert aws_calls.calls == ["secretsmanager.GetSecretValue", "dynamodb.PutItem", "sqs.SendMessage"]
+    # The account's last-seen stamp comes after the send, never before it
+    assert aws_calls.calls == [
+        "secretsmanager.GetSecretValue",
+        "dynamodb.PutItem",
+        "sqs.SendMessage",
+        "dynamodb.UpdateItem",
+    ]
+
+
+def test_an_account_is_noted_at_most_once_per_interval_per_instance(door, aws_calls, clock, ingress_environ):
+    from pipeline import settings
+
+    interval = settings.account_silence(ingress_environ).note_seconds
+    # Given a warm instance that has noted the account
+    _warm(door, aws_calls)
+    # When more of its deliveries arrive within the interval, and one after it
+    door(post(encode(whatsapp_message("one"))), None)
+    door(post(encode(whatsapp_message("two"))), None)
+    clock.advance(interval)
+    door(post(encode(whatsapp_message("three"))), None)
+    # Then only the one after the interval costs a third call
+    assert aws_calls.calls == [
+        "dynamodb.PutItem",
+        "sqs.SendMessage",
+        "dynamodb.PutItem",
+        "sqs.SendMessage",
+        "dynamodb.PutItem",
+        "sqs.SendMessage",
+        "dynamodb.UpdateItem",
+    ]
+
+
+def test_a_delivery_naming_another_account_notes_that_one(door, aws_calls):
+    _warm(door, aws_calls)
+
+    door(post(encode(whatsapp_message("other", waba="909090"))), None)
+
+    assert aws_calls.calls == ["dynamodb.PutItem", "sqs.SendMessage", "dynamodb.UpdateItem"]
 
 
 def test_the_first_delivery_naming_a_person_also_reads_the_sender_key_once(door, aws_calls):
@@ -41,6 +78,7 @@ def test_the_first_delivery_naming_a_person_also_reads_the_sender_key_once(door,
         "secretsmanager.GetSecretValue",
         "dynamodb.PutItem",
         "sqs.SendMessage",
+        "dynamodb.UpdateItem",
         "dynamodb.PutItem",
         "sqs.SendMessage",
     ]

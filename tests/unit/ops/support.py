@@ -45,6 +45,17 @@ def template(env: Environment, *, drop_outputs: tuple[str, ...] = ()) -> dict[st
                 "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"}],
             },
         },
+        "AccountsTable": {
+            "Type": "AWS::DynamoDB::Table",
+            "Properties": {
+                "BillingMode": "PAY_PER_REQUEST",
+                "AttributeDefinitions": [
+                    {"AttributeName": "pk", "AttributeType": "S"},
+                    {"AttributeName": "sk", "AttributeType": "S"},
+                ],
+                "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
+            },
+        },
     }
     outputs: dict[str, Any] = {
         "ApiUrl": {"Value": "https://api.example.test/"},
@@ -52,6 +63,7 @@ def template(env: Environment, *, drop_outputs: tuple[str, ...] = ()) -> dict[st
         "JobsTableName": {"Value": "jobs"},
         "StateTableName": {"Value": "state"},
         "DataTableName": {"Value": "data"},
+        "AccountsTableName": {"Value": {"Ref": "AccountsTable"}},
         "AlarmTopicArn": {"Value": {"Ref": "Topic"}},
         "MetaSecretArn": {"Value": {"Ref": "MetaSecretArn"}},
         "SenderKeyArn": {"Value": {"Ref": "SenderKeyArn"}},

@@ -82,12 +82,31 @@ def test_plan_cost_section(lanectl):
     # Eight per lane, one per webhook lane, nine global, the doors' failure reasons, webhooks gone
     # quiet, the ai lane's unanswered replies, a pause alarm per reason on the ai lane (model refused
     # and failing, token refused, Meta failing) and the engagement lane (model refused and failing),
-    # the probe failing for long on each, and the probe's own errors.
-    assert "73 alarms $7.30" in result.out
+    # the probe failing for long on each, the probe's own errors, and the quiet accounts.
+    assert "74 alarms $7.40" in result.out
     # The probe, once a minute: 43,800 runs, each 0.05 GB-s ($0.029), a request ($0.009) and a read
     # of two marks at 0.5 read units each ($0.005)
     assert "lane probe $0.04" in result.out
     assert "total: about $" in result.out
+
+
+def test_plan_prices_the_per_account_signal_beside_its_alternatives(lanectl):
+    # Given prod's 1,000 planned source accounts
+    text = " ".join(lanectl("plan", "prod", "--average", "25%").out.split())
+    # Then the built signal (hourly notes: 1,000 accounts x 7 door instances x 730 h = 5.1M write
+    # units, $3.19; 21,900 sweeps x 67 x 4 KB (1,000 items of 272 bytes) x 0.5 = 0.73M read units, $0.09; one
+    # metric $0.30 and one alarm $0.10) is priced against a metric and an alarm per account
+    # ($0.40 x 1,000) and a write on every one of 148M deliveries
+    assert "source accounts (1,000 planned): last delivery per account and the QuietAccounts alarm $3.69" in text
+    assert "at most 5.1M write units with 7 instances, at most 0.035 extra calls a delivery" in text
+    assert "instead a metric and an alarm per account: $400.00" in text
+    assert "a write per delivery (148M): $92.39" in text
+
+
+def test_plan_of_an_environment_without_watched_accounts_says_so(lanectl):
+    text = " ".join(lanectl("plan", "dev").out.split())
+
+    assert "source accounts: not watched one by one" in text
 
 
 def test_plan_prices_traces_where_tracing_is_active(lanectl):
@@ -291,3 +310,21 @@ def test_a_lane_that_sends_replies_pays_a_write_unit_a_message_for_its_numbers_r
     ai = ENVIRONMENTS["prod"].lane("ai")
     not_sending = replace(ai, policy=replace(ai.policy, task="engagement"))
     assert pricing.units(ai).writes - pricing.units(not_sending).writes == 1
+
+
+def test_plan_as_json_prices_the_per_account_signal_and_its_alternatives(lanectl):
+    # Given prod's plan as JSON, and dev's, which watches no account one by one
+    prod = json.loads(lanectl("plan", "prod", "--output", "json").out)["cost"]["source_accounts"]
+    dev = json.loads(lanectl("plan", "dev", "--output", "json").out)["cost"]["source_accounts"]
+
+    # Then prod's has the figures the text prints, and dev's is null
+    assert prod == {
+        "planned": 1000,
+        "door_instances": 7,
+        "note_write_units_per_month": 5_110_000,
+        "sweep_read_units_per_month": 733_650,
+        "total": 3.69,
+        "instead_metric_and_alarm_per_account": 400.0,
+        "instead_write_per_delivery": 92.39,
+    }
+    assert dev is None

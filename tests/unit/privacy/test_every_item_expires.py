@@ -64,7 +64,7 @@ def test_every_item_of_every_table_carries_an_expiry_within_its_retention(pipeli
     assert pipeline.dead_letters() == {name: [] for name in pipeline.lanes}
 
     # When every table is read in full
-    found = {table: pipeline.items(table) for table in TABLES}
+    found = {table: pipeline.items(table) for table in (*TABLES, "accounts")}
 
     # Then every item has a numeric expiry, in the future and no later than its kind is kept
     kept = LOCAL.retention.seconds()
@@ -75,6 +75,8 @@ def test_every_item_of_every_table_carries_an_expiry_within_its_retention(pipeli
         "data": kept["effects_seconds"],
         # markers, leases and counts; each tenant's queued-job count goes with its latest job
         "state": max(*kept.values(), LOCAL.idempotency_ttl_seconds) + max(DEADLINE_AHEAD, erasure_due),
+        # a source account's last delivery, forgotten when it has been silent that long
+        "accounts": LOCAL.accounts.silence.forget_seconds,
     }
     for table, items in found.items():
         for item in items:
@@ -91,6 +93,7 @@ def test_every_item_of_every_table_carries_an_expiry_within_its_retention(pipeli
     assert keys["jobs"] == {"job"}
     assert {"msg", "comment", "conversation", "import", "heartbeat", "tick"} <= keys["data"]
     assert {"done", "turn", "queued", "drain"} <= keys["state"]
+    assert keys["accounts"] == {"accounts"}  # the one partition of every source account's stamp
 
 
 def _kind(item: dict) -> str:

@@ -18,11 +18,11 @@ from pipeline.domain.meta_secret import MetaSecrets, SecretsMisconfigured, Secre
 from pipeline.domain.ports import CORRELATION_ID, SecretSource, Sender, SenderHasher, Telemetry
 from pipeline.domain.senders import SenderKeyUnavailable
 from pipeline.domain.signature import SignatureCheck
+from pipeline.domain.webhook import account_silence, client_certificate, routing
 from pipeline.domain.webhook import body as webhook_body
-from pipeline.domain.webhook import client_certificate, routing
 from pipeline.domain.webhook import delivery as webhook
 from pipeline.domain.webhook.delivery import LogEntry, WebhookLogUnavailable
-from pipeline.domain.webhook.ports import DeliveryLog
+from pipeline.domain.webhook.ports import AccountNotes, DeliveryLog
 from pipeline.metric_filters import ENQUEUED_MESSAGE
 from pipeline.metric_names import WebhookFailure
 
@@ -40,6 +40,8 @@ class WebhookDoorPorts:
     queue: Sender
     senders: SenderHasher
     """The key the one person a delivery names is indexed by (read once per instance)."""
+    accounts: AccountNotes | None = None
+    """When each source account was last heard from; None where the environment watches none."""
 
 
 @dataclass(frozen=True)
@@ -187,9 +189,26 @@ class WebhookDoor:
         # (or one the sweeper gave up on) is left alone.
         if not recorded.created and recorded.existing_status not in (schema.RowStatus.QUEUED, None):
             telemetry.info("duplicate delivery of a finished row", outcome="duplicate", status=recorded.existing_status)
-            return _ok()
-        created_at = now if recorded.created else (recorded.existing_received_at or now)
-        return self._enqueue(telemetry, webhook.envelope(log_id, route, parsed, created_at), recorded.created)
+            reply = _ok()
+        else:
+            created_at = now if recorded.created else (recorded.existing_received_at or now)
+            reply = self._enqueue(telemetry, webhook.envelope(log_id, route, parsed, created_at), recorded.created)
+        # After the send, which it never delays; Meta sent something for these accounts either way.
+        self._note_accounts(telemetry, parsed.payload, now)
+        return reply
+
+    def _note_accounts(self, telemetry: Telemetry, payload: object, now: float) -> None:
+        """Meta sent something for these accounts: stamp it. Usually no call at all (an instance
+        notes an account at most once per interval); a failure is logged and never fails the
+        delivery, and the account is noted again after the interval (not on its next delivery: a
+        failing table would otherwise cost every delivery a third call)."""
+        notes = self._ports.accounts
+        if notes is None:
+            return
+        try:
+            notes.note(account_silence.accounts_in(payload), now)
+        except Exception as exc:
+            telemetry.warning("could not note the delivery's source accounts", error=str(exc))
 
     def _enqueue(self, telemetry: Telemetry, envelope: Envelope, new: bool) -> Reply:
         # The delivery id is already on the line as its correlation id.

@@ -27,6 +27,19 @@ MESSAGING = "messaging"
 UNKNOWN_TENANT = tenant_ids.UNKNOWN
 
 _PRODUCTS = {"whatsapp_business_account": "whatsapp", "page": "page", "instagram": "instagram"}
+
+SUBSCRIBED_FIELDS: dict[str, tuple[str, ...]] = {
+    "page": ("feed", "message_echoes", "messages"),
+    "instagram": ("comments", "messages"),
+    "whatsapp": ("messages",),
+}
+"""The webhook fields each product's subscription needs for what this router sends to a lane and
+the lanes' tasks act on (tasks/meta.py): a Page's messages, its echoes (the business's own
+replies, stored as outgoing) and its feed (comments); an Instagram account's messages and
+comments; a WhatsApp Business Account's messages (which carry the statuses too). `lanectl meta
+check` flags a Page or Instagram account subscribed without one of them. A WhatsApp account's
+fields are the app's (set once in the app's dashboard), so for it only the app's subscription is
+checked."""
 _KIND_PART = re.compile(r"[^a-z0-9_]+")
 _KIND_PART_LENGTH = 32
 
