@@ -203,12 +203,13 @@ PART_ARROWS = {
     "jobs": set(),
     "dependencies": set(),
     "consumer": {"dependencies", "jobs", "webhook"},
-    "sweep": {"webhook"},
+    "sweep": {"webhook", "jobs"},
     "erasure": {"jobs"},
 }
 """Which parts of the domain each part may import: the consumer runs tasks against the dependencies,
 keeps jobs' rows and reads a delivery's stored body; the sweeper knows the lanes a delivery can
-wait on; an erasure is a job. Nothing imports the consumer, the sweeper or the erasure."""
+wait on and releases an abandoned job's count; an erasure is a job. Nothing imports the consumer,
+the sweeper or the erasure."""
 
 
 def _part_of(module: str) -> str | None:

@@ -29,11 +29,11 @@ from pipeline.adapters import items
 from pipeline.adapters.tables import TableNames
 from pipeline.adapters.webhook_log import BODY_PARTS
 from pipeline.domain import retention, senders
-from pipeline.domain.consumer.job_bookkeeping import queued_decrement
 from pipeline.domain.consumer.work import Erasable, RowsPage
 from pipeline.domain.effects import KEY_ATTRIBUTES, OnConflict, Put, Table, Update, Write
 from pipeline.domain.erasure import requests as erasure
 from pipeline.domain.errors import TransientError
+from pipeline.domain.jobs.bookkeeping import queued_decrement
 from pipeline.domain.ports import CommitState, Committer
 from pipeline.domain.webhook import body as webhook_body
 from pipeline.settings import RetentionSettings

@@ -17,30 +17,26 @@ from __future__ import annotations
 import functools
 import os
 import time
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from botocore.exceptions import BotoCoreError, ClientError
-
-from pipeline import metric_names, schema, settings
+from pipeline import settings
 from pipeline.adapters.accounts_seen import AccountsSeen
 from pipeline.adapters.clients import Clients
-from pipeline.adapters.lane_queue import BATCH_LIMIT as SEND_BATCH
 from pipeline.adapters.lane_queue import QueueSender
+from pipeline.adapters.lane_replays import LaneReplays
 from pipeline.adapters.lane_views import LaneBacklog
-from pipeline.adapters.observability import MetricUnit, logger_for, metrics_for
+from pipeline.adapters.observability import logger_for, metrics_for
 from pipeline.adapters.pending_rows import PendingRows
 from pipeline.adapters.row_envelopes import job_envelope, webhook_envelope
+from pipeline.adapters.sweep_metrics import publish_quiet_accounts, publish_sweep
 from pipeline.adapters.tables import TableNames
 from pipeline.adapters.transactions import Committer
-from pipeline.domain.consumer import job_bookkeeping
-from pipeline.domain.effects import Table, Write
-from pipeline.domain.envelope import Envelope, Outgoing
-from pipeline.domain.sweep.inputs import PendingRow, ReplayFailed
-from pipeline.domain.sweep.run import SWEPT_SOURCES, Sweep, SweepReport, source_lanes
+from pipeline.domain.effects import Table
+from pipeline.domain.sweep import bookkeeping
+from pipeline.domain.sweep.run import Sweep, SweepReport
 from pipeline.domain.sweep.verdict import patience_for
-from pipeline.domain.webhook.account_silence import quiet_accounts
 
 SERVICE = "sweeper"
 STOP_MARGIN_MS = 5_000
@@ -52,7 +48,7 @@ Handler = Callable[[Any, Any], dict[str, Any]]
 REPLAY_WORKERS = 16
 """Conditional writes (replay claims) and SendMessageBatch calls in flight at once: each is a
 round trip of a few milliseconds, and one after another they held a sweep to about 150 rows a
-second."""
+second (adapters/lane_replays.py)."""
 
 
 def _should_stop(context: Any) -> Callable[[], bool]:
@@ -60,62 +56,6 @@ def _should_stop(context: Any) -> Callable[[], bool]:
     if remaining is None:
         return lambda: False
     return lambda: remaining() < STOP_MARGIN_MS
-
-
-def _publish(metrics: Any, report: SweepReport, now: float, lanes: Collection[str], *, whole: bool) -> None:
-    # One flush per source (and per source and lane): a metric's dimensions are per flush.
-    # Zeros are published too, so "nothing pending" reads as 0 and only a silent sweeper reads
-    # as missing data (which the sweeper-silent alarms page on).
-    for source in SWEPT_SOURCES:
-        source_report = report.sources.get(source)
-        if source_report is None:
-            continue
-        metrics.add_dimension(metric_names.SOURCE, source)
-        metrics.add_metric(metric_names.OLDEST_UNPROCESSED_AGE, MetricUnit.Seconds, source_report.oldest_age_seconds)
-        metrics.add_metric(metric_names.REPLAYED, MetricUnit.Count, source_report.replayed)
-        metrics.add_metric(metric_names.ABANDONED, MetricUnit.Count, source_report.abandoned)
-        metrics.add_metric(metric_names.EXPIRED_UNPROCESSED, MetricUnit.Count, source_report.expired)
-        metrics.flush_metrics()
-        for lane, age in source_report.lane_ages(now, source_lanes(source, lanes), whole=whole).items():
-            metrics.add_dimension(metric_names.SOURCE, source)
-            metrics.add_dimension(metric_names.LANE, lane)
-            metrics.add_metric(metric_names.OLDEST_UNPROCESSED_AGE, MetricUnit.Seconds, age)
-            metrics.flush_metrics()
-
-
-QUIET_NAMED = 50
-"""Quiet accounts named on the sweeper's line; the count has them all."""
-
-
-def check_accounts(accounts: AccountsSeen, now: float, metrics: Any, logger: Any) -> dict[str, int] | None:
-    """Count the quiet accounts and publish the count; None when the items could not be read
-    (logged as an error: the alarm then keeps its state, and the sweeper's errors show it)."""
-    try:
-        seen, pages = accounts.read_all()
-    except (BotoCoreError, ClientError) as exc:
-        logger.error("could not read the source accounts' last-seen items", extra={"error": str(exc)})
-        return None
-    quiet = quiet_accounts(seen, now, accounts.policy)
-    metrics.add_metric(metric_names.QUIET_ACCOUNTS, MetricUnit.Count, len(quiet))
-    metrics.flush_metrics()
-    if quiet:
-        # Account ids are businesses' Pages and WhatsApp accounts, not people.
-        named = [
-            {"account": s.account, "product": s.product, "quiet_seconds": round(s.quiet_for(now))}
-            for s in quiet[:QUIET_NAMED]
-        ]
-        logger.warning("source accounts quiet", extra={"quiet": named, "quiet_count": len(quiet)})
-    return {"accounts": len(seen), "quiet": len(quiet), "pages": pages}
-
-
-def abandoned_job_bookkeeping(row: PendingRow, status: str) -> tuple[Write, ...]:
-    """What abandoning (or expiring) a job commits with its status change: the job leaves its
-    tenant's queued count (the jobs API's 429 limit), exactly as a job the consumer finishes does.
-    A row whose message could not be rebuilt has no trustworthy lane and tenant, so it has nothing
-    to release."""
-    if row.envelope is None:
-        return ()
-    return job_bookkeeping.job_finished(row.envelope, schema.RowStatus.QUEUED, status)
 
 
 def create_handler(
@@ -130,7 +70,6 @@ def create_handler(
     tables = settings.Tables.from_environ(environ)
     clients = clients or Clients(region=settings.region(environ), credentials=settings.credentials(environ))
     logger = logger_for(environ, SERVICE)
-    sender = QueueSender(clients.sqs)
     silence = settings.account_silence(environ)
     accounts = (
         None
@@ -152,30 +91,7 @@ def create_handler(
 
     pool = ThreadPoolExecutor(max_workers=REPLAY_WORKERS, thread_name_prefix="sweeper")
 
-    def send_chunk(lane: str, chunk: Sequence[Envelope]) -> set[int] | Exception:
-        try:
-            failures = sender.send_batch(queue_urls[lane], [Outgoing(envelope) for envelope in chunk])
-        except (BotoCoreError, ClientError) as exc:
-            return exc
-        refused = {failure.envelope.id for failure in failures}
-        return {n for n, envelope in enumerate(chunk) if envelope.id in refused}
-
-    def replay(lane: str, envelopes: Sequence[Envelope]) -> set[int]:
-        """SendMessageBatch in chunks of ten, several at once; the positions SQS refused. Raises
-        ReplayFailed when the lane took none of them."""
-        offsets = range(0, len(envelopes), SEND_BATCH)
-        results = list(pool.map(lambda offset: send_chunk(lane, envelopes[offset : offset + SEND_BATCH]), offsets))
-        refused: set[int] = set()
-        errors: list[Exception] = []
-        for offset, result in zip(offsets, results, strict=True):
-            if isinstance(result, Exception):
-                errors.append(result)
-                refused.update(range(offset, min(offset + SEND_BATCH, len(envelopes))))
-            else:
-                refused.update(offset + n for n in result)
-        if errors and len(refused) == len(envelopes):
-            raise ReplayFailed(str(errors[0]))
-        return refused
+    replay = LaneReplays(QueueSender(clients.sqs), queue_urls, pool)
 
     def handler(event: Any, context: Any) -> dict[str, Any]:
         del event  # a schedule tick; its content does not matter
@@ -205,7 +121,7 @@ def create_handler(
                     to_envelope=job_envelope,
                     committer=committer,
                     state_table=tables.state,
-                    bookkeeping=abandoned_job_bookkeeping,
+                    bookkeeping=bookkeeping.abandoned_job,
                     pool=pool,
                     log=logger,
                 ),
@@ -219,7 +135,7 @@ def create_handler(
         )
         # Before the sweep, which may run to its time budget.
         account_check = (
-            None if accounts is None else check_accounts(accounts, now, metrics_for(environ, SERVICE), logger)
+            None if accounts is None else publish_quiet_accounts(accounts, now, metrics_for(environ, SERVICE), logger)
         )
         report = SweepReport()
         try:
@@ -227,7 +143,7 @@ def create_handler(
         finally:
             # Whatever got measured is published even if a later step raised: the ages are
             # true, and an error here shows up as the function's Errors anyway.
-            _publish(metrics_for(environ, SERVICE), report, now, queue_urls, whole=not report.stopped_early)
+            publish_sweep(metrics_for(environ, SERVICE), report, now, queue_urls, whole=not report.stopped_early)
         summary = {**report.as_dict(), "elapsed_seconds": round(time.monotonic() - started, 3)}
         if account_check is not None:
             summary["accounts"] = account_check

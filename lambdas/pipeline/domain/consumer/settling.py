@@ -17,13 +17,13 @@ from pipeline import schema
 from pipeline.domain.consumer import marks, retry
 from pipeline.domain.consumer import outcomes as out
 from pipeline.domain.consumer.config import Adapters, ConsumerConfig
-from pipeline.domain.consumer.job_bookkeeping import job_finished
 from pipeline.domain.consumer.marks import Obligation
 from pipeline.domain.consumer.outcomes import RecordOutcome
 from pipeline.domain.consumer.records import Received
 from pipeline.domain.effects import OnConflict, Table, Update
 from pipeline.domain.envelope import Envelope
 from pipeline.domain.errors import Classified, PermanentError, classify
+from pipeline.domain.jobs.bookkeeping import job_finished
 from pipeline.domain.ports import CommitState
 from pipeline.domain.webhook.body import BODY_PARTS, part_id
 from pipeline.metric_names import Outcome

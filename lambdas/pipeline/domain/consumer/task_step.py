@@ -25,7 +25,6 @@ from pipeline.domain import retention, senders
 from pipeline.domain.consumer import commit_plan, generations, marks
 from pipeline.domain.consumer import outcomes as out
 from pipeline.domain.consumer.config import Adapters, ConsumerConfig
-from pipeline.domain.consumer.job_bookkeeping import job_finished
 from pipeline.domain.consumer.marks import Obligation
 from pipeline.domain.consumer.outcomes import RecordOutcome
 from pipeline.domain.consumer.records import Received
@@ -38,6 +37,7 @@ from pipeline.domain.dependencies import budgets as budget_rules
 from pipeline.domain.dependencies.meta_send import Sent
 from pipeline.domain.effects import TASK_TABLES, OnConflict, Put, Update, Write
 from pipeline.domain.errors import DependencyBusy, MoreToDo, PermanentError, TaskTimeout, classify
+from pipeline.domain.jobs.bookkeeping import job_finished
 from pipeline.domain.ports import CommitState
 from pipeline.metric_names import Outcome
 
