@@ -21,6 +21,7 @@ from pipeline.handlers import erasure as erasure_handler
 from pipeline.handlers import ingress
 from pipeline.handlers import jobs as jobs_handler
 from tests.support.aws import META_APP_SECRET, REGION, handler_clients, http_api_event
+from tests.support.lanectl_stack import publish, table_outputs
 from tests.unit.consumer.conftest import _consumer_logs_to_current_stdout, atomic  # noqa: F401
 from tests.unit.consumer.harness import LaneHarness
 from tests.unit.consumer.lane_env import with_lane
@@ -135,23 +136,7 @@ def pipeline(deployed, ingress_environ, jobs_environ, erasure_environ, consumer_
 def stack(pipeline) -> dict[str, str]:
     """`lanes-dev` as lanectl finds it: outputs naming the tables, the erasure lane's queue and the
     sender key that the pipeline on moto uses."""
-    resources = pipeline.deployed.resources
-    outputs = {
-        "WebhookTableName": resources.webhook_table,
-        "JobsTableName": resources.jobs_table,
-        "StateTableName": resources.state_table,
-        "DataTableName": resources.data_table,
-        "BulkQueueUrl": resources.queue_urls[erasure.LANE],
-        "SenderKeyArn": resources.sender_key_arn,
-    }
-    template = {
-        "Resources": {"Topic": {"Type": "AWS::SNS::Topic"}},
-        "Outputs": {key: {"Value": value} for key, value in outputs.items()},
-    }
-    boto3.client("cloudformation", region_name=REGION).create_stack(
-        StackName="lanes-dev", TemplateBody=json.dumps(template)
-    )
-    return outputs
+    return publish(table_outputs(pipeline) | {"BulkQueueUrl": pipeline.deployed.resources.queue_urls[erasure.LANE]})
 
 
 @pytest.fixture

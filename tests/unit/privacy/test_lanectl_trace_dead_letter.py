@@ -9,8 +9,8 @@ import json
 import boto3
 import pytest
 
-from ops.resolve import output_prefix
 from tests.support.aws import REGION
+from tests.support.lanectl_stack import lane_outputs, publish, table_outputs
 
 DLQ = "bulk"
 
@@ -18,32 +18,7 @@ DLQ = "bulk"
 @pytest.fixture
 def dlq_stack(pipeline) -> dict[str, str]:
     """`lanes-dev` as lanectl finds it: tables and every lane's queue and DLQ of the moto pipeline."""
-    resources = pipeline.deployed.resources
-    outputs = {
-        "WebhookTableName": resources.webhook_table,
-        "JobsTableName": resources.jobs_table,
-        "StateTableName": resources.state_table,
-        "DataTableName": resources.data_table,
-        "SenderKeyArn": resources.sender_key_arn,
-    }
-    for lane, url in resources.queue_urls.items():
-        prefix = output_prefix(lane)
-        outputs |= {
-            f"{prefix}QueueUrl": url,
-            f"{prefix}QueueArn": pipeline.deployed.queue_arns[lane],
-            f"{prefix}DlqUrl": resources.dlq_urls[lane],
-            f"{prefix}DlqArn": pipeline.deployed.dlq_arns[lane],
-            f"{prefix}MappingId": "none",
-            f"{prefix}FunctionName": f"consumer-{lane}",
-        }
-    template = {
-        "Resources": {"Topic": {"Type": "AWS::SNS::Topic"}},
-        "Outputs": {key: {"Value": value} for key, value in outputs.items()},
-    }
-    boto3.client("cloudformation", region_name=REGION).create_stack(
-        StackName="lanes-dev", TemplateBody=json.dumps(template)
-    )
-    return outputs
+    return publish(table_outputs(pipeline) | lane_outputs(pipeline))
 
 
 def _dead_lettered_job(pipeline) -> str:
