@@ -47,6 +47,7 @@ from ops.context import Context
 from ops.errors import AWS, USAGE, OpsError
 from pipeline import schema
 from pipeline.adapters.items import from_item, to_item
+from pipeline.schema.rows import KIND, LANE, STATUS, TENANT
 from pipeline.settings import tenant_ids
 
 WEBHOOK = "webhook"
@@ -146,19 +147,19 @@ class Row:
 
     @property
     def status(self) -> str:
-        return str(self.item.get("status") or "")
+        return str(self.item.get(STATUS) or "")
 
     @property
     def lane(self) -> str:
-        return str(self.item.get("lane") or "")
+        return str(self.item.get(LANE) or "")
 
     @property
     def tenant(self) -> str:
-        return str(self.item.get("tenant") or "")
+        return str(self.item.get(TENANT) or "")
 
     @property
     def kind(self) -> str:
-        return str(self.item.get("kind") or "")
+        return str(self.item.get(KIND) or "")
 
 
 @dataclass

@@ -51,6 +51,7 @@ from pipeline.adapters.lane_queue import QueueSender
 from pipeline.domain.consumer import generations
 from pipeline.domain.dependencies.ramp import RAMP_FLOOR, ramp_levels
 from pipeline.domain.envelope import Envelope, Outgoing
+from pipeline.schema.jobs import DEADLINE
 from stacks.runtime_env import SENDING_TASKS
 
 MAX_RATE = 500
@@ -102,7 +103,7 @@ def _plan(ctx: Context, rows: Sequence[Row]) -> Plan:
             continue
         lane = ctx.env.lane(row.lane)
         expiry = lane.policy.default_expiry_seconds
-        deadline = row.item.get("deadline")
+        deadline = row.item.get(DEADLINE)
         expires = float(deadline) if deadline is not None else (None if expiry is None else row.taken_at + expiry)
         kept_until = row.item.get(schema.TTL)
         if row.status in generations.NOT_REPLAYABLE:

@@ -53,6 +53,9 @@ from ops.errors import AWS, USAGE, OpsError
 from ops.output import JSON, TEXT
 from pipeline.adapters.items import from_item
 from pipeline.domain.consumer import marks
+from pipeline.schema.jobs import CREATED_AT
+from pipeline.schema.rows import REPLAYS, STATUS, TENANT
+from pipeline.schema.webhook_log import RECEIVED_AT
 
 WEBHOOK_ID = re.compile(r"wh-[0-9a-f]{64}")
 JOB_ID = re.compile(r"job-[0-9a-f]{32}")
@@ -145,8 +148,8 @@ def _units(ctx: Context, trace: Trace) -> None:
     from pipeline.tasks.messages import comment_key, message_key, status_key
 
     deployment = ctx.deployment()
-    tenant = str(trace.row.get("tenant") or "")
-    if not tenant or trace.row.get("status") in ("unparseable", "erased"):
+    tenant = str(trace.row.get(TENANT) or "")
+    if not tenant or trace.row.get(STATUS) in ("unparseable", "erased"):
         return
     log = WebhookLog(ctx.aws.client("dynamodb"), deployment.output("WebhookTableName"))
     parts = int(trace.row.get("body_parts") or 1)
@@ -177,7 +180,7 @@ def _path(trace: Trace) -> list[tuple[str, str]]:
     """(step, what the row says), in the order the pipeline wrote them."""
     row = trace.row
     steps: list[tuple[str, str]] = []
-    taken = row.get("received_at") if trace.source == "webhook" else row.get("created_at")
+    taken = row.get(RECEIVED_AT) if trace.source == "webhook" else row.get(CREATED_AT)
     door = "the door" if trace.source == "webhook" else "the jobs API"
     steps.append(("taken", f"{_iso(taken) or '?'} by {door}"))
     steps.append(("lane", f"{row.get('lane', '-')} (tenant {row.get('tenant', '-')}, kind {row.get('kind', '-')})"))
@@ -186,7 +189,7 @@ def _path(trace: Trace) -> list[tuple[str, str]]:
     if row.get("send_failed_at") or row.get("pending_since"):
         noted = _iso(row.get("send_failed_at") or row.get("pending_since"))
         steps.append(("send failed", f"noted {noted}: waiting for the sweeper to replay it"))
-    if row.get("replays"):
+    if row.get(REPLAYS):
         steps.append(("sweeper", f"replayed {row['replays']} time(s)"))
     if row.get("generation"):
         steps.append(("replay", f"finished by replay generation {row['generation']} (lanectl replay)"))
@@ -198,7 +201,7 @@ def _path(trace: Trace) -> list[tuple[str, str]]:
     if row.get(marks.LAST_ERROR):
         reason = str(row[marks.LAST_ERROR]).split(":", 1)[0]
         steps.append(("last error", f"{reason} ({row.get(marks.ERROR_CLASS, '?')})"))
-    status = str(row.get("status", "?"))
+    status = str(row.get(STATUS, "?"))
     ended = {
         "failed": "dead-lettered: its message is in the lane's DLQ (lanectl dlq peek LANE)",
         "abandoned": "abandoned by the sweeper after repeated replays",

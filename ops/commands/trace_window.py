@@ -22,6 +22,7 @@ from ops.errors import USAGE, OpsError
 from ops.log_selection import Row, Selected, Selection
 from ops.output import JSON, TEXT, table
 from pipeline import schema
+from pipeline.schema.rows import ATTEMPTS, LAST_ERROR, REPLAYS
 
 DEFAULT_LIMIT = 200
 
@@ -35,7 +36,7 @@ def outcome(row: Row) -> str:
 
 def _view(row: Row) -> dict[str, Any]:
     item = row.item
-    last_error = str(item.get("last_error") or "")
+    last_error = str(item.get(LAST_ERROR) or "")
     view: dict[str, Any] = {
         "source": row.source,
         "id": row.id,
@@ -44,11 +45,11 @@ def _view(row: Row) -> dict[str, Any]:
         "tenant": row.tenant,
         "kind": row.kind,
         "outcome": outcome(row),
-        "attempts": int(item.get("attempts") or 0),
+        "attempts": int(item.get(ATTEMPTS) or 0),
     }
     if last_error:
         view["last_error"] = last_error.split(":", 1)[0]  # the reason; the text may name AWS resources
-    if item.get("replays"):
+    if item.get(REPLAYS):
         view["sweeper_replays"] = int(item["replays"])
     if item.get(schema.GENERATION):
         view["generation"] = int(item[schema.GENERATION])

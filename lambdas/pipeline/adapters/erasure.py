@@ -27,7 +27,6 @@ from typing import Any
 from pipeline import schema
 from pipeline.adapters import items
 from pipeline.adapters.tables import TableNames
-from pipeline.adapters.webhook_log import BODY_PARTS
 from pipeline.domain import retention, senders
 from pipeline.domain.consumer.work import Erasable, RowsPage
 from pipeline.domain.effects import KEY_ATTRIBUTES, OnConflict, Put, Table, Update, Write
@@ -36,6 +35,8 @@ from pipeline.domain.errors import TransientError
 from pipeline.domain.jobs.bookkeeping import queued_decrement
 from pipeline.domain.ports import CommitState, Committer
 from pipeline.domain.webhook import body as webhook_body
+from pipeline.schema.rows import STATUS
+from pipeline.schema.webhook_log import BODY_PARTS
 from pipeline.settings import RetentionSettings
 
 BATCH_WRITE_LIMIT = 25
@@ -43,7 +44,6 @@ UNPROCESSED_RETRIES = 5
 JOB_ATTEMPTS = 3
 """A job row's status may change between its read and its tombstone (a consumer finishing it):
 read and try again, this many times."""
-STATUS = "status"
 
 
 class ErasureIncomplete(TransientError):

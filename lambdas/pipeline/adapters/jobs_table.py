@@ -26,7 +26,6 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from pipeline import schema
 from pipeline.adapters.items import from_item
-from pipeline.domain.consumer.marks import RESULT
 from pipeline.domain.jobs import requests as jobs
 from pipeline.domain.jobs.requests import (
     Created,
@@ -37,22 +36,20 @@ from pipeline.domain.jobs.requests import (
     JobsTableUnavailable,
     TenantLimited,
 )
-
-LANE = "lane"
-KIND = "kind"
-TENANT = "tenant"
-STATUS = "status"
-ATTEMPTS = "attempts"
-DEFERRALS = "deferrals"
-CREATED_AT = "created_at"
-UPDATED_AT = "updated_at"
-DEADLINE = "deadline"
-LAST_ERROR = "last_error"
-ERROR_CLASS = "error_class"
-PAYLOAD = "payload"
-REPLAYS = "replays"
-REQUEST_HASH = "request_hash"
-IDEMPOTENCY_KEY = "idempotency_key"
+from pipeline.schema.jobs import CREATED_AT, DEADLINE, IDEMPOTENCY_KEY, PAYLOAD, REQUEST_HASH
+from pipeline.schema.rows import (
+    ATTEMPTS,
+    DEFERRALS,
+    ERROR_CLASS,
+    KIND,
+    LANE,
+    LAST_ERROR,
+    REPLAYS,
+    RESULT,
+    STATUS,
+    TENANT,
+    UPDATED_AT,
+)
 
 
 def _number(value: float) -> dict[str, str]:

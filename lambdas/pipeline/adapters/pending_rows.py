@@ -25,15 +25,14 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from pipeline import schema
 from pipeline.adapters import items, row_envelopes
-from pipeline.adapters.row_envelopes import LANE, TENANT, UnreplayableRow
+from pipeline.adapters.row_envelopes import UnreplayableRow
 from pipeline.domain.consumer import marks
 from pipeline.domain.effects import OnConflict, Table, Update, Write
 from pipeline.domain.envelope import Envelope
 from pipeline.domain.ports import CommitState, Committer
 from pipeline.domain.sweep.inputs import PendingRow
+from pipeline.schema.rows import ABANDON_REASON, LANE, REPLAYED_AT, REPLAYS, TENANT
 
-REPLAYS = "replays"
-REPLAYED_AT = "replayed_at"
 _LOADED = (
     schema.ID,
     schema.SEND_FAILED_AT,
@@ -53,7 +52,6 @@ _LOADED = (
     schema.PROGRESS,
     schema.ALIVE_AT,
 )
-ABANDON_REASON = "abandon_reason"
 
 BATCH_GET_LIMIT = 100
 UNPROCESSED_RETRIES = 4

@@ -16,16 +16,11 @@ from typing import Any
 
 from pipeline import schema
 from pipeline.domain.envelope import INLINE_PAYLOAD_LIMIT, Envelope
+from pipeline.schema.jobs import CREATED_AT, DEADLINE, PAYLOAD
+from pipeline.schema.rows import ATTEMPTS, KIND, LANE, TENANT
+from pipeline.schema.webhook_log import RECEIVED_AT
 
 # Row attributes beyond the key and the pending index (see schema.py).
-LANE = "lane"
-TENANT = "tenant"
-KIND = "kind"
-CREATED_AT = "created_at"
-RECEIVED_AT = "received_at"
-PAYLOAD = "payload"
-DEADLINE = "deadline"
-ATTEMPTS = "attempts"
 
 WEBHOOK_KIND = "meta.webhook"
 """Used when a webhook row does not name its kind (the ingress decides; the consumer routes by lane)."""

@@ -25,9 +25,7 @@ from typing import Any
 from pipeline import schema
 from pipeline.domain.jobs import admission
 from pipeline.domain.sweep.inputs import DepthSeen, depth_key
-
-DEPTH = "depth"
-SEEN_AT = "seen_at"
+from pipeline.schema.state import DEPTH, SEEN_AT
 
 
 class LaneCounts:

@@ -18,13 +18,15 @@ from typing import Any
 
 from pipeline import schema
 from pipeline.adapters import items
-from pipeline.adapters.row_envelopes import PAYLOAD, plain
-from pipeline.adapters.webhook_log import BODY, BODY_ENCODING, BODY_PARTS, WebhookLog
+from pipeline.adapters.row_envelopes import plain
+from pipeline.adapters.webhook_log import WebhookLog
 from pipeline.domain.consumer.ports import Location, location_id
 from pipeline.domain.effects import KEY_ATTRIBUTES, Table
 from pipeline.domain.envelope import Envelope
 from pipeline.domain.errors import PermanentError, TransientError
 from pipeline.domain.webhook import body as webhook_body
+from pipeline.schema.jobs import PAYLOAD
+from pipeline.schema.webhook_log import BODY, BODY_ENCODING, BODY_PARTS
 
 BATCH_GET_LIMIT = 100
 UNPROCESSED_ROUNDS = 5

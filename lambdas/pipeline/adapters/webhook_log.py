@@ -38,18 +38,10 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from pipeline import schema
 from pipeline.domain.webhook import body as webhook_body
-from pipeline.domain.webhook.body import BODY_PARTS
 from pipeline.domain.webhook.delivery import LogEntry, Recorded, WebhookLogUnavailable
+from pipeline.schema.rows import KIND, LANE, STATUS, TENANT
+from pipeline.schema.webhook_log import BODY, BODY_ENCODING, BODY_PARTS, PART_OF, RECEIVED_AT, UNPARSEABLE_REASON
 
-STATUS = "status"
-RECEIVED_AT = "received_at"
-LANE = "lane"
-TENANT = "tenant"
-KIND = "kind"
-UNPARSEABLE_REASON = "unparseable_reason"
-BODY = "body"
-BODY_ENCODING = "body_encoding"
-PART_OF = "part_of"
 UNPROCESSED_RETRIES = 5
 
 _NEW_ROW_ONLY = {

@@ -31,18 +31,17 @@ from pipeline.domain.consumer import generations
 from pipeline.domain.effects import OnConflict, Put, Table, Update
 from pipeline.domain.envelope import Envelope
 from pipeline.domain.errors import Classified
-
-STATUS = "status"
-UPDATED_AT = "updated_at"
-FINISHED_AT = "finished_at"
-ATTEMPTS = "attempts"
-DEFERRALS = "deferrals"
-LAST_ERROR = "last_error"
-ERROR_CLASS = "error_class"
-OUTCOME = "outcome"
-"""On an internal done-marker: done or superseded."""
-RESULT = "result"
-"""On a job's row once it is done: the task's counts (TaskResult.result)."""
+from pipeline.schema.rows import (
+    ATTEMPTS,
+    DEFERRALS,
+    ERROR_CLASS,
+    FINISHED_AT,
+    LAST_ERROR,
+    OUTCOME,
+    RESULT,
+    STATUS,
+    UPDATED_AT,
+)
 
 REOPENABLE = frozenset({schema.RowStatus.QUEUED, schema.RowStatus.FAILED, schema.RowStatus.ABANDONED})
 _ROW_TABLES = {"webhook": Table.WEBHOOK_LOG, "job": Table.JOBS}

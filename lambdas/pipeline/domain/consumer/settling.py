@@ -25,8 +25,9 @@ from pipeline.domain.envelope import Envelope
 from pipeline.domain.errors import Classified, PermanentError, classify
 from pipeline.domain.jobs.bookkeeping import job_finished
 from pipeline.domain.ports import CommitState
-from pipeline.domain.webhook.body import BODY_PARTS, part_id
+from pipeline.domain.webhook.body import part_id
 from pipeline.metric_names import Outcome
+from pipeline.schema.webhook_log import BODY_PARTS
 from pipeline.settings.lane_policy import DLQ_RETENTION_SECONDS
 
 ERROR_ATTRIBUTE_LIMIT = 256

@@ -73,10 +73,6 @@ class StoredBody:
         return sum(len(part) for part in self.parts)
 
 
-BODY_PARTS = "body_parts"
-"""On a webhook-log row whose body was split: how many parts it has, the row's own included."""
-
-
 def part_id(log_id: str, index: int) -> str:
     return f"{log_id}#part{index}"
 
