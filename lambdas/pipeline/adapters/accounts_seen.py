@@ -6,8 +6,8 @@ sweeper reads them all with one Query a page (1 MB), never a scan (the state tab
 key, and the data table holds people's data the sweeper has no business reading). The door's note is one
 UpdateItem of an item under 1 KB (1 write unit), made at most once per `note_seconds` per account
 per instance; at prod's 1,000 accounts and every instance hearing from every account, one
-partition takes at most 1,000 x instances / note_seconds writes a second (67 at 60 instances and
-15 minutes), well within DynamoDB's 1,000 a partition. A note that fails is logged by the door
+partition takes at most 1,000 x instances / note_seconds writes a second (17 at 60 instances and
+prod's hour), well within DynamoDB's 1,000 a partition. A note that fails is logged by the door
 and tried again on the account's next delivery: it never fails a delivery.
 """
 

@@ -25,20 +25,32 @@ short has still cost its input tokens."""
 
 
 def converse_client(region: str, credentials: Credentials | None, settings: ModelSettings) -> Any:
-    """A bedrock-runtime client of its own session (sessions are not thread-safe; see clients.py)."""
+    return runtime_client(region, credentials, read_timeout=settings.call_timeout_seconds)
+
+
+def runtime_client(region: str, credentials: Credentials | None, *, read_timeout: float) -> Any:
+    """A bedrock-runtime client of its own session (sessions are not thread-safe; see clients.py),
+    retrying nothing: the record's backoff, or the probe's next run, is the retry."""
     session = boto3.session.Session(region_name=region)
     return session.client(
         "bedrock-runtime",
         config=Config(
             retries={"mode": "standard", "total_max_attempts": 1},
             connect_timeout=2,
-            read_timeout=settings.call_timeout_seconds,
+            read_timeout=read_timeout,
             tcp_keepalive=True,
         ),
         aws_access_key_id=credentials.access_key_id if credentials else None,
         aws_secret_access_key=credentials.secret_access_key if credentials else None,
         aws_session_token=credentials.session_token if credentials else None,
     )
+
+
+def failure_of(exc: ClientError) -> Exception:
+    """Bedrock's refusal as the model rules class it (domain/dependencies/model.py)."""
+    error = exc.response.get("Error", {})
+    status = int(exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode") or 0)
+    return error_for(str(error.get("Code") or "Unknown"), status, str(error.get("Message") or ""))
 
 
 class ConverseModel:
@@ -58,9 +70,7 @@ class ConverseModel:
                 inferenceConfig={"maxTokens": settings.max_tokens, "temperature": settings.temperature},
             )
         except ClientError as exc:
-            error = exc.response.get("Error", {})
-            status = int(exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode") or 0)
-            raise error_for(str(error.get("Code") or "Unknown"), status, str(error.get("Message") or "")) from exc
+            raise failure_of(exc) from exc
         except ReadTimeoutError as exc:
             raise ModelTimeout(f"no answer within {settings.call_timeout_seconds:g} s") from exc
         except ConnectionError as exc:

@@ -2,8 +2,9 @@
 
 - Meta's access token: `GET /{version}/me?fields=id` with the token as bearer, the Graph API's
   cheapest call that needs a valid token (Meta answers 190 with its OAuthException body for a
-  revoked or expired one). The token is read from its secret on every check (one GetSecretValue),
-  so a token stored a second ago is the one tried. No message is sent.
+  revoked or expired one). The token is read from its secret on every check (one GetSecretValue,
+  through the senders' own reader with no cache), so a token stored a second ago is the one tried.
+  No message is sent.
 - The model: one Converse call with a one-word prompt and maxTokens 1 against the lane's model (a
   dozen input tokens and one output token), authorised as bedrock:InvokeModel on that model.
 
@@ -15,13 +16,14 @@ from __future__ import annotations
 
 import http.client
 import json
+import time
 from typing import Any
 from urllib.parse import urlsplit
 
-import boto3
-from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
+from pipeline.adapters.bedrock import failure_of, runtime_client
+from pipeline.adapters.graph_api import AccessToken, TokenUnavailable
 from pipeline.domain.dependencies import model as model_errors
 from pipeline.domain.dependencies.meta_send import error_for
 from pipeline.domain.errors import classify
@@ -42,11 +44,8 @@ class MetaTokenCheck:
 
     def check(self) -> str | None:
         try:
-            raw = self._secrets.get_secret_value(SecretId=self._arn)["SecretString"]
-            token = str(json.loads(raw).get("access_token") or "")
-        except (ClientError, BotoCoreError, ValueError, AttributeError):
-            return "meta_token_unavailable"
-        if not token:
+            token = AccessToken(self._secrets, self._arn, time.time, cache_seconds=0).get()
+        except TokenUnavailable:
             return "meta_token_unavailable"
         split = self._split
         connection_class = http.client.HTTPSConnection if split.scheme == "https" else http.client.HTTPConnection
@@ -69,15 +68,7 @@ class MetaTokenCheck:
 
 
 def probe_converse_client(region: str, credentials: Credentials | None) -> Any:
-    """A bedrock-runtime client of its own session, retrying nothing: the next run is the retry."""
-    session = boto3.session.Session(region_name=region)
-    return session.client(
-        "bedrock-runtime",
-        config=Config(retries={"mode": "standard", "total_max_attempts": 1}, connect_timeout=2, read_timeout=10),
-        aws_access_key_id=credentials.access_key_id if credentials else None,
-        aws_secret_access_key=credentials.secret_access_key if credentials else None,
-        aws_session_token=credentials.session_token if credentials else None,
-    )
+    return runtime_client(region, credentials, read_timeout=CHECK_SECONDS * 2)
 
 
 class ModelCheck:
@@ -93,11 +84,7 @@ class ModelCheck:
                 inferenceConfig={"maxTokens": 1},
             )
         except ClientError as exc:
-            error = exc.response.get("Error", {})
-            status = int(exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode") or 0)
-            code, message = str(error.get("Code") or "Unknown"), str(error.get("Message") or "")
-            failure = model_errors.error_for(code, status, message)
-            return classify(failure).reason
+            return classify(failure_of(exc)).reason
         except BotoCoreError:
             return model_errors.ModelUnavailable.reason
         return None
