@@ -25,7 +25,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from pipeline.adapters.bedrock import failure_of, runtime_client
 from pipeline.adapters.graph_api import AccessToken, TokenUnavailable
 from pipeline.domain.dependencies import model as model_errors
-from pipeline.domain.dependencies.meta_send import error_for
+from pipeline.domain.dependencies.meta_send import NotSent, error_for
 from pipeline.domain.errors import classify
 from pipeline.settings import Credentials
 
@@ -55,7 +55,7 @@ class MetaTokenCheck:
             response = connection.getresponse()
             status, data = response.status, response.read()
         except (OSError, http.client.HTTPException):
-            return "meta_unreachable"
+            return NotSent.reason
         finally:
             connection.close()
         if status < 300:

@@ -24,14 +24,14 @@ from collections import deque
 from collections.abc import Callable
 
 from pipeline.domain.dependencies.lane_pause import META, META_FAILING, MODEL, MODEL_FAILING
-from pipeline.domain.dependencies.meta_send import ReplyTo, Sent
-from pipeline.domain.dependencies.model import Completion
+from pipeline.domain.dependencies.meta_send import NotSent, ReplyTo, SendRefused, Sent
+from pipeline.domain.dependencies.model import Completion, ModelTimeout, ModelUnavailable
 from pipeline.domain.errors import classify
 from pipeline.settings.lane_policy import FailureRatePause
 
 FAILING = {
-    MODEL: frozenset({"model_unavailable", "model_timeout"}),
-    META: frozenset({"meta_refused", "meta_unreachable"}),
+    MODEL: frozenset({ModelUnavailable.reason, ModelTimeout.reason}),
+    META: frozenset({SendRefused.reason, NotSent.reason}),
 }
 """By dependency: the reasons (domain/errors.py Classified.reason) that are the dependency's own trouble."""
 REASON = {MODEL: MODEL_FAILING, META: META_FAILING}
