@@ -20,11 +20,9 @@ import hashlib
 import hmac
 import re
 from collections.abc import Iterator, Mapping
-from dataclasses import replace
 from typing import Any
 
 from pipeline import schema
-from pipeline.domain.effects import Put, Table, Write
 
 HASH_HEX_DIGITS = 32
 """128 bits: no two people collide in practice, and the index stays small."""
@@ -203,21 +201,3 @@ def indexed_delivery(pk: str, sk: str) -> str | None:
     if pk.startswith((PERSON_PREFIX, DELIVERY_INDEX_PREFIX)) and sk.startswith(DELIVERY_PREFIX):
         return sk[len(DELIVERY_PREFIX) :]
     return None
-
-
-def attributed(writes: tuple[Write, ...], sender: str | None) -> tuple[Write, ...]:
-    """`writes` with `sender` (a hash) on every data-table put that names no one itself: what the
-    work of a row about one person stores is about that person too (a job's payload may name them
-    in a way its task does not read, and a task may simply not say). An item in a person's own
-    partition already says whom it is about."""
-    if sender is None:
-        return writes
-    return tuple(
-        replace(write, item={**write.item, schema.SENDER_HASH: sender})
-        if isinstance(write, Put)
-        and write.table is Table.DATA
-        and schema.SENDER_HASH not in write.item
-        and not in_person_partition(write.item)
-        else write
-        for write in writes
-    )

@@ -22,7 +22,7 @@ from typing import Any
 
 from pipeline import schema
 from pipeline.domain import retention, senders
-from pipeline.domain.consumer import commit_plan, generations, marks
+from pipeline.domain.consumer import attribution, commit_plan, generations, marks
 from pipeline.domain.consumer import outcomes as out
 from pipeline.domain.consumer.config import Adapters, ConsumerConfig
 from pipeline.domain.consumer.marks import Obligation
@@ -179,7 +179,7 @@ class TaskStep:
             raise PermanentError("task_wrote_obligation", f"a task may not write {', '.join(strays)}")
         now = self._clock()
         effects = retention.stamp(result.writes, retention.expiry(now, self._config.effects_retention_seconds))
-        effects = senders.attributed(effects, _sender_of(obligation))
+        effects = attribution.attributed(effects, _sender_of(obligation))
         effects = generations.stamp(effects, envelope.generation)
         if marks.effect_is_mark(obligation, result.keyed, called_out):
             start = commit_plan.resume_point(envelope.progress, effects)
