@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.metrics import EphemeralMetrics, MetricUnit
 
+from pipeline.adapters.log_lines import LogLineFormatter
 from pipeline.settings import EnvVar
 
 DEFAULT_NAMESPACE = "Lanes"
@@ -20,7 +21,7 @@ DEFAULT_NAMESPACE = "Lanes"
 
 def logger_for(environ: Mapping[str, str], default_service: str) -> Logger:
     service = environ.get(EnvVar.SERVICE_NAME) or default_service
-    logger = Logger(service=service, level=environ.get("LOG_LEVEL", "INFO"))
+    logger = Logger(service=service, level=environ.get("LOG_LEVEL", "INFO"), logger_formatter=LogLineFormatter())
     # The handler line that logged says nothing the message does not, and CloudWatch Logs stamps
     # every event it ingests with its time: every line paid for both.
     logger.remove_keys(["location", "timestamp"])
