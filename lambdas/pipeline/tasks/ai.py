@@ -42,7 +42,6 @@ can compute its ref and find its log lines; the logs alone do not give the id ba
 
 from __future__ import annotations
 
-import hashlib
 import math
 from collections.abc import Mapping
 from typing import Any
@@ -55,6 +54,11 @@ from pipeline.domain.effects import Check, OnConflict, Put, Table, Update
 from pipeline.domain.envelope import Envelope
 from pipeline.domain.errors import PermanentError, TransientError
 from pipeline.tasks import privacy, replies
+from pipeline.tasks.conversations import (
+    conversation_pk,
+    conversation_ref,
+    marker_key,
+)
 
 INBOUND = "ai.inbound"
 TURN = "ai.turn"
@@ -67,33 +71,10 @@ PROMPT_MESSAGES = 20
 burst, and a bound on a turn's reads after a long outage of the model."""
 UNANSWERED_SK = "unanswered"
 _SEQ_WIDTH = 20
-CONVERSATION_PREFIX = "conversation#"
-MARKER_PREFIX = "turn-marker#"
 
 
 class TurnBeforeStamp(TransientError):
     reason = "turn_before_stamp"
-
-
-def marker_key(tenant: str, conversation: str) -> dict[str, str]:
-    return {schema.PK: f"{MARKER_PREFIX}{tenant}#{conversation}"}
-
-
-def conversation_pk(tenant: str, conversation: str) -> str:
-    return f"{CONVERSATION_PREFIX}{tenant}#{conversation}"
-
-
-def marker_of(data_pk: str) -> dict[str, str] | None:
-    """The turn marker (state table) of the conversation a data item belongs to, or None: it holds
-    the latest message's text, so erasing a conversation erases its marker too."""
-    if not data_pk.startswith(CONVERSATION_PREFIX):
-        return None
-    return {schema.PK: MARKER_PREFIX + data_pk[len(CONVERSATION_PREFIX) :]}
-
-
-def conversation_ref(tenant: str, conversation: str) -> str:
-    """What logs call a conversation: 16 hex digits of a SHA-256 over tenant and id."""
-    return hashlib.sha256(f"{tenant}\x00{conversation}".encode()).hexdigest()[:16]
 
 
 def turn_id(tenant: str, conversation: str, message_id: str) -> str:

@@ -47,7 +47,7 @@ from pipeline.domain.effects import Table
 from pipeline.domain.envelope import Envelope
 from pipeline.domain.erasure import requests as erasure
 from pipeline.domain.errors import MoreToDo, PermanentError, TransientError
-from pipeline.tasks import ai
+from pipeline.tasks import conversations
 
 KIND = erasure.KIND
 ROUNDS = 3
@@ -111,7 +111,7 @@ def _erase(ctx: TaskContext, found: Erasable, counts: Counter[str]) -> None:
         log_id = senders.indexed_delivery(pk, sk)
         if log_id is not None:
             deliveries.add(log_id)
-        marker = ai.marker_of(pk)
+        marker = conversations.marker_of(pk)
         if marker is not None:
             markers[marker[schema.PK]] = marker
     rows, parts = ctx.eraser.erase_log_rows(sorted(deliveries))

@@ -34,6 +34,7 @@ from pipeline.domain.dependencies import meta_send as ms
 from pipeline.domain.effects import OnConflict, Table, Update
 from pipeline.domain.envelope import Envelope
 from pipeline.domain.errors import PermanentError, TransientError
+from pipeline.tasks.conversations import conversation_pk, conversation_ref, marker_key
 
 SEND = "reply.send"
 RESOLVE = "reply.resolve"
@@ -102,7 +103,6 @@ def _names(expression: str) -> dict[str, str]:
 def _resolve_later(
     ctx: TaskContext, conversation: str, token: str, attempt: int, round_: int, reply_to: ms.ReplyTo
 ) -> FollowUp:
-    from pipeline.tasks.ai import conversation_ref
 
     delay = math.ceil(float(ctx.option("resolve_seconds", "10")))
     envelope = Envelope(
@@ -125,7 +125,6 @@ def _resolve_later(
 
 
 def send(ctx: TaskContext) -> TaskResult:
-    from pipeline.tasks.ai import conversation_pk, conversation_ref, marker_key
 
     conversation, token, reply_to = _payload(ctx)
     tenant = ctx.envelope.tenant
@@ -216,7 +215,6 @@ def send(ctx: TaskContext) -> TaskResult:
 
 
 def resolve(ctx: TaskContext) -> TaskResult:
-    from pipeline.tasks.ai import conversation_pk, conversation_ref
 
     conversation, token, reply_to = _payload(ctx)
     payload = ctx.payload
@@ -247,7 +245,6 @@ def resolve(ctx: TaskContext) -> TaskResult:
 def resolved_by_status(status_callback: str, status: str, message_id: str) -> Update | None:
     """What a WhatsApp status carrying one of our references does to its reply: `sent` (it went
     out, whatever we recorded), or `unanswered` for a `failed` one. None for anyone else's."""
-    from pipeline.tasks.ai import conversation_pk
 
     found = ms.read_callback(status_callback)
     if found is None:
