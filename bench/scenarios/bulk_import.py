@@ -5,12 +5,22 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from ops.drive import Session
 
-if TYPE_CHECKING:
-    from bench.scenarios.s02_bulkheads import Params
+
+class ImportShape(Protocol):
+    """What the import reads of its scenario's parameters (scenario 2's Params has these)."""
+
+    @property
+    def importers(self) -> int: ...
+
+    @property
+    def pages(self) -> int: ...
+
+    @property
+    def rows(self) -> int: ...
 
 
 def history_sync(waba: str, page: int, rows: int) -> dict[str, Any]:
@@ -43,7 +53,7 @@ class Import:
     shed: int = 0
     server_errors: int = 0
 
-    def send_page(self, s: Session, p: Params, n: int) -> int:
+    def send_page(self, s: Session, p: ImportShape, n: int) -> int:
         importer, page = self.importers[n % p.importers], n // p.importers
         if self.same_lane:
             return s.client.deliver(history_sync(importer, page, p.rows)).status

@@ -8,14 +8,37 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from bench.scenarios.measure import per_second
 from ops.drive import Session
 from pipeline.tasks import ai
 
-if TYPE_CHECKING:
-    from bench.scenarios.s05_spike import Params
+
+class Schedule(Protocol):
+    """What the callers read of their scenario's parameters (scenario 5's Params has these)."""
+
+    @property
+    def base_per_second(self) -> float: ...
+
+    @property
+    def spike_per_second(self) -> float: ...
+
+    @property
+    def spike_at(self) -> float: ...
+
+    @property
+    def spike_seconds(self) -> float: ...
+
+    @property
+    def seconds(self) -> float: ...
+
+    @property
+    def timeout(self) -> float: ...
+
+    @property
+    def retries(self) -> int: ...
+
 
 LANE = "ai"
 
@@ -59,7 +82,7 @@ class Phase:
         return max([a.gives_up for a in self.attempts] + [self.started]) - self.started
 
 
-def arrivals(p: Params) -> list[float]:
+def arrivals(p: Schedule) -> list[float]:
     """Offsets of new requests: evenly spaced at the base rate, at the spike rate during the spike."""
     out, t = [], 0.0
     while t < p.seconds:
@@ -77,7 +100,7 @@ class Callers:
     """Callers with a timeout: each request is posted, checked when its caller gives up, and posted
     again (a new job) if no reply arrived in time, up to `retries` times."""
 
-    def __init__(self, s: Session, p: Params, phase: Phase, *, deadlines: bool) -> None:
+    def __init__(self, s: Session, p: Schedule, phase: Phase, *, deadlines: bool) -> None:
         self._s, self._p, self._phase, self._deadlines = s, p, phase, deadlines
         self._tag = uuid.uuid4().hex[:6]
         self._lock = threading.Lock()

@@ -11,7 +11,7 @@ from ops.drive import poll
 from pipeline.adapters import lane_queue
 
 if TYPE_CHECKING:
-    from ops.demo.run import Demo
+    from ops.demo.story import Demo
 
 POISON_MARKER = "POISON-PILL"
 AI_LANE = "ai"

@@ -13,7 +13,7 @@ from pipeline import schema
 from pipeline.domain.webhook import delivery as webhook
 
 if TYPE_CHECKING:
-    from ops.demo.run import Demo
+    from ops.demo.story import Demo
 
 GARBLED = "\ufffd\ufffd garbled by release 1.4.2"
 WAMIDS = ("wamid.demo-1", "wamid.demo-2", "wamid.demo-3")

@@ -11,7 +11,7 @@ from ops.drive import meta_payloads as meta
 from ops.drive import poll
 
 if TYPE_CHECKING:
-    from ops.demo.run import Demo
+    from ops.demo.story import Demo
 
 TRIAGE_MS = 300
 """The model's time to triage a comment: the engagement lane's service time in the catalogue."""

@@ -142,12 +142,13 @@ def test_the_emulator_does_not_import_the_operator_cli():
     assert offending == []
 
 
-def _graph(folders: list[Path]) -> dict[str, set[str]]:
+def _graph(folders: list[Path], *, runtime_only: bool = True) -> dict[str, set[str]]:
     paths = [p for folder in folders for p in _sources(folder)]
     modules = {_module_name(p): p for p in paths}
     graph: dict[str, set[str]] = {}
     for name, path in modules.items():
-        graph[name] = {imported for imported in _imports(path, runtime_only=True) if imported in modules} - {name}
+        imported = _imports(path, runtime_only=runtime_only)
+        graph[name] = {module for module in imported if module in modules} - {name}
     return graph
 
 
@@ -180,6 +181,13 @@ def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
 def test_no_import_circle_in_the_product_the_emulator_or_the_cli():
     graph = _graph([PRODUCT / "pipeline", ROOT / "stacks", ROOT / "ops", ROOT / "local_aws"])
     assert _cycle(graph) is None
+
+
+def test_no_circle_hidden_inside_a_function_or_behind_type_checking():
+    """An import moved into a function, or under TYPE_CHECKING, only hides a circle from the
+    interpreter: the two modules still cannot be understood, or moved, one without the other."""
+    folders = [PRODUCT / "pipeline", ROOT / "stacks", ROOT / "ops", ROOT / "local_aws", ROOT / "bench"]
+    assert _cycle(_graph(folders, runtime_only=False)) is None
 
 
 def test_the_circle_finder_finds_a_circle():
