@@ -33,7 +33,7 @@ from pipeline.adapters.token_windows import TokenCounters
 from pipeline.adapters.transactions import Committer
 from pipeline.domain.consumer.batch import Adapters, Consumer, ConsumerConfig
 from pipeline.domain.consumer.token_budgeted import TokenBudgeted
-from pipeline.domain.consumer.work import TaskFn, Vendor
+from pipeline.domain.consumer.work import MetaSender, TaskFn, Vendor
 from pipeline.domain.dependencies import budgets, rates
 from pipeline.domain.dependencies.failure_rate import FailureWindow, WatchedModel, WatchedSender
 from pipeline.domain.dependencies.token_rates import TokenKeeper
@@ -98,7 +98,7 @@ def create_handler(
     calls.watch(clients.sqs)
     dependency = config.dependency
     committer = Committer(dynamodb, names)
-    meta = _meta_sender(environ, clients, clock)
+    meta: MetaSender | None = _meta_sender(environ, clients, clock)
     pausable = config.model is not None or meta is not None
     failures = FailureWindow(lane.pause_on_failures, clock) if pausable and lane.pause_on_failures else None
     if failures is not None:

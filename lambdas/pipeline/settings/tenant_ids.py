@@ -8,6 +8,7 @@ and then fail every send, forever, so both doors refuse or replace it up front.
 from __future__ import annotations
 
 import re
+from typing import TypeGuard
 
 MAX_LENGTH = 128
 _PATTERN = re.compile(r"[A-Za-z0-9_.:@-]{1,128}")
@@ -16,5 +17,5 @@ UNKNOWN = "unknown"
 """The tenant of a delivery whose business cannot be told from its payload."""
 
 
-def is_valid(value: object) -> bool:
+def is_valid(value: object) -> TypeGuard[str]:
     return isinstance(value, str) and _PATTERN.fullmatch(value) is not None

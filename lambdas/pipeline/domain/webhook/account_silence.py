@@ -50,7 +50,8 @@ def accounts_in(payload: Any) -> list[Account]:
     """The source accounts of a delivery: each entry's id, once, in order."""
     if not isinstance(payload, dict):
         return []
-    product = PRODUCTS.get(payload.get("object")) if isinstance(payload.get("object"), str) else None
+    source = payload.get("object")
+    product = PRODUCTS.get(source) if isinstance(source, str) else None
     entries = payload.get("entry")
     if product is None or not isinstance(entries, list):
         return []
