@@ -96,4 +96,7 @@ def test_the_functions_logger_writes_its_lines_with_it():
     logger.info("delivery enqueued", extra={"correlation_id": "wh-1"})
 
     assert isinstance(logger.registered_formatter, LogLineFormatter)
-    assert stream.getvalue() == '{"level":"INFO","message":"delivery enqueued","service":"log-lines-door","correlation_id":"wh-1"}\n'
+    assert (
+        stream.getvalue()
+        == '{"level":"INFO","message":"delivery enqueued","service":"log-lines-door","correlation_id":"wh-1"}\n'
+    )

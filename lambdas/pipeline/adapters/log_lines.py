@@ -27,7 +27,7 @@ _TIME_FIELD = "%(asctime)s"
 
 
 class LogLineFormatter(LambdaPowertoolsFormatter):
-    def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:  # noqa: N802 (logging's name)
+    def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:
         if not any(isinstance(value, str) and _TIME_FIELD in value for value in self.log_format.values()):
             return ""  # no field of the line shows the time: nothing to format it for
         return super().formatTime(record, datefmt)
