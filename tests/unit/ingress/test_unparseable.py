@@ -21,6 +21,7 @@ UNPARSEABLE = {
     "truncated": (b'{"object": "page", "entry": [', Unparseable.INVALID_JSON),
     "prose": (b"not json at all", Unparseable.INVALID_JSON),
     "nan": (b'{"a": NaN}', Unparseable.INVALID_JSON),
+    "byte-order-mark": (b'\xef\xbb\xbf{"object": "page", "entry": []}', Unparseable.INVALID_JSON),
     "infinite-number": (b'{"a": 1e400}', Unparseable.INVALID_JSON),
     "huge-integer": (b'{"a": ' + b"9" * 5000 + b"}", Unparseable.INVALID_JSON),
     "invalid-utf8-in-string": (b'{"a": "\xff\xfe"}', Unparseable.INVALID_UTF8),
