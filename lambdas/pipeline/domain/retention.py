@@ -1,25 +1,13 @@
 """When an item is deleted: every item carries `expires_at` (epoch seconds, schema.TTL), and
 DynamoDB's TTL removes it some time after (usually within a few days; reads may still see it
-until then).
-
-The tasks' writes get theirs from the consumer (`stamp`), so no task can forget: a put without an
-expiry of its own gets the effect retention, and one with its own keeps the earlier of the two; an
-update gets it on the item it creates (`if_not_exists`: a later update, a read receipt days after
-the message, does not extend it). An update that sets its own expiry keeps it.
+until then). Each writer sets it from `expiry`: the webhook door on its row, the jobs API on its
+job, the erasure on its request and tombstones, the consumer on every write of a task
+(domain/consumer/expiries.py).
 """
 
 from __future__ import annotations
 
 import math
-import re
-from dataclasses import replace
-
-from pipeline import schema
-from pipeline.domain.effects import TASK_TABLES, Put, Update, Write
-
-NAME = "#retention_ttl"
-VALUE = ":retention_ttl"
-_SET_CLAUSE = re.compile(r"\bSET\b", re.IGNORECASE)
 
 
 def expiry(now: float, keep_seconds: float, *, not_before: float | None = None) -> int:
@@ -27,42 +15,3 @@ def expiry(now: float, keep_seconds: float, *, not_before: float | None = None) 
     `not_before` when that is later (a job is kept past its deadline, never deleted before it)."""
     start = now if not_before is None else max(now, not_before)
     return math.ceil(start + keep_seconds)
-
-
-def _sets_own_expiry(update: Update) -> bool:
-    return schema.TTL in update.names.values() or re.search(rf"\b{schema.TTL}\b", update.expression) is not None
-
-
-def _with_expiry(update: Update, expires_at: int) -> Update:
-    if NAME in update.names or VALUE in update.values:
-        raise ValueError(f"an update may not use {NAME} or {VALUE}: they are the consumer's")
-    assignment = f"{NAME} = if_not_exists({NAME}, {VALUE})"
-    if _SET_CLAUSE.search(update.expression):
-        expression = _SET_CLAUSE.sub(f"SET {assignment},", update.expression, count=1)
-    else:
-        expression = f"{update.expression} SET {assignment}"
-    return replace(
-        update,
-        expression=expression,
-        names={**update.names, NAME: schema.TTL},
-        values={**update.values, VALUE: expires_at},
-    )
-
-
-def stamp(writes: tuple[Write, ...], expires_at: int) -> tuple[Write, ...]:
-    """`writes` with an expiry no later than `expires_at` on every put to a task table, and on
-    every update to one that sets none itself. Condition checks and the obligation tables' writes
-    (the consumer's own) are left as they are."""
-    return tuple(_stamped(write, expires_at) for write in writes)
-
-
-def _stamped(write: Write, expires_at: int) -> Write:
-    if write.table not in TASK_TABLES:
-        return write
-    if isinstance(write, Put):
-        own = write.item.get(schema.TTL)
-        kept = expires_at if not isinstance(own, int | float) else min(int(own), expires_at)
-        return replace(write, item={**write.item, schema.TTL: kept})
-    if isinstance(write, Update) and not _sets_own_expiry(write):
-        return _with_expiry(write, expires_at)
-    return write

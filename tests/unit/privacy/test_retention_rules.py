@@ -6,6 +6,7 @@ import pytest
 
 from pipeline import schema
 from pipeline.domain import retention
+from pipeline.domain.consumer import expiries
 from pipeline.domain.effects import Check, Put, Table, Update
 
 DAY = 86400
@@ -25,7 +26,7 @@ def test_a_put_gets_the_effect_expiry_and_one_kept_longer_is_cut_to_it():
     longer = Put(Table.DATA, {schema.PK: "c", schema.SK: "d", schema.TTL: 2_000_000_000})
     shorter = Put(Table.STATE, {schema.PK: "e", schema.TTL: 1_800_000_100})
 
-    stamped = retention.stamp((plain, longer, shorter), 1_900_000_000)
+    stamped = expiries.stamp((plain, longer, shorter), 1_900_000_000)
 
     assert [write.item[schema.TTL] for write in stamped] == [1_900_000_000, 1_900_000_000, 1_800_000_100]
     assert stamped[0].item["text"] == "hi"
@@ -48,7 +49,7 @@ def test_a_put_gets_the_effect_expiry_and_one_kept_longer_is_cut_to_it():
 def test_an_update_sets_the_expiry_only_on_the_item_it_creates(expression, expected):
     update = Update(Table.DATA, {schema.PK: "a", schema.SK: "b"}, expression, names={"#status": "status"})
 
-    (stamped,) = retention.stamp((update,), 1_900_000_000)
+    (stamped,) = expiries.stamp((update,), 1_900_000_000)
 
     assert stamped.expression == expected
     assert stamped.names == {"#status": "status", "#retention_ttl": schema.TTL}
@@ -62,7 +63,7 @@ def test_writes_that_set_their_own_expiry_or_are_not_the_tasks_are_left_alone():
     check = Check(Table.STATE, {schema.PK: "m"}, "#t = :t", names={"#t": "t"})
     row = Update(Table.JOBS, {schema.ID: "job-1"}, "SET #s = :s", names={"#s": "status"})
 
-    assert retention.stamp((own, check, row), 1_900_000_000) == (own, check, row)
+    assert expiries.stamp((own, check, row), 1_900_000_000) == (own, check, row)
 
 
 def test_an_update_may_not_take_the_consumers_placeholders():
@@ -71,4 +72,4 @@ def test_an_update_may_not_take_the_consumers_placeholders():
     )
 
     with pytest.raises(ValueError, match="#retention_ttl"):
-        retention.stamp((clash,), 1_900_000_000)
+        expiries.stamp((clash,), 1_900_000_000)

@@ -22,7 +22,7 @@ from typing import Any
 
 from pipeline import schema
 from pipeline.domain import retention, senders
-from pipeline.domain.consumer import attribution, commit_plan, generations, marks
+from pipeline.domain.consumer import attribution, commit_plan, expiries, generations, marks
 from pipeline.domain.consumer import outcomes as out
 from pipeline.domain.consumer.config import Adapters, ConsumerConfig
 from pipeline.domain.consumer.marks import Obligation
@@ -157,7 +157,7 @@ class TaskStep:
     def _write_now(self, write: Write) -> bool:
         if not isinstance(write, Update | Put) or write.on_conflict is not OnConflict.SKIP:
             raise PermanentError("bad_write_now", "write_now applies one Put or Update that skips on conflict")
-        stamped = retention.stamp(
+        stamped = expiries.stamp(
             (replace(write, standalone=True),), retention.expiry(self._clock(), self._config.effects_retention_seconds)
         )
         return self._io.committer.apply(stamped).skipped == 0
@@ -178,7 +178,7 @@ class TaskStep:
         if strays:
             raise PermanentError("task_wrote_obligation", f"a task may not write {', '.join(strays)}")
         now = self._clock()
-        effects = retention.stamp(result.writes, retention.expiry(now, self._config.effects_retention_seconds))
+        effects = expiries.stamp(result.writes, retention.expiry(now, self._config.effects_retention_seconds))
         effects = attribution.attributed(effects, _sender_of(obligation))
         effects = generations.stamp(effects, envelope.generation)
         if marks.effect_is_mark(obligation, result.keyed, called_out):
