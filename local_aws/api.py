@@ -9,7 +9,7 @@ identity as API Gateway's IAM authorizer gives it (`requestContext.authorizer.ia
 here, so the signature is not verified (the one door left open) and the identity is read from the
 header: its access key id names the role the caller acts as, a session of
 `arn:aws:iam::<account>:role/<access key id>`. The local environment grants its tenants to those
-roles like any other (`JobsConfig.callers`).
+roles like any other (`JobsSettings.callers`).
 """
 
 from __future__ import annotations

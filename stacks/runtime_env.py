@@ -4,7 +4,8 @@ The stack calls these with CDK tokens for resource names; tests and the local ru
 with real names. Either way the handlers parse the result with `pipeline.settings`, so what the
 template says and what the code reads cannot drift apart. Lane and sweeper policies, and the
 doors', dependencies' and retention settings, are the functions' own types (pipeline/settings),
-written with the policy codec: the stack spells no key of them here. No CDK import here.
+which the environment's config holds, written with the policy codec: the stack spells no key of
+them here. No CDK import here.
 """
 
 from __future__ import annotations
@@ -17,12 +18,10 @@ from pipeline.domain.erasure import requests as erasure_rules
 from pipeline.settings import (
     EnvVar,
     ErasureSettings,
-    JobsSettings,
     RetentionSettings,
     codec,
 )
 from pipeline.settings.lane_probe import ProbedLane, ProbeSettings
-from pipeline.settings.sweeper_policy import SweeperSettings
 from stacks.config.environments import Environment
 from stacks.config.lanes import Lane
 from stacks.config.privacy import DAY
@@ -118,14 +117,7 @@ def jobs(env: Environment, resources: Resources, dumps: Dumps) -> dict[str, str]
         EnvVar.SENDER_KEY_ARN: resources.sender_key_arn,
         EnvVar.LANES: _all_lanes(env),
         EnvVar.LANE_QUEUES: dumps(dict(resources.queue_urls)),
-        EnvVar.JOBS: codec.dumps(
-            JobsSettings(
-                admission_cache_seconds=env.jobs.admission_cache_seconds,
-                tenant_queued_limit=env.jobs.tenant_queued_limit,
-                max_payload_bytes=env.jobs.max_payload_bytes,
-                callers={grant.principal: tuple(grant.tenants) for grant in env.jobs.callers},
-            )
-        ),
+        EnvVar.JOBS: codec.dumps(env.jobs.settings),
     }
 
 
@@ -170,7 +162,7 @@ def erasure(env: Environment, resources: Resources, dumps: Dumps) -> dict[str, s
         EnvVar.ERASURE: codec.dumps(
             ErasureSettings(
                 lane=lane,
-                queued_limit=env.jobs.tenant_queued_limit,
+                queued_limit=env.jobs.settings.tenant_queued_limit,
                 deadline_seconds=env.erasure.deadline_days * DAY,
                 max_body_bytes=env.erasure.max_body_bytes,
                 secret_cache_seconds=env.webhook.secret_cache_seconds,
@@ -187,16 +179,7 @@ def sweeper(env: Environment, resources: Resources, dumps: Dumps) -> dict[str, s
         **_account_silence(env, resources),
         EnvVar.LANES: _all_lanes(env),
         EnvVar.LANE_QUEUES: dumps(dict(resources.queue_urls)),
-        EnvVar.SWEEPER: codec.dumps(
-            SweeperSettings(
-                grace_seconds=env.sweeper.grace_seconds,
-                patience_seconds=env.sweeper.patience_seconds,
-                max_replays=env.sweeper.max_replays,
-                page_rows=env.sweeper.page_rows,
-                patience_cap_seconds=env.sweeper.patience_cap_seconds,
-                run_seconds=env.sweeper.run_seconds,
-            )
-        ),
+        EnvVar.SWEEPER: codec.dumps(env.sweeper.settings),
     }
 
 

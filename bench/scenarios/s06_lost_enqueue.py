@@ -131,7 +131,7 @@ def run(h: Harness, p: Params = FULL) -> Result:
     started = time.monotonic()
     with h.session() as s:
         env = s.runtime.env
-        grace = p.grace_seconds if p.grace_seconds is not None else float(env.sweeper.grace_seconds)
+        grace = p.grace_seconds if p.grace_seconds is not None else float(env.sweeper.settings.grace_seconds)
         # This pipeline first: the sweeper on.
         sweep_from = time.time()
         ours = _deliver_lost(s, p, "ours", p.grace_seconds)
@@ -199,12 +199,13 @@ def run(h: Harness, p: Params = FULL) -> Result:
         f"{len(naive.stored)}/{p.lost} without the sweeper"
     )
     result.data.update(stored=len(ours.stored), once=once, naive_stored=len(naive.stored), pending=pending, lost=p.lost)
+    policy = env.sweeper.settings
     result.method = [
         f"{p.lost} signed WhatsApp message webhooks while the door's LANE_QUEUES names a missing queue for the "
         "messages lane (UpdateFunctionConfiguration), then the configuration restored.",
         f"Sweeper: every {env.sweeper.period_seconds} s, grace {grace:g} s"
         + (" (shortened for the fast test)" if p.grace_seconds is not None else "")
-        + f", patience {env.sweeper.patience_seconds} s, {env.sweeper.max_replays} replays before abandoning.",
+        + f", patience {policy.patience_seconds} s, {policy.max_replays} replays before abandoning.",
         "Baseline: the sweeper's grace period set beyond the run (switched off), the same fault, observed for as "
         "long as recovery took plus a few seconds.",
     ]

@@ -152,9 +152,9 @@ def _measure(h: Harness, p: Params) -> Measured:
     tag = uuid.uuid4().hex[:6]
     with h.session() as s:
         env = s.runtime.env
-        m.period, m.page_rows = float(env.sweeper.period_seconds), env.sweeper.page_rows
-        m.run_seconds = env.sweeper.run_seconds
-        m.grace = p.grace_seconds if p.grace_seconds is not None else float(env.sweeper.grace_seconds)
+        m.period, m.page_rows = float(env.sweeper.period_seconds), env.sweeper.settings.page_rows
+        m.run_seconds = env.sweeper.settings.run_seconds
+        m.grace = p.grace_seconds if p.grace_seconds is not None else float(env.sweeper.settings.grace_seconds)
         saved: dict[str, dict[str, str]] = {"ingress": {}, "jobs": {}, "sweeper": {}}
         changes = {role: _broken(saved[role]) for role in saved}
         if p.grace_seconds is not None:

@@ -56,7 +56,7 @@ def _requests(ctx: Context, key: SenderKey) -> ErasureRequests:
         deployment.output(output_prefix(erasure.LANE) + "QueueUrl"),
         open_erasures=OpenErasures(dynamodb, state),
         code_key=lambda: _read_key(key),
-        queued_limit=env.jobs.tenant_queued_limit,
+        queued_limit=env.jobs.settings.tenant_queued_limit,
         deadline_seconds=env.erasure.deadline_days * DAY,
         keep_seconds=env.retention.erasure_requests_days * DAY,
     )

@@ -214,17 +214,17 @@ def check_access_token(ctx: Context, deployment: Deployment | None) -> Result:
 
 
 def check_jobs_callers(ctx: Context) -> Result:
-    grants = ctx.env.jobs.callers
+    grants = ctx.env.jobs.settings.callers
     if not grants:
         return Result(
             FAIL,
             "jobs callers",
-            f"no IAM principal is granted a tenant in {ctx.env.name} (JobsConfig.callers in "
+            f"no IAM principal is granted a tenant in {ctx.env.name} (JobsConfig.settings.callers in "
             "stacks/config/environments.py): the jobs API would refuse every request with 403",
         )
     described = [
-        f"{g.principal} ({'all tenants' if ALL_TENANTS in g.tenants else f'{len(g.tenants)} tenant(s)'})"
-        for g in grants
+        f"{principal} ({'all tenants' if ALL_TENANTS in tenants else f'{len(tenants)} tenant(s)'})"
+        for principal, tenants in grants.items()
     ]
     return Result(PASS, "jobs callers", "; ".join(described))
 

@@ -1,13 +1,14 @@
 """The doors' part of an environment, as typed Python: the API's throttles per route, the optional
-edge in front of the webhook, and the jobs API's callers and reservation. The webhook door's limits
-and secret cache are the door's own type, `WebhookSettings` (pipeline/settings/doors.py).
+edge in front of the webhook, and the jobs API's reservation beside its settings. The webhook
+door's limits and secret cache, and the jobs API's callers and admission, are the functions' own
+types, `WebhookSettings` and `JobsSettings` (pipeline/settings/doors.py).
 `stacks/config/environments.py` puts them together per environment."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from pipeline.settings import callers
+from pipeline.settings.doors import JobsSettings
 
 
 @dataclass(frozen=True)
@@ -73,28 +74,12 @@ class EdgeConfig:
 
 
 @dataclass(frozen=True)
-class CallerGrant:
-    """An IAM principal of the jobs API and the tenants it may submit and read jobs for. The
-    principal is a role (`arn:aws:iam::<account>:role/<name>`: any session of it), a user, or an
-    account's root (every principal of that account); tenants are ids or ALL_TENANTS."""
-
-    principal: str
-    tenants: tuple[str, ...]
-
-    def __post_init__(self) -> None:
-        callers.grant_key(self.principal)
-        callers.check_tenants(self.tenants)
-
-
-@dataclass(frozen=True)
 class JobsConfig:
-    admission_cache_seconds: float = 1.0
-    tenant_queued_limit: int = 1000
-    max_payload_bytes: int = 64 * 1024
-    callers: tuple[CallerGrant, ...] = ()
-    """Who may call the jobs API for which tenants. A caller with no grant is refused 403 on
-    every route; empty means the API refuses everyone until the producers' roles are written
-    here (`lanectl preflight` fails on it)."""
+    """The jobs API as the stack deploys it: the function's own settings, given to it as they are
+    (callers, admission, payload cap: pipeline/settings/doors.py), and what only the template and
+    the planner need."""
+
+    settings: JobsSettings = field(default_factory=JobsSettings)
     reserved_concurrency: int = 0
     """The jobs function's reservation, where the environment reserves: a webhook flood scales
     the door's function, and without a reservation it could take the account's unreserved
@@ -102,6 +87,5 @@ class JobsConfig:
     both jobs routes at their throttle (`lanectl plan` warns when it does not)."""
 
     def __post_init__(self) -> None:
-        callers.Callers.from_mapping({grant.principal: grant.tenants for grant in self.callers})
         if self.reserved_concurrency < 0:
             raise ValueError("jobs reserved_concurrency must be >= 0")

@@ -5,16 +5,17 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Any
 
 from pipeline.domain.erasure import requests as erasure_rules
 from pipeline.settings.callers import ALL_TENANTS
 from pipeline.settings.dependency_budget import DependencyBudget
-from pipeline.settings.doors import MIB, WebhookSettings
+from pipeline.settings.doors import MIB, JobsSettings, WebhookSettings
+from pipeline.settings.sweeper_policy import SweeperSettings
 from stacks.config.account_silence import LOCAL_ACCOUNTS, PROD_ACCOUNTS, AccountWatch
 from stacks.config.doors import (
     EDGE_REGION,
     ApiConfig,
-    CallerGrant,
     EdgeConfig,
     JobsConfig,
     Throttle,
@@ -51,33 +52,44 @@ MAX_META_MESSAGES_PER_SECOND = 1000
 """Meta's highest throughput tier for a business phone number."""
 
 RUN_SHARE_OF_PERIOD = 0.85
+"""One sweep reads for most of its period, so the sweeper replays for most of the time and one
+sweep has ended before the next starts."""
+
+
+def sweep_run_seconds(period_seconds: int) -> float:
+    """How long one sweep reads when the sweeper runs every `period_seconds`."""
+    return round(period_seconds * RUN_SHARE_OF_PERIOD, 3)
 
 
 @dataclass(frozen=True)
 class SweeperConfig:
-    period_seconds: int = 120
-    grace_seconds: int = 120
-    """Rows younger than this are never considered lost."""
-    patience_seconds: int = 15 * 60
-    """While its lane has a backlog, a row younger than this is late, not lost."""
-    max_replays: int = 3
-    page_rows: int = 100
-    """Rows read and judged at a time; a sweep reads pages until `run_seconds` is up."""
-    patience_cap_seconds: int = 60 * 60
-    """Past patience a busy lane's row stays late until the lane has drained past it, but no longer
-    than this: the bound for a lane that stalls or cannot be read. An hour is as far back as the
-    drain counts that show a lane draining are kept (domain/jobs/admission.py)."""
+    """The sweeper as the stack deploys it: its rule fires every `period_seconds`, and the function
+    is given `settings` as they are (pipeline/settings/sweeper_policy.py), their `run_seconds` the
+    period's (`every` makes both from the period)."""
 
-    @property
-    def run_seconds(self) -> float:
-        """How long one sweep reads: most of its period, so the sweeper replays for most of the
-        time and one sweep has ended before the next starts."""
-        return round(self.period_seconds * RUN_SHARE_OF_PERIOD, 3)
+    period_seconds: int
+    settings: SweeperSettings
+
+    @classmethod
+    def every(cls, period_seconds: int = 120, **policy: Any) -> SweeperConfig:
+        """The sweeper run every `period_seconds`, with `policy` (SweeperSettings' fields other than
+        run_seconds) where it differs from their defaults."""
+        return cls(period_seconds, SweeperSettings(**policy, run_seconds=sweep_run_seconds(period_seconds)))
+
+    def __post_init__(self) -> None:
+        if self.period_seconds < 1:
+            raise ValueError(f"sweeper period_seconds must be >= 1, got {self.period_seconds}")
+        if self.settings.run_seconds != sweep_run_seconds(self.period_seconds):
+            raise ValueError(
+                f"sweeper run_seconds ({self.settings.run_seconds}) is not its period's "
+                f"({sweep_run_seconds(self.period_seconds)} for {self.period_seconds} s): build it with "
+                "SweeperConfig.every(period_seconds, ...)"
+            )
 
     @property
     def timeout_seconds(self) -> int:
         """The function's timeout: its run, then the stop margin and the last page's writes."""
-        return min(900, max(60, math.ceil(self.run_seconds) + 15))
+        return min(900, max(60, math.ceil(self.settings.run_seconds) + 15))
 
 
 @dataclass(frozen=True)
@@ -135,7 +147,7 @@ class Environment:
     region: str | None = None
     webhook: WebhookSettings = field(default_factory=WebhookSettings)
     jobs: JobsConfig = field(default_factory=JobsConfig)
-    sweeper: SweeperConfig = field(default_factory=SweeperConfig)
+    sweeper: SweeperConfig = field(default_factory=SweeperConfig.every)
     probe: LaneProbeConfig = field(default_factory=LaneProbeConfig)
     """The probe that resumes a lane that paused itself (stacks/constructs/lane_probe.py)."""
     alarms: AlarmConfig = field(default_factory=AlarmConfig)
@@ -314,18 +326,20 @@ def _build() -> dict[str, Environment]:
             # (local_aws/api.py): the client's default, `producer`, may act for every tenant; the
             # `partner-acme` role shows a producer bound to one.
             jobs=JobsConfig(
-                tenant_queued_limit=200,
-                callers=(
-                    CallerGrant(f"arn:aws:iam::{LOCAL_ACCOUNT}:role/{LOCAL_PRODUCER}", (ALL_TENANTS,)),
-                    CallerGrant(f"arn:aws:iam::{LOCAL_ACCOUNT}:role/partner-acme", ("acme",)),
-                ),
+                JobsSettings(
+                    tenant_queued_limit=200,
+                    callers={
+                        f"arn:aws:iam::{LOCAL_ACCOUNT}:role/{LOCAL_PRODUCER}": (ALL_TENANTS,),
+                        f"arn:aws:iam::{LOCAL_ACCOUNT}:role/partner-acme": ("acme",),
+                    },
+                )
             ),
             # The shortest cache allowed, and a quick early read: a rotation played locally shows
             # within seconds.
             webhook=WebhookSettings(secret_cache_seconds=60, secret_refresh_seconds=5),
             # Under load the emulator's lanes hold a thousand messages and more, minutes of wait:
             # the cap is what bounds a row there, not patience.
-            sweeper=SweeperConfig(period_seconds=5, grace_seconds=8, patience_seconds=30, patience_cap_seconds=600),
+            sweeper=SweeperConfig.every(5, grace_seconds=8, patience_seconds=30, patience_cap_seconds=600),
             probe=LaneProbeConfig(period_seconds=3, ramp_seconds=20, failing_alarm_seconds=30),
             alarms=AlarmConfig(
                 period_seconds=10, evaluation_periods=1, webhook_age_seconds=60, webhooks_quiet_seconds=30
@@ -368,7 +382,6 @@ __all__ = [
     "MIB",
     "AlarmConfig",
     "ApiConfig",
-    "CallerGrant",
     "DependencyBudget",
     "EdgeConfig",
     "EmailEndpoint",
@@ -376,11 +389,13 @@ __all__ = [
     "ErasureConfig",
     "HttpsEndpoint",
     "JobsConfig",
+    "JobsSettings",
     "LaneOverride",
     "OnCallEndpoint",
     "Retention",
     "SlackChannel",
     "SweeperConfig",
+    "SweeperSettings",
     "TeamsChannel",
     "Throttle",
     "UnknownEnvironment",

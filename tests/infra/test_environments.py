@@ -124,6 +124,58 @@ def test_a_secret_cache_outside_its_bounds_is_refused(change, message):
         WebhookSettings(**change)
 
 
+def test_the_sweeper_reads_for_most_of_its_period_and_its_settings_default_once():
+    from stacks.config.environments import SweeperConfig, SweeperSettings
+
+    # Given a sweeper every 5 s with a shorter grace, and one with every default
+    quick, default = SweeperConfig.every(5, grace_seconds=8, patience_seconds=30), SweeperConfig.every()
+
+    # Then each sweep reads for 85% of its period, and what is not given is the settings' own default
+    assert (quick.settings.run_seconds, quick.timeout_seconds) == (4.25, 60)
+    assert (quick.settings.grace_seconds, quick.settings.max_replays) == (8, SweeperSettings(run_seconds=1).max_replays)
+    assert default == SweeperConfig(120, SweeperSettings(run_seconds=102.0))
+    assert default.timeout_seconds == 117
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"period_seconds": 60}, r"run_seconds \(4.25\) is not its period's \(51.0 for 60 s\).*SweeperConfig.every"),
+        ({"period_seconds": 0}, "sweeper period_seconds must be >= 1, got 0"),
+    ],
+    ids=["period-changed-alone", "no-period"],
+)
+def test_a_sweeper_whose_run_does_not_fit_its_schedule_is_refused(change, message):
+    local = get_environment("local")
+    with pytest.raises(ValueError, match=message):
+        replace(local.sweeper, **change)
+
+
+@pytest.mark.parametrize(
+    ("callers", "message"),
+    [
+        ({"partner": ("acme",)}, "'partner' is not an IAM role, user or account root ARN"),
+        ({"arn:aws:iam::123456789012:role/partner": ()}, "a grant needs at least one tenant"),
+        ({"arn:aws:iam::123456789012:role/partner": ("Not A Tenant",)}, "not tenant ids"),
+        (
+            {"arn:aws:iam::123456789012:role/partner": ("acme",), "arn:aws:iam::123456789012:role/x/partner": ("b",)},
+            "granted twice",
+        ),
+    ],
+    ids=["not-an-arn", "no-tenant", "bad-tenant", "same-role-twice"],
+)
+def test_a_jobs_caller_the_api_could_not_match_fails_the_environment_not_the_cold_start(callers, message):
+    env = get_environment("dev")
+    with pytest.raises(ValueError, match=message):
+        replace(env, jobs=replace(env.jobs, settings=replace(env.jobs.settings, callers=callers)))
+
+
+def test_a_negative_jobs_reservation_is_refused():
+    env = get_environment("prod")
+    with pytest.raises(ValueError, match="jobs reserved_concurrency must be >= 0"):
+        replace(env.jobs, reserved_concurrency=-1)
+
+
 def test_every_environment_keeps_raw_deliveries_shortest_and_its_periods_reach_its_functions():
     from pipeline.settings import RetentionSettings, codec
 

@@ -1,7 +1,8 @@
 """The typed settings the stack decides and the functions act on, and their reading at cold start.
 
 One type per setting, from the catalogue to the cold start: the stack's config holds these types
-(a `Lane` holds its `LanePolicy`, an environment its `WebhookSettings`), constructing one checks it
+(a `Lane` holds its `LanePolicy`, an environment its `WebhookSettings`, its `JobsSettings` and
+`SweeperSettings`, beside what only the stack needs), constructing one checks it
 (so a bad catalogue fails `cdk synth`), the stack writes it into a function's environment with
 `codec.dumps` (stacks/runtime_env.py), and the function reads it back with `codec.loads`, through
 the readers here, from the mapping it is given (`os.environ` on Lambda, the template's variables

@@ -3,7 +3,8 @@
 API Gateway's IAM authorizer hands the function the caller's ARN (`requestContext.authorizer.iam.
 userArn`): `arn:aws:sts::<account>:assumed-role/<role>/<session>` for a role's session,
 `arn:aws:iam::<account>:user/<name>` for a user. It does not hand over principal tags, so the
-binding is a mapping in the environment's config (`JobsConfig.callers`): principal to tenants.
+binding is a mapping in the environment's config: principal to tenants (`JobsSettings.callers`,
+settings/doors.py).
 
 A grant names a principal as IAM writes it: `arn:aws:iam::<account>:role/<path/><name>` (any
 session of that role), `arn:aws:iam::<account>:user/<path/><name>`, or `arn:aws:iam::<account>:root`

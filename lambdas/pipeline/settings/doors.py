@@ -7,7 +7,7 @@ run on reading too.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 
 from pipeline.settings.callers import Callers
@@ -82,21 +82,24 @@ class ErasureSettings:
 
 @dataclass(frozen=True)
 class JobsSettings:
-    """JOBS_SETTINGS, for the jobs API function."""
+    """JOBS_SETTINGS, for the jobs API function: an environment's (`JobsConfig.settings` in
+    stacks/config/environments.py), written as it is and read back into this same type."""
 
-    admission_cache_seconds: float
-    tenant_queued_limit: int
-    max_payload_bytes: int
-    callers: dict[str, tuple[str, ...]]
-    """Which tenants each IAM principal (by ARN) may submit and read jobs for, as the environment's
-    config grants them (`JobsConfig.callers`); `grants` is how the rules match them."""
+    admission_cache_seconds: float = 1.0
+    tenant_queued_limit: int = 1000
+    max_payload_bytes: int = 64 * 1024
+    callers: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    """Which tenants each IAM principal (by ARN) may submit and read jobs for: principal to
+    tenant ids, or (ALL_TENANTS,) (settings/callers.py). A caller with no grant is refused 403 on
+    every route; empty means the API refuses everyone until the producers' roles are written here
+    (`lanectl preflight` fails on it). `grants` is how the rules match them."""
 
     def __post_init__(self) -> None:
         if self.admission_cache_seconds < 0 or self.tenant_queued_limit < 1 or self.max_payload_bytes < 1:
             raise ValueError(
                 "jobs settings need admission_cache_seconds >= 0, tenant_queued_limit >= 1, max_payload_bytes >= 1"
             )
-        _ = self.grants  # a principal or tenant the rules cannot match fails the cold start, naming it
+        _ = self.grants  # a principal or tenant the rules cannot match fails synth and the cold start, naming it
 
     @cached_property
     def grants(self) -> Callers:

@@ -9,16 +9,25 @@ MAX_PAGE_ROWS = 100
 """One BatchGetItem's worth of keys."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class SweeperSettings:
-    grace_seconds: float
-    patience_seconds: float
-    """While its lane is busy, a row is left alone this long after its latest send."""
-    max_replays: int
-    page_rows: int
-    """Pending rows read (one index query, one BatchGetItem) and judged at a time."""
-    patience_cap_seconds: float
-    """Past patience, a busy lane's row is left alone until the lane drains past it, or this long."""
+    """SWEEPER_SETTINGS, for the sweeper function: an environment's (`SweeperConfig.settings` in
+    stacks/config/environments.py), written as it is and read back into this same type. The
+    schedule's period is the stack's, not the function's: the stack derives `run_seconds` from it."""
+
+    grace_seconds: float = 120
+    """Rows younger than this are never considered lost."""
+    patience_seconds: float = 15 * 60
+    """While its lane is busy (has a backlog), a row is left alone this long after its latest send:
+    late, not lost."""
+    max_replays: int = 3
+    page_rows: int = 100
+    """Pending rows read (one index query, one BatchGetItem) and judged at a time; a sweep reads
+    pages until `run_seconds` is up."""
+    patience_cap_seconds: float = 60 * 60
+    """Past patience, a busy lane's row is left alone until the lane drains past it, but no longer
+    than this: the bound for a lane that stalls or cannot be read. An hour is as far back as the
+    drain counts that show a lane draining are kept (domain/jobs/admission.py)."""
     run_seconds: float
     """How long one sweep keeps reading pages: a little less than its schedule's period, so one
     sweep ends before the next starts. What it has not reached the next one resumes."""

@@ -11,7 +11,7 @@ import pytest
 from botocore.stub import Stubber
 
 from pipeline.settings.callers import ALL_TENANTS
-from stacks.config.environments import ENVIRONMENTS, CallerGrant, EmailEndpoint, HttpsEndpoint, SlackChannel
+from stacks.config.environments import ENVIRONMENTS, EmailEndpoint, HttpsEndpoint, SlackChannel
 from stacks.config.lambda_runtime import powertools_parameter
 from tests.support.aws import REGION
 
@@ -65,10 +65,8 @@ def granted(monkeypatch):
     open, or deployed silent, until someone says who)."""
     for name in ("dev", "prod"):
         env = ENVIRONMENTS[name]
-        grants = (CallerGrant(PRODUCER_ROLE, (ALL_TENANTS,)),)
-        monkeypatch.setitem(
-            ENVIRONMENTS, name, replace(env, jobs=replace(env.jobs, callers=grants), on_call=(ON_CALL,))
-        )
+        jobs = replace(env.jobs, settings=replace(env.jobs.settings, callers={PRODUCER_ROLE: (ALL_TENANTS,)}))
+        monkeypatch.setitem(ENVIRONMENTS, name, replace(env, jobs=jobs, on_call=(ON_CALL,)))
 
 
 def test_everything_ready(prod_stack, lanectl):
@@ -224,13 +222,15 @@ def test_an_environment_pinned_to_another_account(aws, lanectl, monkeypatch):
 def test_an_environment_granting_no_caller_fails_before_the_jobs_api_refuses_everyone(aws, lanectl, monkeypatch):
     _bootstrap()
     env = ENVIRONMENTS["dev"]
-    monkeypatch.setitem(ENVIRONMENTS, "dev", replace(env, jobs=replace(env.jobs, callers=())))
+    monkeypatch.setitem(
+        ENVIRONMENTS, "dev", replace(env, jobs=replace(env.jobs, settings=replace(env.jobs.settings, callers={})))
+    )
 
     result = lanectl("preflight", "dev")
 
     assert result.code == 1
     assert (
-        "FAIL  jobs callers: no IAM principal is granted a tenant in dev (JobsConfig.callers in "
+        "FAIL  jobs callers: no IAM principal is granted a tenant in dev (JobsConfig.settings.callers in "
         "stacks/config/environments.py): the jobs API would refuse every request with 403" in result.out
     )
 

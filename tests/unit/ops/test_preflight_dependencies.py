@@ -13,7 +13,7 @@ import boto3
 import pytest
 
 from pipeline.settings.callers import ALL_TENANTS
-from stacks.config.environments import ENVIRONMENTS, CallerGrant, EmailEndpoint
+from stacks.config.environments import ENVIRONMENTS, EmailEndpoint
 from stacks.config.models import reply_model
 from tests.support.aws import REGION
 
@@ -35,8 +35,9 @@ def aws(aws, monkeypatch):
     boto3.client("ssm", region_name=REGION).put_parameter(
         Name="/cdk-bootstrap/hnb659fds/version", Value="21", Type="String"
     )
-    grants = (CallerGrant("arn:aws:iam::123456789012:role/backend", (ALL_TENANTS,)),)
-    ready = replace(dev, jobs=replace(dev.jobs, callers=grants), on_call=(EmailEndpoint("on-call@example.com"),))
+    grants = {"arn:aws:iam::123456789012:role/backend": (ALL_TENANTS,)}
+    jobs = replace(dev.jobs, settings=replace(dev.jobs.settings, callers=grants))
+    ready = replace(dev, jobs=jobs, on_call=(EmailEndpoint("on-call@example.com"),))
     monkeypatch.setitem(ENVIRONMENTS, "dev", ready)
     return aws
 
