@@ -12,10 +12,11 @@ not show this token); no connection, a 5xx or Meta's 2 (service temporarily unav
 from __future__ import annotations
 
 import http.client
-import json
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote
+
+from pipeline.adapters.graph_api import graph_base, graph_get
 
 TIMEOUT_SECONDS = 10.0
 
@@ -38,37 +39,23 @@ class GraphRefused(Exception):
 
 class Graph:
     def __init__(self, base_url: str, token: str, *, timeout: float = TIMEOUT_SECONDS) -> None:
-        split = urlsplit(base_url.rstrip("/"))
-        if split.scheme not in ("https", "http") or not split.hostname:
-            raise ValueError(f"not a Graph API URL: {base_url!r}")
-        self._split = split
+        self._split = graph_base(base_url)
         self._token = token
         self._timeout = timeout
 
     def subscribed_apps(self, account_id: str) -> list[dict[str, Any]]:
         """`data` of `GET /{account_id}/subscribed_apps`: the apps subscribed, in Meta's shape."""
-        answer = self._get(f"{self._split.path}/{quote(account_id, safe='')}/subscribed_apps")
+        answer = self._get(f"/{quote(account_id, safe='')}/subscribed_apps")
         data = answer.get("data") if isinstance(answer, dict) else None
         if not isinstance(data, list):
             raise GraphUnavailable("Meta answered without a `data` list")
         return [entry for entry in data if isinstance(entry, dict)]
 
     def _get(self, path: str) -> Any:
-        split = self._split
-        connection_class = http.client.HTTPSConnection if split.scheme == "https" else http.client.HTTPConnection
-        connection = connection_class(split.hostname or "", split.port, timeout=self._timeout)
         try:
-            connection.request("GET", path, headers={"Authorization": f"Bearer {self._token}"})
-            response = connection.getresponse()
-            status, data = response.status, response.read()
+            status, answer = graph_get(self._split, path, self._token, timeout=self._timeout)
         except (OSError, http.client.HTTPException) as exc:
-            raise GraphUnavailable(f"{split.hostname} could not be reached: {type(exc).__name__}") from exc
-        finally:
-            connection.close()
-        try:
-            answer = json.loads(data or b"{}")
-        except ValueError:
-            answer = None
+            raise GraphUnavailable(f"{self._split.hostname} could not be reached: {type(exc).__name__}") from exc
         error = answer.get("error") if isinstance(answer, dict) else None
         if status < 300 and error is None:
             return answer

@@ -15,15 +15,13 @@ domain/dependencies/meta_send.py).
 from __future__ import annotations
 
 import http.client
-import json
 import time
 from typing import Any
-from urllib.parse import urlsplit
 
 from botocore.exceptions import BotoCoreError, ClientError
 
 from pipeline.adapters.bedrock import failure_of, runtime_client
-from pipeline.adapters.graph_api import AccessToken, TokenUnavailable
+from pipeline.adapters.graph_api import AccessToken, TokenUnavailable, graph_base, graph_get
 from pipeline.domain.dependencies import model as model_errors
 from pipeline.domain.dependencies.meta_send import NotSent, error_for
 from pipeline.domain.errors import classify
@@ -35,10 +33,7 @@ PROBE_PROMPT = "ping"
 
 class MetaTokenCheck:
     def __init__(self, base_url: str, secrets: Any, token_arn: str) -> None:
-        split = urlsplit(base_url.rstrip("/"))
-        if split.scheme not in ("https", "http") or not split.hostname:
-            raise ValueError(f"not a Graph API URL: {base_url!r}")
-        self._split = split
+        self._base = graph_base(base_url)
         self._secrets = secrets
         self._arn = token_arn
 
@@ -47,24 +42,13 @@ class MetaTokenCheck:
             token = AccessToken(self._secrets, self._arn, time.time, cache_seconds=0).get()
         except TokenUnavailable:
             return "meta_token_unavailable"
-        split = self._split
-        connection_class = http.client.HTTPSConnection if split.scheme == "https" else http.client.HTTPConnection
-        connection = connection_class(split.hostname or "", split.port, timeout=CHECK_SECONDS)
         try:
-            connection.request("GET", f"{split.path}/me?fields=id", headers={"Authorization": f"Bearer {token}"})
-            response = connection.getresponse()
-            status, data = response.status, response.read()
+            status, answer = graph_get(self._base, "/me?fields=id", token, timeout=CHECK_SECONDS)
         except (OSError, http.client.HTTPException):
             return NotSent.reason
-        finally:
-            connection.close()
         if status < 300:
             return None
-        try:
-            answer = json.loads(data or b"{}")
-        except ValueError:
-            answer = {}
-        return classify(error_for(status, answer)).reason
+        return classify(error_for(status, answer if answer is not None else {})).reason
 
 
 def probe_converse_client(region: str, credentials: Credentials | None) -> Any:

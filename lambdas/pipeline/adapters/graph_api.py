@@ -15,7 +15,7 @@ import http.client
 import json
 from collections.abc import Callable
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult, urlsplit
 
 from botocore.exceptions import BotoCoreError, ClientError
 
@@ -34,6 +34,36 @@ from pipeline.domain.errors import PermanentError, TransientError
 
 TOKEN_CACHE_SECONDS = 60.0
 CONNECT_SECONDS = 2.0
+
+
+def graph_base(base_url: str) -> SplitResult:
+    """The Graph API's base URL, checked once where an adapter is built. Raises ValueError."""
+    split = urlsplit(base_url.rstrip("/"))
+    if split.scheme not in ("https", "http") or not split.hostname:
+        raise ValueError(f"not a Graph API URL: {base_url!r}")
+    return split
+
+
+def connection_to(base: SplitResult, timeout: float) -> http.client.HTTPConnection:
+    """A connection to the Graph API's host, not yet opened (http for the local runtime's fake)."""
+    connection_class = http.client.HTTPSConnection if base.scheme == "https" else http.client.HTTPConnection
+    return connection_class(base.hostname or "", base.port, timeout=timeout)
+
+
+def graph_get(base: SplitResult, path: str, token: str, *, timeout: float) -> tuple[int, Any]:
+    """One `GET {base path}{path}` with the token: Meta's status and its answer decoded (None when
+    the body is not JSON). Raises OSError or http.client.HTTPException when no answer came."""
+    connection = connection_to(base, timeout)
+    try:
+        connection.request("GET", f"{base.path}{path}", headers={"Authorization": f"Bearer {token}"})
+        response = connection.getresponse()
+        status, data = response.status, response.read()
+    finally:
+        connection.close()
+    try:
+        return status, json.loads(data or b"{}")
+    except ValueError:
+        return status, None
 
 
 class TokenUnavailable(TransientError):
@@ -71,10 +101,7 @@ class AccessToken:
 
 class GraphSender:
     def __init__(self, base_url: str, token: AccessToken, *, timeout_seconds: float = 10.0) -> None:
-        split = urlsplit(base_url.rstrip("/"))
-        if split.scheme not in ("https", "http") or not split.hostname:
-            raise ValueError(f"not a Graph API URL: {base_url!r}")
-        self._split = split
+        self._split = graph_base(base_url)
         self._token = token
         self._timeout = timeout_seconds
 
@@ -84,8 +111,7 @@ class GraphSender:
         )
         token = self._token.get()
         split = self._split
-        connection_class = http.client.HTTPSConnection if split.scheme == "https" else http.client.HTTPConnection
-        connection = connection_class(split.hostname or "", split.port, timeout=CONNECT_SECONDS)
+        connection = connection_to(split, CONNECT_SECONDS)
         try:
             try:
                 connection.connect()
