@@ -98,8 +98,20 @@ def _offending(folder: str, forbidden: tuple[str, ...]) -> list[str]:
         ("domain", ("pipeline.adapters", "pipeline.handlers", "pipeline.tasks", *AWS_SDK)),
         ("settings", ("pipeline.domain", "pipeline.adapters", "pipeline.handlers", "pipeline.tasks", *AWS_SDK)),
         ("adapters", ("pipeline.handlers", "pipeline.tasks")),
+        ("tasks", ("pipeline.adapters", "pipeline.handlers", *AWS_SDK)),
+        (
+            "schema",
+            (
+                "pipeline.domain",
+                "pipeline.adapters",
+                "pipeline.handlers",
+                "pipeline.tasks",
+                "pipeline.settings",
+                *AWS_SDK,
+            ),
+        ),
     ],
-    ids=["product-imports-no-tooling", "domain", "settings", "adapters"],
+    ids=["product-imports-no-tooling", "domain", "settings", "adapters", "tasks", "schema"],
 )
 def test_each_layer_imports_only_what_is_below_it(folder, forbidden):
     assert _offending(folder, forbidden) == []
