@@ -117,9 +117,16 @@ def test_a_subclass_is_written_as_its_base_type():
 
 def test_milliseconds_keep_exactly_three_decimals():
     # The webhook log's and the job rows' times: as many bytes as f"{at:.3f}" always stored
-    assert items.to_attribute(items.milliseconds(1733212345.1)) == {"N": "1733212345.100"}
-    assert items.to_attribute(items.milliseconds(1733212345.99951)) == {"N": "1733212346.000"}
-    assert items.to_attribute(items.milliseconds(12)) == {"N": "12.000"}
+    assert items.to_attribute(items.Milliseconds(1733212345.1)) == {"N": "1733212345.100"}
+    assert items.to_attribute(items.Milliseconds(1733212345.99951)) == {"N": "1733212346.000"}
+    assert items.to_attribute(items.Milliseconds(12)) == {"N": "12.000"}
+    assert items.to_item({"at": items.Milliseconds(0.0004)}) == {"at": {"N": "0.000"}}
+
+
+@pytest.mark.parametrize("at", [float("nan"), float("inf"), -float("inf")])
+def test_milliseconds_of_no_time_are_refused(at):
+    with pytest.raises(ValueError, match="finite"):
+        items.Milliseconds(at)
 
 
 def test_a_key_is_one_attribute():
@@ -212,7 +219,7 @@ def test_an_item_round_trips_through_dynamodb_with_its_text_kept(aws):
     )
     written = {
         "id": "wh-1",
-        "received_at": items.milliseconds(1733212345.1),
+        "received_at": items.Milliseconds(1733212345.1),
         "seen_at": 1733212345.123456,
         "count": 3,
         "body": b"\x00raw",

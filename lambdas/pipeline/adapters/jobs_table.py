@@ -91,16 +91,16 @@ def _row(job_id: str, request: JobRequest, now: float, expires_at: int, sender_h
         ATTEMPTS: 0,
         DEFERRALS: 0,
         REPLAYS: 0,
-        CREATED_AT: items.milliseconds(now),
-        UPDATED_AT: items.milliseconds(now),
+        CREATED_AT: items.Milliseconds(now),
+        UPDATED_AT: items.Milliseconds(now),
         PAYLOAD: request.payload,
         REQUEST_HASH: request.fingerprint,
         schema.PENDING_SHARD: schema.pending_shard(job_id),
-        schema.PENDING_SINCE: items.milliseconds(now),
+        schema.PENDING_SINCE: items.Milliseconds(now),
         schema.TTL: expires_at,
     }
     if request.deadline is not None:
-        row[DEADLINE] = items.milliseconds(request.deadline)
+        row[DEADLINE] = items.Milliseconds(request.deadline)
     if sender_hash is not None:
         row[schema.SENDER_HASH] = sender_hash
     if request.idempotency_key is not None:
@@ -146,7 +146,7 @@ class JobsTable:
                     "ConditionExpression": "attribute_not_exists(#q) OR #q < :limit",
                     "ExpressionAttributeNames": {"#q": jobs.QUEUED, "#u": UPDATED_AT, "#ttl": schema.TTL},
                     "ExpressionAttributeValues": items.to_item(
-                        {":one": 1, ":limit": tenant_limit, ":now": items.milliseconds(now), ":ttl": expires_at}
+                        {":one": 1, ":limit": tenant_limit, ":now": items.Milliseconds(now), ":ttl": expires_at}
                     ),
                 }
             },
@@ -185,7 +185,7 @@ class JobsTable:
                     "#status": STATUS,
                 },
                 ExpressionAttributeValues=items.to_item(
-                    {":at": items.milliseconds(at), ":queued": schema.RowStatus.QUEUED}
+                    {":at": items.Milliseconds(at), ":queued": schema.RowStatus.QUEUED}
                 ),
             )
         except ClientError as exc:

@@ -77,7 +77,7 @@ class PauseMarks:
                 Key=items.key(schema.PK, pause_key(mark.lane)),
                 ConditionExpression="#by = :lane AND #at = :at",
                 ExpressionAttributeNames={"#by": BY, "#at": PAUSED_AT},
-                ExpressionAttributeValues=items.to_item({":lane": BY_LANE, ":at": items.milliseconds(mark.paused_at)}),
+                ExpressionAttributeValues=items.to_item({":lane": BY_LANE, ":at": items.Milliseconds(mark.paused_at)}),
             )
         except ClientError as exc:
             if exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
@@ -92,7 +92,7 @@ class PauseMarks:
                 schema.PK: pause_key(lane),
                 BY: by,
                 REASON: reason,
-                PAUSED_AT: items.milliseconds(now),
+                PAUSED_AT: items.Milliseconds(now),
                 schema.TTL: int(now) + MARK_DAYS * 86_400,
             }
         )

@@ -55,7 +55,7 @@ _NEW_ROW_ONLY = {
 def _row(entry: LogEntry) -> dict[str, Any]:
     row: dict[str, Any] = {
         schema.ID: entry.id,
-        RECEIVED_AT: items.milliseconds(entry.received_at),
+        RECEIVED_AT: items.Milliseconds(entry.received_at),
         BODY: entry.body.parts[0],
         schema.TTL: entry.expires_at,
     }
@@ -133,7 +133,7 @@ class WebhookLog:
                 ExpressionAttributeValues=items.to_item(
                     {
                         ":shard": schema.pending_shard(log_id),
-                        ":since": items.milliseconds(since),
+                        ":since": items.Milliseconds(since),
                         ":queued": schema.RowStatus.QUEUED,
                     }
                 ),
