@@ -130,9 +130,9 @@ def _set(value: AbstractSet[Any]) -> dict[str, Any]:
 class Milliseconds:
     """An epoch time rounded to the millisecond, written as a Number with exactly three decimals
     (`f"{at:.3f}"`, the text the rows always had): a float's repr would store up to three more
-    digits that nothing reads. Not a Decimal, which cost the door about 4 us a delivery (of about
-    245) to make and spell back (bench/ingress_bench.py); it reads back as a Decimal, like any
-    Number."""
+    digits that nothing reads. Not a Decimal: making one and spelling it back cost the door about
+    3 us more a delivery (of about 240, the hot path of bench/ingress_bench.py). It reads back as
+    a Decimal, like any Number."""
 
     __slots__ = ("text",)
 
