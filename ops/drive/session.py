@@ -65,12 +65,12 @@ class Session(Changes):
 
     def items(self, pk: str) -> list[dict[str, Any]]:
         """The data table's items under one partition key, as plain values."""
-        from pipeline.adapters.items import from_item
+        from pipeline.adapters.items import from_item, to_item
 
         response = self.aws("dynamodb").query(
             TableName=self.outputs["DataTableName"],
             KeyConditionExpression="pk = :pk",
-            ExpressionAttributeValues={":pk": {"S": pk}},
+            ExpressionAttributeValues=to_item({":pk": pk}),
             ConsistentRead=True,
         )
         return [from_item(i) or {} for i in response["Items"]]

@@ -34,6 +34,7 @@ class StackView:
     def stored_at(self, items: Sequence[Sent]) -> None:
         """Fill in `stored_at` for messages the consumer has stored."""
         from pipeline import schema
+        from pipeline.adapters.items import from_item, to_item
         from pipeline.tasks.messages import message_key
 
         waiting = [s for s in items if s.stored_at is None and s.status == 200]
@@ -45,17 +46,18 @@ class StackView:
                 chunk[(key[schema.PK], key[schema.SK])] = sent
             request: dict[str, Any] = {
                 self.table: {
-                    "Keys": [{schema.PK: {"S": pk}, schema.SK: {"S": sk}} for pk, sk in chunk],
+                    "Keys": [to_item({schema.PK: pk, schema.SK: sk}) for pk, sk in chunk],
                     "ProjectionExpression": "#pk, #sk, stored_at",
                     "ExpressionAttributeNames": {"#pk": schema.PK, "#sk": schema.SK},
                 }
             }
             while request:
                 response = self._dynamodb.batch_get_item(RequestItems=request)
-                for item in response.get("Responses", {}).get(self.table, []):
-                    found = chunk.get((item[schema.PK]["S"], item[schema.SK]["S"]))
+                for raw in response.get("Responses", {}).get(self.table, []):
+                    item = from_item(raw)
+                    found = chunk.get((item[schema.PK], item[schema.SK]))
                     if found is not None and "stored_at" in item:
-                        found.stored_at = float(item["stored_at"]["N"])
+                        found.stored_at = float(item["stored_at"])
                 request = response.get("UnprocessedKeys") or {}
 
     def depth(self) -> dict[str, int]:

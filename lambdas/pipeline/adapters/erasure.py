@@ -77,8 +77,8 @@ class DynamoEraser:
         values: dict[str, Any] = {}
         alone, among = [], []
         for n, hashed in enumerate(sender_hashes):
-            values[f":h{n}"] = {"S": hashed}
-            values[f":b{n}"] = {"B": bytes.fromhex(hashed)}
+            values[f":h{n}"] = hashed
+            values[f":b{n}"] = bytes.fromhex(hashed)
             alone.append(f":h{n}")
             among.append(f"contains(#hashes, :b{n})")
         kwargs: dict[str, Any] = {
@@ -90,7 +90,7 @@ class DynamoEraser:
                 "#hashes": schema.SENDER_HASHES,
                 "#id": schema.ID,
             },
-            "ExpressionAttributeValues": values,
+            "ExpressionAttributeValues": items.to_item(values),
             "ConsistentRead": True,
         }
         if self._scan_page_items is not None:
@@ -98,7 +98,7 @@ class DynamoEraser:
         if start is not None:
             kwargs["ExclusiveStartKey"] = dict(start)
         response = self._dynamodb.scan(**kwargs)
-        ids = tuple(str(item[schema.ID]["S"]) for item in response.get("Items", []))
+        ids = tuple(str(items.read(item, schema.ID)) for item in response.get("Items", []))
         return RowsPage(log_ids=ids, resume_from=response.get("LastEvaluatedKey") or None)
 
     def find(self, sender_hash: str) -> Erasable:
@@ -119,7 +119,7 @@ class DynamoEraser:
                 "IndexName": schema.SENDER_INDEX,
                 "KeyConditionExpression": "#hash = :hash",
                 "ExpressionAttributeNames": {"#hash": schema.SENDER_HASH},
-                "ExpressionAttributeValues": {":hash": {"S": sender_hash}},
+                "ExpressionAttributeValues": items.to_item({":hash": sender_hash}),
             }
         )
 
@@ -132,7 +132,7 @@ class DynamoEraser:
                 "KeyConditionExpression": "#pk = :pk",
                 "ProjectionExpression": "#pk, #sk",
                 "ExpressionAttributeNames": {"#pk": schema.PK, "#sk": schema.SK},
-                "ExpressionAttributeValues": {":pk": {"S": senders.person_partition(sender_hash)}},
+                "ExpressionAttributeValues": items.to_item({":pk": senders.person_partition(sender_hash)}),
                 "ConsistentRead": True,
             }
         )
@@ -148,7 +148,7 @@ class DynamoEraser:
 
     def _row(self, table: Table, row_id: str) -> dict[str, Any] | None:
         response = self._dynamodb.get_item(
-            TableName=self._tables[table], Key={schema.ID: {"S": row_id}}, ConsistentRead=True
+            TableName=self._tables[table], Key=items.key(schema.ID, row_id), ConsistentRead=True
         )
         return items.from_item(response.get("Item"))
 

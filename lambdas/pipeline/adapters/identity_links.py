@@ -20,6 +20,7 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from pipeline import schema
+from pipeline.adapters import items
 from pipeline.domain import senders
 from pipeline.domain.erasure import requests as erasure
 from pipeline.domain.erasure.requests import IdentityLinksUnavailable
@@ -35,31 +36,29 @@ class IdentityLinks:
     def resolve(self, app_scoped_hash: str) -> tuple[str, ...]:
         try:
             item = self._dynamodb.get_item(
-                TableName=self._table, Key={schema.PK: {"S": erasure.link_key(app_scoped_hash)}}, ConsistentRead=True
+                TableName=self._table, Key=items.key(schema.PK, erasure.link_key(app_scoped_hash)), ConsistentRead=True
             ).get("Item")
         except (ClientError, BotoCoreError) as exc:
             raise IdentityLinksUnavailable(f"identity links read failed: {exc}") from exc
-        linked = sorted(value for value in (item or {}).get(LINKED, {}).get("SS", []) if senders.is_hash(value))
+        linked = sorted(value for value in items.read(item, LINKED, set()) if senders.is_hash(value))
         return tuple(linked)
 
     def link(self, app_scoped_hash: str, sender_hashes: Iterable[str], *, expires_at: int) -> None:
         """Add `sender_hashes` to what `app_scoped_hash` stands for. Raises ValueError when that
         would link more than an erasure takes (erasure.MAX_LINKED)."""
-        hashes = sorted(set(sender_hashes) - {app_scoped_hash})
+        hashes = set(sender_hashes) - {app_scoped_hash}
         if not hashes or not all(senders.is_hash(value) for value in (app_scoped_hash, *hashes)):
             raise ValueError("a link joins an app-scoped id's hash to at least one other sender hash")
         try:
             self._dynamodb.update_item(
                 TableName=self._table,
-                Key={schema.PK: {"S": erasure.link_key(app_scoped_hash)}},
+                Key=items.key(schema.PK, erasure.link_key(app_scoped_hash)),
                 UpdateExpression="ADD #linked :hashes SET #ttl = :ttl",
                 ConditionExpression="attribute_not_exists(#linked) OR size(#linked) <= :room",
                 ExpressionAttributeNames={"#linked": LINKED, "#ttl": schema.TTL},
-                ExpressionAttributeValues={
-                    ":hashes": {"SS": hashes},
-                    ":ttl": {"N": str(expires_at)},
-                    ":room": {"N": str(erasure.MAX_LINKED - len(hashes))},
-                },
+                ExpressionAttributeValues=items.to_item(
+                    {":hashes": hashes, ":ttl": expires_at, ":room": erasure.MAX_LINKED - len(hashes)}
+                ),
             )
         except ClientError as exc:
             if exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":

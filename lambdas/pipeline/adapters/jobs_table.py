@@ -19,13 +19,12 @@ good.
 
 from __future__ import annotations
 
-from decimal import Decimal
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
 from pipeline import schema
-from pipeline.adapters.items import from_item
+from pipeline.adapters import items
 from pipeline.domain.jobs import requests as jobs
 from pipeline.domain.jobs.requests import (
     Created,
@@ -52,86 +51,61 @@ from pipeline.schema.rows import (
 )
 
 
-def _number(value: float) -> dict[str, str]:
-    return {"N": f"{value:.3f}"}
-
-
-def attribute_value(value: Any) -> dict[str, Any]:
-    """A JSON value as a DynamoDB attribute (the request validation has already refused what
-    DynamoDB cannot hold: see jobs.parse_request)."""
-    if value is None:
-        return {"NULL": True}
-    if isinstance(value, bool):
-        return {"BOOL": value}
-    if isinstance(value, int | float):
-        # Via Decimal, as boto3's own serializer spells numbers; repr keeps a float's exact digits.
-        return {"N": str(Decimal(repr(value)))}
-    if isinstance(value, str):
-        return {"S": value}
-    if isinstance(value, list):
-        return {"L": [attribute_value(item) for item in value]}
-    if isinstance(value, dict):
-        return {"M": {str(key): attribute_value(item) for key, item in value.items()}}
-    raise TypeError(f"not a JSON value: {type(value).__name__}")
-
-
-def _num(item: dict[str, Any], name: str) -> float | None:
-    raw = item.get(name, {}).get("N")
-    return None if raw is None else float(raw)
-
-
-def _str(item: dict[str, Any], name: str) -> str | None:
-    return item.get(name, {}).get("S")
+def _number(item: dict[str, Any], name: str) -> float | None:
+    value = item.get(name)
+    return None if value is None else float(value)
 
 
 def _counts(item: dict[str, Any], name: str) -> dict[str, int] | None:
-    counts = (from_item({name: item[name]}) or {})[name] if name in item else None
+    counts = item.get(name)
     return {key: int(count) for key, count in counts.items()} if counts else None
 
 
-def job_from_item(item: dict[str, Any]) -> Job:
+def job_from_item(raw: dict[str, Any]) -> Job:
+    item = items.from_item(raw) or {}
     return Job(
-        id=item[schema.ID]["S"],
-        lane=_str(item, LANE) or "",
-        kind=_str(item, KIND) or "",
-        tenant=_str(item, TENANT) or "",
-        status=_str(item, STATUS) or "",
-        attempts=int(_num(item, ATTEMPTS) or 0),
-        deferrals=int(_num(item, DEFERRALS) or 0),
-        created_at=_num(item, CREATED_AT) or 0.0,
-        updated_at=_num(item, UPDATED_AT) or 0.0,
-        deadline=_num(item, DEADLINE),
-        last_error=_str(item, LAST_ERROR),
+        id=item[schema.ID],
+        lane=item.get(LANE) or "",
+        kind=item.get(KIND) or "",
+        tenant=item.get(TENANT) or "",
+        status=item.get(STATUS) or "",
+        attempts=int(_number(item, ATTEMPTS) or 0),
+        deferrals=int(_number(item, DEFERRALS) or 0),
+        created_at=_number(item, CREATED_AT) or 0.0,
+        updated_at=_number(item, UPDATED_AT) or 0.0,
+        deadline=_number(item, DEADLINE),
+        last_error=item.get(LAST_ERROR),
         result=_counts(item, RESULT),
-        error_class=_str(item, ERROR_CLASS),
+        error_class=item.get(ERROR_CLASS),
     )
 
 
 def _row(job_id: str, request: JobRequest, now: float, expires_at: int, sender_hash: str | None) -> dict[str, Any]:
-    item: dict[str, Any] = {
-        schema.ID: {"S": job_id},
-        LANE: {"S": request.lane},
-        KIND: {"S": request.kind},
-        TENANT: {"S": request.tenant},
-        STATUS: {"S": schema.RowStatus.QUEUED},
-        ATTEMPTS: {"N": "0"},
-        DEFERRALS: {"N": "0"},
-        REPLAYS: {"N": "0"},
-        CREATED_AT: _number(now),
-        UPDATED_AT: _number(now),
-        PAYLOAD: attribute_value(request.payload),
-        REQUEST_HASH: {"S": request.fingerprint},
-        schema.PENDING_SHARD: {"S": schema.pending_shard(job_id)},
-        schema.PENDING_SINCE: _number(now),
-        schema.TTL: {"N": str(expires_at)},
+    # The request validation has already refused a payload DynamoDB cannot hold (jobs.parse_request).
+    row: dict[str, Any] = {
+        schema.ID: job_id,
+        LANE: request.lane,
+        KIND: request.kind,
+        TENANT: request.tenant,
+        STATUS: schema.RowStatus.QUEUED,
+        ATTEMPTS: 0,
+        DEFERRALS: 0,
+        REPLAYS: 0,
+        CREATED_AT: items.Milliseconds(now),
+        UPDATED_AT: items.Milliseconds(now),
+        PAYLOAD: request.payload,
+        REQUEST_HASH: request.fingerprint,
+        schema.PENDING_SHARD: schema.pending_shard(job_id),
+        schema.PENDING_SINCE: items.Milliseconds(now),
+        schema.TTL: expires_at,
     }
     if request.deadline is not None:
-        item[DEADLINE] = _number(request.deadline)
+        row[DEADLINE] = items.Milliseconds(request.deadline)
     if sender_hash is not None:
-        item[schema.SENDER_HASH] = {"S": sender_hash}
+        row[schema.SENDER_HASH] = sender_hash
     if request.idempotency_key is not None:
-        item[IDEMPOTENCY_KEY] = {"S": request.idempotency_key}
-    return item
+        row[IDEMPOTENCY_KEY] = request.idempotency_key
+    return items.to_item(row)
 
 
 class JobsTable:
@@ -141,7 +115,7 @@ class JobsTable:
         self._state = state_table
 
     def _counter(self, lane: str, tenant: str) -> dict[str, Any]:
-        return {schema.PK: {"S": jobs.queued_key(lane, tenant)}}
+        return items.key(schema.PK, jobs.queued_key(lane, tenant))
 
     def create(
         self,
@@ -154,7 +128,7 @@ class JobsTable:
     ) -> CreateResult:
         """Write the job and count it against its tenant, atomically: an existing id (the same
         idempotency key) or a tenant at its limit writes nothing. One TransactWriteItems."""
-        items = [
+        writes = [
             {
                 "Put": {
                     "TableName": self._jobs,
@@ -171,17 +145,14 @@ class JobsTable:
                     "UpdateExpression": "ADD #q :one SET #u = :now, #ttl = :ttl",
                     "ConditionExpression": "attribute_not_exists(#q) OR #q < :limit",
                     "ExpressionAttributeNames": {"#q": jobs.QUEUED, "#u": UPDATED_AT, "#ttl": schema.TTL},
-                    "ExpressionAttributeValues": {
-                        ":one": {"N": "1"},
-                        ":limit": {"N": str(tenant_limit)},
-                        ":now": _number(now),
-                        ":ttl": {"N": str(expires_at)},
-                    },
+                    "ExpressionAttributeValues": items.to_item(
+                        {":one": 1, ":limit": tenant_limit, ":now": items.Milliseconds(now), ":ttl": expires_at}
+                    ),
                 }
             },
         ]
         try:
-            self._dynamodb.transact_write_items(TransactItems=items)
+            self._dynamodb.transact_write_items(TransactItems=writes)
         except ClientError as exc:
             reasons = exc.response.get("CancellationReasons") or []
             codes = [reason.get("Code") for reason in reasons]
@@ -190,7 +161,7 @@ class JobsTable:
                 existing = reasons[0].get("Item")
                 return Duplicate(
                     job=job_from_item(existing) if existing else None,
-                    request_hash=_str(existing, REQUEST_HASH) if existing else None,
+                    request_hash=items.read(existing, REQUEST_HASH) if existing else None,
                 )
             if codes[1:2] == ["ConditionalCheckFailed"]:
                 return TenantLimited()
@@ -203,7 +174,7 @@ class JobsTable:
         try:
             self._dynamodb.update_item(
                 TableName=self._jobs,
-                Key={schema.ID: {"S": job_id}},
+                Key=items.key(schema.ID, job_id),
                 UpdateExpression="SET #failed = :at",
                 # Only while it is still waiting in the pending index: a job already finished (or
                 # given up on) needs nothing from the sweeper.
@@ -213,7 +184,9 @@ class JobsTable:
                     "#shard": schema.PENDING_SHARD,
                     "#status": STATUS,
                 },
-                ExpressionAttributeValues={":at": _number(at), ":queued": {"S": schema.RowStatus.QUEUED}},
+                ExpressionAttributeValues=items.to_item(
+                    {":at": items.Milliseconds(at), ":queued": schema.RowStatus.QUEUED}
+                ),
             )
         except ClientError as exc:
             if exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
@@ -226,7 +199,7 @@ class JobsTable:
         try:
             # Strongly consistent: a client polling right after its 202 must find its job.
             item = self._dynamodb.get_item(
-                TableName=self._jobs, Key={schema.ID: {"S": job_id}}, ConsistentRead=True
+                TableName=self._jobs, Key=items.key(schema.ID, job_id), ConsistentRead=True
             ).get("Item")
         except (ClientError, BotoCoreError) as exc:
             raise JobsTableUnavailable(f"job read failed: {exc}") from exc

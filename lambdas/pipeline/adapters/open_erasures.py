@@ -11,6 +11,7 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from pipeline import schema
+from pipeline.adapters import items
 from pipeline.domain.erasure import requests as erasure
 from pipeline.domain.jobs.requests import JobsTableUnavailable
 
@@ -32,13 +33,13 @@ class OpenErasures:
     def get(self, sender_hash: str) -> OpenErasure | None:
         try:
             item = self._dynamodb.get_item(
-                TableName=self._table, Key={schema.PK: {"S": erasure.open_key(sender_hash)}}, ConsistentRead=True
+                TableName=self._table, Key=items.key(schema.PK, erasure.open_key(sender_hash)), ConsistentRead=True
             ).get("Item")
         except (ClientError, BotoCoreError) as exc:
             raise JobsTableUnavailable(f"open erasure read failed: {exc}") from exc
         if item is None or JOB_ID not in item or NONCE not in item:
             return None
-        return OpenErasure(job_id=item[JOB_ID]["S"], nonce=item[NONCE]["S"])
+        return OpenErasure(job_id=items.read(item, JOB_ID), nonce=items.read(item, NONCE))
 
     def claim(self, sender_hash: str, opened: OpenErasure, replaces: OpenErasure | None, expires_at: int) -> bool:
         """Point the person's item at `opened`, if it still points at `replaces` (None: at nothing).
@@ -48,19 +49,21 @@ class OpenErasures:
             values: dict[str, Any] = {}
         else:
             condition = "#job = :replaced"
-            values = {":replaced": {"S": replaces.job_id}}
+            values = {":replaced": replaces.job_id}
         try:
             self._dynamodb.put_item(
                 TableName=self._table,
-                Item={
-                    schema.PK: {"S": erasure.open_key(sender_hash)},
-                    JOB_ID: {"S": opened.job_id},
-                    NONCE: {"S": opened.nonce},
-                    schema.TTL: {"N": str(expires_at)},
-                },
+                Item=items.to_item(
+                    {
+                        schema.PK: erasure.open_key(sender_hash),
+                        JOB_ID: opened.job_id,
+                        NONCE: opened.nonce,
+                        schema.TTL: expires_at,
+                    }
+                ),
                 ConditionExpression=condition,
                 ExpressionAttributeNames={"#pk": schema.PK} if replaces is None else {"#job": JOB_ID},
-                **({"ExpressionAttributeValues": values} if values else {}),
+                **({"ExpressionAttributeValues": items.to_item(values)} if values else {}),
             )
         except ClientError as exc:
             if exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":

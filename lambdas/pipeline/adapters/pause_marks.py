@@ -14,6 +14,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from pipeline import schema
+from pipeline.adapters import items
 from pipeline.domain.dependencies.lane_pause import BY_LANE, BY_OPERATOR, MARK_DAYS, PauseMark, pause_key
 
 BY = "by"
@@ -36,7 +37,7 @@ class PauseMarks:
                 Item=self._item(lane, BY_LANE, reason),
                 ConditionExpression="attribute_not_exists(#by) OR #by = :lane",
                 ExpressionAttributeNames={"#by": BY},
-                ExpressionAttributeValues={":lane": {"S": BY_LANE}},
+                ExpressionAttributeValues=items.to_item({":lane": BY_LANE}),
             )
         except ClientError as exc:
             if exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
@@ -48,21 +49,22 @@ class PauseMarks:
         self._client.put_item(TableName=self._table, Item=self._item(lane, BY_OPERATOR, "operator"))
 
     def resumed_by_operator(self, lane: str) -> None:
-        self._client.delete_item(TableName=self._table, Key={schema.PK: {"S": pause_key(lane)}})
+        self._client.delete_item(TableName=self._table, Key=items.key(schema.PK, pause_key(lane)))
 
     def read(self, lanes: Iterable[str]) -> dict[str, PauseMark]:
-        keys = [{schema.PK: {"S": pause_key(lane)}} for lane in lanes]
+        keys = [items.key(schema.PK, pause_key(lane)) for lane in lanes]
         found: dict[str, PauseMark] = {}
         while keys:
             answer = self._client.batch_get_item(RequestItems={self._table: {"Keys": keys[:100]}})
             keys = keys[100:] + list((answer.get("UnprocessedKeys", {}).get(self._table) or {}).get("Keys", []))
-            for item in answer.get("Responses", {}).get(self._table, []):
-                lane = item[schema.PK]["S"].removeprefix(pause_key(""))
+            for raw in answer.get("Responses", {}).get(self._table, []):
+                item = items.from_item(raw) or {}
+                lane = item[schema.PK].removeprefix(pause_key(""))
                 found[lane] = PauseMark(
                     lane=lane,
-                    by=item[BY]["S"],
-                    reason=item.get(REASON, {}).get("S", ""),
-                    paused_at=float(item.get(PAUSED_AT, {}).get("N", "0")),
+                    by=item[BY],
+                    reason=item.get(REASON, ""),
+                    paused_at=float(item.get(PAUSED_AT, 0)),
                 )
         return found
 
@@ -72,10 +74,10 @@ class PauseMarks:
         try:
             self._client.delete_item(
                 TableName=self._table,
-                Key={schema.PK: {"S": pause_key(mark.lane)}},
+                Key=items.key(schema.PK, pause_key(mark.lane)),
                 ConditionExpression="#by = :lane AND #at = :at",
                 ExpressionAttributeNames={"#by": BY, "#at": PAUSED_AT},
-                ExpressionAttributeValues={":lane": {"S": BY_LANE}, ":at": {"N": _number(mark.paused_at)}},
+                ExpressionAttributeValues=items.to_item({":lane": BY_LANE, ":at": items.Milliseconds(mark.paused_at)}),
             )
         except ClientError as exc:
             if exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
@@ -85,14 +87,12 @@ class PauseMarks:
 
     def _item(self, lane: str, by: str, reason: str) -> dict[str, Any]:
         now = self._clock()
-        return {
-            schema.PK: {"S": pause_key(lane)},
-            BY: {"S": by},
-            REASON: {"S": reason},
-            PAUSED_AT: {"N": _number(now)},
-            schema.TTL: {"N": str(int(now) + MARK_DAYS * 86_400)},
-        }
-
-
-def _number(value: float) -> str:
-    return f"{value:.3f}"
+        return items.to_item(
+            {
+                schema.PK: pause_key(lane),
+                BY: by,
+                REASON: reason,
+                PAUSED_AT: items.Milliseconds(now),
+                schema.TTL: int(now) + MARK_DAYS * 86_400,
+            }
+        )

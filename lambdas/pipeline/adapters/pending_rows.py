@@ -172,19 +172,19 @@ class PendingRows:
         removes = [shard for shard, value in changed.items() if value is None]
         names = {f"#{shard}": shard for shard in changed}
         names["#ttl"] = schema.TTL
-        values: dict[str, Any] = {f":{shard}": {"S": value} for shard, value in sets.items()}
+        values: dict[str, Any] = {f":{shard}": value for shard, value in sets.items()}
         # A position is worth nothing after a day: by then every row it passed was read again.
-        values[":ttl"] = {"N": str(int(now) + POSITION_TTL_SECONDS)}
+        values[":ttl"] = int(now) + POSITION_TTL_SECONDS
         update = "SET " + ", ".join([*(f"#{shard} = :{shard}" for shard in sets), "#ttl = :ttl"])
         if removes:
             update += " REMOVE " + ", ".join(f"#{shard}" for shard in removes)
         try:
             self._dynamodb.update_item(
                 TableName=self._state_table,
-                Key={schema.PK: {"S": self._position_key}},
+                Key=items.key(schema.PK, self._position_key),
                 UpdateExpression=update,
                 ExpressionAttributeNames=names,
-                ExpressionAttributeValues=values,
+                ExpressionAttributeValues=items.to_item(values),
             )
         except (BotoCoreError, ClientError) as exc:
             # The next sweep resumes from the position before: it reads this sweep's rows again.
@@ -197,7 +197,7 @@ class PendingRows:
         try:
             response = self._dynamodb.batch_get_item(
                 RequestItems={
-                    self._state_table: {"Keys": [{schema.PK: {"S": self._position_key}}], "ConsistentRead": True}
+                    self._state_table: {"Keys": [items.key(schema.PK, self._position_key)], "ConsistentRead": True}
                 }
             )
         except (BotoCoreError, ClientError) as exc:
@@ -210,7 +210,7 @@ class PendingRows:
             response = {}
         found = response.get("Responses", {}).get(self._state_table, [])
         item = found[0] if found else {}
-        positions = {shard: item.get(shard, {}).get("S") for shard in schema.all_pending_shards()}
+        positions = {shard: items.read(item, shard) for shard in schema.all_pending_shards()}
         self._saved = dict(positions)
         return positions
 
@@ -255,7 +255,7 @@ class PendingRows:
     def _batch_get(self, ids: Sequence[str]) -> list[dict[str, Any]]:
         request: dict[str, Any] = {
             self._table: {
-                "Keys": [{schema.ID: {"S": row_id}} for row_id in ids],
+                "Keys": [items.key(schema.ID, row_id) for row_id in ids],
                 "ConsistentRead": True,
                 # What a replay decision and its message need, not the delivery's body: a sweep
                 # over a busy lane loads a page of rows at a time, every period, and reading bodies
@@ -306,7 +306,7 @@ class PendingRows:
     def _update(self, row_id: str, update: str, condition: str, names: dict[str, str], values: dict[str, Any]) -> bool:
         kwargs: dict[str, Any] = {
             "TableName": self._table,
-            "Key": {schema.ID: {"S": row_id}},
+            "Key": items.key(schema.ID, row_id),
             "UpdateExpression": update,
             "ConditionExpression": condition,
             "ExpressionAttributeNames": names,

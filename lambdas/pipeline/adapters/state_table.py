@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from pipeline import schema
+from pipeline.adapters import items
 from pipeline.domain.jobs import admission
 from pipeline.domain.sweep.inputs import DepthSeen, depth_key
 from pipeline.schema.state import DEPTH, SEEN_AT
@@ -41,39 +42,34 @@ class LaneCounts:
         start = admission.drain_bucket_start(now)
         self._dynamodb.update_item(
             TableName=self._table,
-            Key={schema.PK: {"S": admission.drain_key(lane, start)}},
+            Key=items.key(schema.PK, admission.drain_key(lane, start)),
             UpdateExpression="ADD #d :n SET #ttl = if_not_exists(#ttl, :ttl)",
             ExpressionAttributeNames={"#d": admission.DRAINED, "#ttl": schema.TTL},
-            ExpressionAttributeValues={
-                ":n": {"N": str(count)},
-                ":ttl": {"N": str(start + admission.DRAIN_BUCKET_TTL_SECONDS)},
-            },
+            ExpressionAttributeValues=items.to_item({":n": count, ":ttl": start + admission.DRAIN_BUCKET_TTL_SECONDS}),
         )
 
     def drained(self, lane: str, starts: Sequence[int]) -> tuple[int | None, int | None]:
         """Messages finished in the buckets starting at `starts`, and the start of the oldest
         bucket holding any; (None, None) when none does."""
-        keys = [{schema.PK: {"S": admission.drain_key(lane, start)}} for start in starts]
+        keys = [items.key(schema.PK, admission.drain_key(lane, start)) for start in starts]
         response = self._dynamodb.batch_get_item(RequestItems={self._table: {"Keys": keys}})
-        items = response.get("Responses", {}).get(self._table, [])
-        if not items:
+        found = response.get("Responses", {}).get(self._table, [])
+        if not found:
             return None, None
-        drained = sum(int(item.get(admission.DRAINED, {}).get("N", "0")) for item in items)
-        first = min(int(item[schema.PK]["S"].rsplit("#", 1)[1]) for item in items)
+        drained = sum(int(items.read(item, admission.DRAINED, 0)) for item in found)
+        first = min(int(items.read(item, schema.PK).rsplit("#", 1)[1]) for item in found)
         return drained, first
 
     def keep_sighting(self, lane: str, depth: int, now: float) -> None:
         start = admission.drain_bucket_start(now)
         self._dynamodb.update_item(
             TableName=self._table,
-            Key={schema.PK: {"S": depth_key(lane, start)}},
+            Key=items.key(schema.PK, depth_key(lane, start)),
             UpdateExpression="SET #depth = :depth, #at = :at, #ttl = :ttl",
             ExpressionAttributeNames={"#depth": DEPTH, "#at": SEEN_AT, "#ttl": schema.TTL},
-            ExpressionAttributeValues={
-                ":depth": {"N": str(depth)},
-                ":at": {"N": repr(now)},
-                ":ttl": {"N": str(start + admission.DRAIN_BUCKET_TTL_SECONDS)},
-            },
+            ExpressionAttributeValues=items.to_item(
+                {":depth": depth, ":at": now, ":ttl": start + admission.DRAIN_BUCKET_TTL_SECONDS}
+            ),
         )
 
     def buckets(self, lane: str, starts: Sequence[int]) -> tuple[dict[int, int], dict[int, DepthSeen | None]]:
@@ -87,14 +83,14 @@ class LaneCounts:
             by_key[depth_key(lane, start)] = ("seen", start)
             finished[start] = 0
             seen[start] = None
-        keys = [{schema.PK: {"S": key}} for key in by_key]
+        keys = [items.key(schema.PK, key) for key in by_key]
         response = self._dynamodb.batch_get_item(RequestItems={self._table: {"Keys": keys}})
         for item in response.get("Responses", {}).get(self._table, []):
-            kind, start = by_key[item[schema.PK]["S"]]
+            kind, start = by_key[items.read(item, schema.PK)]
             if kind == "finished":
-                finished[start] = int(item.get(admission.DRAINED, {}).get("N", "0"))
+                finished[start] = int(items.read(item, admission.DRAINED, 0))
             elif DEPTH in item and SEEN_AT in item:
-                seen[start] = DepthSeen(depth=int(item[DEPTH]["N"]), at=float(item[SEEN_AT]["N"]))
+                seen[start] = DepthSeen(depth=int(items.read(item, DEPTH)), at=float(items.read(item, SEEN_AT)))
         return finished, seen
 
 

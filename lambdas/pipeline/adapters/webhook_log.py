@@ -37,6 +37,7 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from pipeline import schema
+from pipeline.adapters import items
 from pipeline.domain.webhook import body as webhook_body
 from pipeline.domain.webhook.delivery import LogEntry, Recorded, WebhookLogUnavailable
 from pipeline.schema.rows import KIND, LANE, STATUS, TENANT
@@ -51,43 +52,40 @@ _NEW_ROW_ONLY = {
 }
 
 
-def _number(value: float) -> dict[str, str]:
-    return {"N": f"{value:.3f}"}
-
-
 def _row(entry: LogEntry) -> dict[str, Any]:
-    item: dict[str, Any] = {
-        schema.ID: {"S": entry.id},
-        RECEIVED_AT: _number(entry.received_at),
-        BODY: {"B": entry.body.parts[0]},
-        schema.TTL: {"N": str(entry.expires_at)},
+    row: dict[str, Any] = {
+        schema.ID: entry.id,
+        RECEIVED_AT: items.Milliseconds(entry.received_at),
+        BODY: entry.body.parts[0],
+        schema.TTL: entry.expires_at,
     }
     if entry.body.encoding != webhook_body.UNNAMED_ENCODING:
-        item[BODY_ENCODING] = {"S": entry.body.encoding}
+        row[BODY_ENCODING] = entry.body.encoding
     if len(entry.body.parts) > 1:
-        item[BODY_PARTS] = {"N": str(len(entry.body.parts))}
+        row[BODY_PARTS] = len(entry.body.parts)
     if entry.sender_hash is not None:
-        item[schema.SENDER_HASH] = {"S": entry.sender_hash}
+        row[schema.SENDER_HASH] = entry.sender_hash
     if entry.named:
-        item[schema.SENDER_HASHES] = {"BS": [bytes.fromhex(hashed) for hashed in entry.named]}
+        row[schema.SENDER_HASHES] = {bytes.fromhex(hashed) for hashed in entry.named}
     if entry.route is None:
-        item[STATUS] = {"S": schema.RowStatus.UNPARSEABLE}
-        item[UNPARSEABLE_REASON] = {"S": entry.unparseable_reason or "unknown"}
-        return item
-    item[STATUS] = {"S": schema.RowStatus.QUEUED}
-    item[LANE] = {"S": entry.route.lane}
-    item[TENANT] = {"S": entry.route.tenant}
-    item[KIND] = {"S": entry.route.kind}
-    return item
+        row[STATUS] = schema.RowStatus.UNPARSEABLE
+        row[UNPARSEABLE_REASON] = entry.unparseable_reason or "unknown"
+    else:
+        row[STATUS] = schema.RowStatus.QUEUED
+        row[LANE] = entry.route.lane
+        row[TENANT] = entry.route.tenant
+        row[KIND] = entry.route.kind
+    return items.to_item(row)
 
 
 def _existing(item: dict[str, Any] | None) -> Recorded:
     if not item:
         return Recorded(created=False)
-    status = item.get(STATUS, {}).get("S")
-    received = item.get(RECEIVED_AT, {}).get("N")
+    received = items.read(item, RECEIVED_AT)
     return Recorded(
-        created=False, existing_status=status, existing_received_at=None if received is None else float(received)
+        created=False,
+        existing_status=items.read(item, STATUS),
+        existing_received_at=None if received is None else float(received),
     )
 
 
@@ -123,7 +121,7 @@ class WebhookLog:
         try:
             self._dynamodb.update_item(
                 TableName=self._table,
-                Key={schema.ID: {"S": log_id}},
+                Key=items.key(schema.ID, log_id),
                 UpdateExpression="SET #shard = :shard, #since = if_not_exists(#since, :since), #failed = :since",
                 ConditionExpression="#status = :queued",
                 ExpressionAttributeNames={
@@ -132,11 +130,13 @@ class WebhookLog:
                     "#status": STATUS,
                     "#failed": schema.SEND_FAILED_AT,
                 },
-                ExpressionAttributeValues={
-                    ":shard": {"S": schema.pending_shard(log_id)},
-                    ":since": _number(since),
-                    ":queued": {"S": schema.RowStatus.QUEUED},
-                },
+                ExpressionAttributeValues=items.to_item(
+                    {
+                        ":shard": schema.pending_shard(log_id),
+                        ":since": items.Milliseconds(since),
+                        ":queued": schema.RowStatus.QUEUED,
+                    }
+                ),
             )
         except ClientError as exc:
             if exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
@@ -148,31 +148,33 @@ class WebhookLog:
     def _with_parts(self, entry: LogEntry) -> list[dict[str, Any]]:
         # Parts carry no condition: they are only ever written with their row, and a retry
         # writes identical bytes.
-        items: list[dict[str, Any]] = [{"Put": {"TableName": self._table, "Item": _row(entry), **_NEW_ROW_ONLY}}]
+        puts: list[dict[str, Any]] = [{"Put": {"TableName": self._table, "Item": _row(entry), **_NEW_ROW_ONLY}}]
         for index, part in enumerate(entry.body.parts[1:], start=1):
-            part_item = {
-                schema.ID: {"S": webhook_body.part_id(entry.id, index)},
-                PART_OF: {"S": entry.id},
-                BODY: {"B": part},
-                schema.TTL: {"N": str(entry.expires_at)},
-            }
-            items.append({"Put": {"TableName": self._table, "Item": part_item}})
-        return items
+            part_item = items.to_item(
+                {
+                    schema.ID: webhook_body.part_id(entry.id, index),
+                    PART_OF: entry.id,
+                    BODY: part,
+                    schema.TTL: entry.expires_at,
+                }
+            )
+            puts.append({"Put": {"TableName": self._table, "Item": part_item}})
+        return puts
 
     def load_body(self, log_id: str) -> bytes:
         """The raw delivery bytes of a logged row, whatever its size. Raises KeyError for an
         unknown id, WebhookLogUnavailable when DynamoDB cannot be read."""
         try:
             row = self._dynamodb.get_item(
-                TableName=self._table, Key={schema.ID: {"S": log_id}}, ConsistentRead=True
+                TableName=self._table, Key=items.key(schema.ID, log_id), ConsistentRead=True
             ).get("Item")
             if row is None:
                 raise KeyError(log_id)
-            count = int(row.get(BODY_PARTS, {"N": "1"})["N"])
-            parts = [row[BODY]["B"], *self._parts(log_id, count)]
+            count = int(items.read(row, BODY_PARTS, 1))
+            parts = [items.read(row, BODY), *self._parts(log_id, count)]
         except (ClientError, BotoCoreError) as exc:
             raise WebhookLogUnavailable(f"webhook log read failed: {exc}") from exc
-        return webhook_body.unpack(row.get(BODY_ENCODING, {}).get("S"), parts)
+        return webhook_body.unpack(items.read(row, BODY_ENCODING), parts)
 
     def _parts(self, log_id: str, count: int) -> list[bytes]:
         if count <= 1:
@@ -180,12 +182,12 @@ class WebhookLog:
         wanted = {webhook_body.part_id(log_id, i): i for i in range(1, count)}
         found: dict[str, bytes] = {}
         request: dict[str, Any] = {
-            self._table: {"Keys": [{schema.ID: {"S": key}} for key in wanted], "ConsistentRead": True}
+            self._table: {"Keys": [items.key(schema.ID, key) for key in wanted], "ConsistentRead": True}
         }
         for attempt in range(UNPROCESSED_RETRIES):
             response = self._dynamodb.batch_get_item(RequestItems=request)
             for item in response.get("Responses", {}).get(self._table, []):
-                found[item[schema.ID]["S"]] = item[BODY]["B"]
+                found[items.read(item, schema.ID)] = items.read(item, BODY)
             request = response.get("UnprocessedKeys") or {}
             if not request:
                 break
