@@ -190,21 +190,7 @@ def to_attribute(value: Any) -> dict[str, Any]:
 
 def to_item(values: Mapping[str, Any]) -> dict[str, Any]:
     """An item, a key or ExpressionAttributeValues from plain values, attribute by attribute."""
-    item: dict[str, Any] = {}
-    for name, value in values.items():
-        kind = type(value)
-        # The webhook row's types, spared a call each: the door encodes a row on every delivery.
-        if kind is str:
-            item[name] = {"S": value}
-        elif kind is int:
-            item[name] = {"N": _integer_text(value)}
-        elif kind is bytes:
-            item[name] = {"B": value}
-        elif kind is Milliseconds:
-            item[name] = {"N": value.text}
-        else:
-            item[name] = (_ENCODERS.get(kind) or _encoder_of(value))(value)
-    return item
+    return {name: (_ENCODERS.get(type(value)) or _encoder_of(value))(value) for name, value in values.items()}
 
 
 def key(name: str, value: Any) -> dict[str, Any]:
