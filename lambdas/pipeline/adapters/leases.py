@@ -3,9 +3,15 @@
 Taking slots is one UpdateItem, conditional on the counter leaving room:
 
     SET lease_<id> = {n, exp}, expires_at = :ttl  ADD in_use :n
-    IF attribute_not_exists(in_use) OR in_use <= limit - n
+    IF attribute_not_exists(lease_<id>) AND (attribute_not_exists(in_use) OR in_use <= limit - n)
 
-If that fails, DynamoDB hands back the item as it was (ReturnValuesOnConditionCheckFailure), so
+The lease's own id is in the condition because the SDK retries an update whose answer was lost,
+and DynamoDB may have applied the first: without it the replay adds `n` again, which no release
+or purge ever takes back (a release subtracts once, a purge only what a lease still holds), so the
+budget would shrink for good. With it the replay is refused, and the item it hands back already
+holds the lease: the acquisition took, and is granted as planned.
+
+If the update fails, DynamoDB hands back the item as it was (ReturnValuesOnConditionCheckFailure), so
 with no extra read the taker can see which leases have expired, remove them, correct the counter
 and take what is free, in one more conditional update. Giving slots back is one UpdateItem that
 removes the lease and lowers the counter, conditional on the lease still being there (a lease
@@ -99,8 +105,11 @@ class LeaseBudgets:
             try:
                 self._update(budget, lease_id, plan.take, allowed, now + hold_seconds, expired)
             except _Conflict as conflict:
-                book = LeaseBook.from_item(conflict.item)
-                continue
+                if not (plan.take and LEASE_PREFIX + lease_id in (conflict.item or {})):
+                    book = LeaseBook.from_item(conflict.item)
+                    continue
+                # Refused only because this very update was applied before its answer was lost
+                # (the SDK sent it again): the lease is there, and the slots are taken once.
             granted = slots if budget.mode is Mode.OBSERVE else plan.take
             return Grant(budget, slots, granted, plan.over, lease_id if plan.take else None, plan.take)
         # Contention kept winning. Enforce: treat as full. Observe: proceed, counted as over.
@@ -124,6 +133,7 @@ class LeaseBudgets:
             values[":ttl"] = int(expires_at) + ITEM_TTL_SLACK_SECONDS
             # Room for the slots within the limit (in observe mode more are taken than allowed).
             values[":ceiling"] = budget.limit - allowed + freed
+            conditions.append("attribute_not_exists(#lease)")
             conditions.append("(attribute_not_exists(#in_use) OR #in_use <= :ceiling)")
         for position, lease in enumerate(expired):
             names[f"#x{position}"] = LEASE_PREFIX + lease.id

@@ -277,3 +277,39 @@ def test_a_lane_without_a_tenant_quota_writes_no_tenant_bookkeeping(lane):
     assert h.calls.of("SendMessageBatch") == []
     assert _quota_writes(h) == []
     assert h.state("quota#engagement#page-a") is None
+
+
+def _answer_lost_once(operation: str):
+    """A DynamoDB client whose first `operation` reaches DynamoDB twice, as when the answer to the
+    first sending is lost and the SDK sends the same request again: the first application is
+    made with the same parameters just before the call goes out."""
+    client, first = boto3.client("dynamodb", region_name=REGION), boto3.client("dynamodb", region_name=REGION)
+    lost: list[dict] = []
+
+    def apply_first(params: dict, **_: object) -> None:
+        if not lost:
+            lost.append(params)
+            first.update_item(**params)  # applied; its answer never came back
+
+    client.meta.events.register(f"provide-client-params.dynamodb.{operation}", apply_first)
+    return client, lost
+
+
+def test_a_lease_whose_answer_was_lost_and_resent_by_the_sdk_takes_its_slots_once(aws, deployed):
+    # Given a dependency budget of 3, and a client whose first UpdateItem reaches DynamoDB twice
+    client, lost = _answer_lost_once("UpdateItem")
+    leases = LeaseBudgets(client, "state", Clock(now=1_800_000_000.0))
+    llm = budgets.dependency("llm", 3, "enforce")
+    # When a consumer takes one slot
+    grant = leases.acquire(llm, 1, hold_seconds=30)
+    # Then the request was sent twice, the slot is granted, and the counter holds it once
+    [applied_first] = lost
+    assert "#lease" in applied_first["UpdateExpression"]
+    assert (grant.granted, grant.slots) == (1, 1)
+    table = boto3.resource("dynamodb", region_name=REGION).Table("state")
+    item = table.get_item(Key={schema.PK: llm.key})["Item"]
+    assert (item[budgets.IN_USE], _leases(item)) == (1, [budgets.LEASE_PREFIX + str(grant.lease_id)])
+    # And giving it back leaves the whole budget free for others
+    leases.release(grant)
+    assert table.get_item(Key={schema.PK: llm.key})["Item"][budgets.IN_USE] == 0
+    assert _holder().acquire(llm, 3, hold_seconds=30).granted == 3
