@@ -70,6 +70,12 @@ class Envelope:
         """The copy a deferral re-sends; `progress`, when given, replaces what the task had saved."""
         return replace(self, deferrals=self.deferrals + 1, progress=self.progress if progress is None else progress)
 
+    def continued(self, progress: Mapping[str, Any]) -> Envelope:
+        """The copy re-sent for a task that had more to do (errors.MoreToDo): progress, not a
+        deferral, so `deferrals` stays as it was. Counting it would spend the bound on waiting out
+        AWS trouble (domain/consumer/settling.py) on a long erasure's scan pages."""
+        return replace(self, progress=progress)
+
     def with_attempts(self, attempts: int) -> Envelope:
         return replace(self, attempt=attempts)
 

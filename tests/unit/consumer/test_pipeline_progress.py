@@ -33,9 +33,10 @@ def test_a_task_with_more_to_do_is_resent_with_its_progress_and_no_attempt_spent
     # When it runs out of time after its first page
     assert p.run([record]) == []
 
-    # Then the copy re-sent carries where it got to, and its one failed attempt, not one more
+    # Then the copy re-sent carries where it got to, and its one failed attempt, not one more;
+    # nor is it counted as a deferral: it is progress
     ((envelope, delay),) = p.queue.resent
-    assert (envelope.id, envelope.progress, envelope.deferrals) == ("job-scan", {"page": 2}, 1)
+    assert (envelope.id, envelope.progress, envelope.deferrals) == ("job-scan", {"page": 2}, 0)
     assert envelope.attempt == 1
     outcome = p.outcome(record["messageId"])
     assert (outcome.outcome, outcome.detail) == (Outcome.DEFERRED, {"budget": out.CONTINUES})
@@ -66,3 +67,31 @@ def test_a_copy_resent_for_another_reason_keeps_the_progress_it_carried():
 
     ((envelope, _),) = p.queue.resent
     assert envelope.progress == {"page": 2}
+
+
+def test_a_long_scan_keeps_its_protection_from_aws_trouble_however_many_pages_it_takes():
+    # Given a task that reads one page a run, and meets AWS throttling once it has gone further than
+    # the bound on waiting out AWS trouble counts
+    from pipeline.domain.consumer.settling import AWS_OUTAGE_DEFERRALS, AWS_UNAVAILABLE
+    from tests.unit.consumer.test_pipeline_failures import AwsError
+
+    pages_before_trouble = AWS_OUTAGE_DEFERRALS + 5
+
+    def long_scan(ctx):
+        page = int((ctx.envelope.progress or {}).get("page", 1))
+        if page <= pages_before_trouble:
+            raise MoreToDo({"page": page + 1})
+        raise AwsError("ProvisionedThroughputExceededException", 400)
+
+    p = Pipeline(task=long_scan)
+    p.run([p.record(p.job("job-erase"))])
+    # When each copy it re-sends is run in turn
+    for _ in range(pages_before_trouble):
+        ((envelope, _),) = p.queue.resent
+        p.queue.resent.clear()
+        p.run([p.record(envelope)])
+    # Then the throttled run is deferred to wait AWS out, costing no attempt, rather than retried
+    _, last = p.observer.outcomes[-1]
+    assert (last.outcome, last.detail) == (Outcome.DEFERRED, {"budget": AWS_UNAVAILABLE})
+    ((resent, _),) = p.queue.resent
+    assert (resent.progress, resent.attempt, resent.deferrals) == ({"page": pages_before_trouble + 1}, 0, 1)

@@ -44,7 +44,8 @@ PAUSED_HOLD_SECONDS = 60
 """How long a held record stays out of sight: the copies a lane still receives before its mapping
 stops are not received again and again meanwhile, and are due again within a minute of a resume."""
 AWS_OUTAGE_DEFERRALS = 20
-"""The bound: a record deferred this often (for any reason) spends attempts again. Its backoffs
+"""The bound: a record deferred this often (for any reason but a continuation of a task with more
+to do, which is progress) spends attempts again. Its backoffs
 grow to the lane's retry cap (five minutes in production), so this waits out about half an hour
 of AWS trouble before the usual retries, and the DLQ, take over."""
 
@@ -223,7 +224,9 @@ class Settler:
                 envelope = received.envelope
                 assert envelope is not None
                 carried = retry.carried_on_resend(envelope.attempt, received.receive_count)
-                resent = envelope.deferred(settled[index].progress).with_attempts(carried)
+                progress = settled[index].progress
+                resent = envelope.deferred() if progress is None else envelope.continued(progress)
+                resent = resent.with_attempts(carried)
                 resends.append((resent, settled[index].defer_seconds or 0))
             try:
                 refused = self._io.queue.defer(resends)
