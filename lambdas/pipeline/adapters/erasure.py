@@ -31,7 +31,7 @@ from pipeline.domain import retention, senders
 from pipeline.domain.consumer.work import Erasable, RowsPage
 from pipeline.domain.effects import KEY_ATTRIBUTES, OnConflict, Put, Table, Update, Write
 from pipeline.domain.erasure import requests as erasure
-from pipeline.domain.errors import TransientError
+from pipeline.domain.errors import AwsThrottled, TransientError
 from pipeline.domain.jobs.bookkeeping import queued_decrement
 from pipeline.domain.ports import CommitState, Committer
 from pipeline.domain.webhook import body as webhook_body
@@ -237,4 +237,5 @@ class DynamoEraser:
             if not request:
                 return
             self._sleep(min(1.0, 0.05 * 2**attempt))  # unprocessed items mean throttling
-        raise ErasureIncomplete(f"{sum(len(v) for v in request.values())} deletes left unprocessed")
+        # Throttling, not the erasure's fault: deferred by the consumer, costing no attempt.
+        raise AwsThrottled(f"{sum(len(v) for v in request.values())} deletes left unprocessed")

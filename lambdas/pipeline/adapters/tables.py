@@ -23,7 +23,7 @@ from pipeline.adapters.webhook_log import WebhookLog
 from pipeline.domain.consumer.ports import Location, location_id
 from pipeline.domain.effects import KEY_ATTRIBUTES, Table
 from pipeline.domain.envelope import Envelope
-from pipeline.domain.errors import PermanentError, TransientError
+from pipeline.domain.errors import AwsThrottled, PermanentError
 from pipeline.domain.webhook import body as webhook_body
 from pipeline.schema.jobs import PAYLOAD
 from pipeline.schema.webhook_log import BODY, BODY_ENCODING, BODY_PARTS
@@ -80,7 +80,9 @@ class ObligationReader:
             if not request:
                 return
             self._sleep(min(1.0, 0.05 * 2**attempt))  # unprocessed keys mean throttling
-        raise TransientError("obligation lookup throttled: keys left unprocessed")
+        # Deferred by the consumer like a refused call: every record of the batch would otherwise
+        # spend an attempt on DynamoDB's throttling, and a minute of it would dead-letter them.
+        raise AwsThrottled("obligation lookup throttled: keys left unprocessed")
 
     # Payloads
 
@@ -106,7 +108,9 @@ class ObligationReader:
 
     def _webhook_body(self, log_id: str, row: Mapping[str, Any]) -> bytes:
         if int(row.get(BODY_PARTS, 1)) > 1:
-            return WebhookLog(self._dynamodb, self._tables[Table.WEBHOOK_LOG]).load_body(log_id)
+            # read_body, not load_body: DynamoDB's own errors reach the consumer, which defers
+            # throttling rather than spend an attempt on it.
+            return WebhookLog(self._dynamodb, self._tables[Table.WEBHOOK_LOG]).read_body(log_id)
         encoding = row.get(BODY_ENCODING)
         return webhook_body.unpack(None if encoding is None else str(encoding), [bytes(row[BODY])])
 

@@ -38,6 +38,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from pipeline import schema
 from pipeline.adapters import items
+from pipeline.domain.errors import AwsThrottled
 from pipeline.domain.webhook import body as webhook_body
 from pipeline.domain.webhook.delivery import LogEntry, Recorded, WebhookLogUnavailable
 from pipeline.schema.rows import KIND, LANE, STATUS, TENANT
@@ -165,15 +166,19 @@ class WebhookLog:
         """The raw delivery bytes of a logged row, whatever its size. Raises KeyError for an
         unknown id, WebhookLogUnavailable when DynamoDB cannot be read."""
         try:
-            row = self._dynamodb.get_item(
-                TableName=self._table, Key=items.key(schema.ID, log_id), ConsistentRead=True
-            ).get("Item")
-            if row is None:
-                raise KeyError(log_id)
-            count = int(items.read(row, BODY_PARTS, 1))
-            parts = [items.read(row, BODY), *self._parts(log_id, count)]
-        except (ClientError, BotoCoreError) as exc:
+            return self.read_body(log_id)
+        except (ClientError, BotoCoreError, AwsThrottled) as exc:
             raise WebhookLogUnavailable(f"webhook log read failed: {exc}") from exc
+
+    def read_body(self, log_id: str) -> bytes:
+        """`load_body` for the consumer: DynamoDB's errors as DynamoDB raised them, and
+        AwsThrottled when parts stayed unprocessed, so throttling is told from other failures."""
+        key = items.key(schema.ID, log_id)
+        row = self._dynamodb.get_item(TableName=self._table, Key=key, ConsistentRead=True).get("Item")
+        if row is None:
+            raise KeyError(log_id)
+        count = int(items.read(row, BODY_PARTS, 1))
+        parts = [items.read(row, BODY), *self._parts(log_id, count)]
         return webhook_body.unpack(items.read(row, BODY_ENCODING), parts)
 
     def _parts(self, log_id: str, count: int) -> list[bytes]:
@@ -192,6 +197,8 @@ class WebhookLog:
             if not request:
                 break
             time.sleep(0.05 * 2**attempt)  # unprocessed keys mean throttling: back off, briefly
+        if request:
+            raise AwsThrottled(f"webhook log row {log_id}: body parts left unprocessed")
         missing = sorted(set(wanted) - set(found))
         if missing:
             raise WebhookLogUnavailable(f"webhook log row {log_id} lacks body parts {missing}")

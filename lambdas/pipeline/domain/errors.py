@@ -49,6 +49,19 @@ class PermanentError(Exception):
         self.reason = reason
 
 
+AWS_THROTTLED = "aws_throttled_or_unavailable"
+"""The reason of a failure that is AWS's state, not the record's: the consumer defers such a record
+and spends no attempt on it (domain/consumer/settling.py)."""
+
+
+class AwsThrottled(TransientError):
+    """DynamoDB left part of a batch request unprocessed (`UnprocessedKeys`, `UnprocessedItems`)
+    through every round an adapter gives it: throttling of some of its partitions, as AWS-side as
+    a refused call (a `ProvisionedThroughputExceededException`), and deferred the same way."""
+
+    reason = AWS_THROTTLED
+
+
 class TaskTimeout(TransientError):
     """The task ran past its hard time limit; its result, if it ever comes, is discarded."""
 
@@ -169,7 +182,7 @@ def _aws_error(exc: BaseException) -> tuple[str, int] | None:
 
 def _from_aws(exc: BaseException, code: str, status: int) -> Classified:
     transient = code in _THROTTLING_CODES or code in _DEPLOYMENT_CODES or status >= 500 or status == 429
-    reason = "aws_throttled_or_unavailable" if transient else "aws_rejected_input"
+    reason = AWS_THROTTLED if transient else "aws_rejected_input"
     if code in _DEPLOYMENT_CODES:
         reason = "aws_deployment"
     return Classified(transient=transient, error_class=code, reason=reason, message=_text(exc))

@@ -22,7 +22,7 @@ from pipeline.domain.consumer.outcomes import RecordOutcome
 from pipeline.domain.consumer.records import Received
 from pipeline.domain.effects import OnConflict, Table, Update
 from pipeline.domain.envelope import Envelope
-from pipeline.domain.errors import Classified, PermanentError, classify
+from pipeline.domain.errors import AWS_THROTTLED, Classified, PermanentError, classify
 from pipeline.domain.jobs.bookkeeping import job_finished
 from pipeline.domain.ports import CommitState
 from pipeline.domain.webhook.body import part_id
@@ -31,7 +31,7 @@ from pipeline.schema.webhook_log import BODY_PARTS
 from pipeline.settings.lane_policy import DLQ_RETENTION_SECONDS
 
 ERROR_ATTRIBUTE_LIMIT = 256
-AWS_SIDE = frozenset({"aws_throttled_or_unavailable", "aws_deployment", "sdk_network"})
+AWS_SIDE = frozenset({AWS_THROTTLED, "aws_deployment", "sdk_network"})
 """Classified reasons (domain/errors.py) that are AWS's (or the network's, or the deployment's)
 state, not the record's: every record fails alike until it passes, and spending attempts on it
 would dead-letter a lane's whole traffic within its retries' span (about 30 s for messages)."""
