@@ -79,9 +79,11 @@ def _marks(ctx: Context) -> PauseMarks:
 
 def pause(ctx: Context, lane_name: str) -> int:
     known_lane(ctx.env, lane_name)
-    client, uuid, mapping = _mapping(ctx, lane_name)
-    # Before the mapping: a lane that paused itself becomes the operator's, which the probe leaves.
+    # Before the mapping is read: a lane that paused itself becomes the operator's, which the probe
+    # leaves, and a probe resuming it at this moment either sees this mark first or has already
+    # raised the mapping, which is then read here as running and stopped.
     _marks(ctx).paused_by_operator(lane_name)
+    client, uuid, mapping = _mapping(ctx, lane_name)
     if mapping.get("State") in ("Disabled", "Disabling"):
         ctx.console.line(
             f"{lane_name} is already paused (mapping {uuid} is {mapping.get('State')}); it is now held by you: "

@@ -60,3 +60,6 @@ class LaneMappings:
 
     def run_at(self, uuid: str, level: int) -> None:
         self._client.update_event_source_mapping(UUID=uuid, Enabled=True, ScalingConfig={"MaximumConcurrency": level})
+
+    def stop(self, uuid: str) -> None:
+        self._client.update_event_source_mapping(UUID=uuid, Enabled=False)

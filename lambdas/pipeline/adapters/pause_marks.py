@@ -2,8 +2,10 @@
 
 Costs: the consumer's mark is one conditional PutItem (1 write unit) per batch that pauses its
 lane; an operator's pause or resume one write; the probe reads every lane it watches with one
-eventually consistent BatchGetItem (0.5 read units a lane, found or not) a run, and deletes a mark
-with one conditional DeleteItem (1 write unit) when its ramp ends.
+eventually consistent BatchGetItem (0.5 read units a lane, found or not) a run, reads a mark it is
+about to act on again, consistently, just before and just after it raises the lane's mapping (1
+read unit each), and deletes a mark with one conditional DeleteItem (1 write unit) when its ramp
+ends.
 """
 
 from __future__ import annotations
@@ -51,11 +53,14 @@ class PauseMarks:
     def resumed_by_operator(self, lane: str) -> None:
         self._client.delete_item(TableName=self._table, Key=items.key(schema.PK, pause_key(lane)))
 
-    def read(self, lanes: Iterable[str]) -> dict[str, PauseMark]:
+    def read(self, lanes: Iterable[str], *, consistent: bool = False) -> dict[str, PauseMark]:
+        """`consistent`: read what was last written (a write unit's worth more a lane), for the
+        probe's look just before and after it resumes a lane."""
         keys = [items.key(schema.PK, pause_key(lane)) for lane in lanes]
         found: dict[str, PauseMark] = {}
         while keys:
-            answer = self._client.batch_get_item(RequestItems={self._table: {"Keys": keys[:100]}})
+            asked = {"Keys": keys[:100], **({"ConsistentRead": True} if consistent else {})}
+            answer = self._client.batch_get_item(RequestItems={self._table: asked})
             keys = keys[100:] + list((answer.get("UnprocessedKeys", {}).get(self._table) or {}).get("Keys", []))
             for raw in answer.get("Responses", {}).get(self._table, []):
                 item = items.from_item(raw) or {}
@@ -67,6 +72,11 @@ class PauseMarks:
                     paused_at=float(item.get(PAUSED_AT, 0)),
                 )
         return found
+
+    def still_held(self, mark: PauseMark) -> PauseMark | None:
+        """The lane's mark as it is now (consistently read): `mark` itself when nobody has
+        replaced it, else who holds the lane now (None: nobody, an operator resumed it)."""
+        return self.read([mark.lane], consistent=True).get(mark.lane)
 
     def ramp_ended(self, mark: PauseMark) -> bool:
         """The probe's delete, only of the pause it resumed: a newer pause's mark (the lane paused

@@ -5,7 +5,10 @@ It runs on its own function and schedule, never on a lane it watches: a lane tha
 takes no work, so nothing on it could ever resume it. Each run reads every watched lane's pause mark
 (one BatchGetItem); only a lane its consumer paused costs more: its mapping read, one cheap call to
 the dependency that stopped it (adapters/dependency_checks.py), and when that answers, one mapping
-update a step up the ramp. A lane an operator paused (`lanectl lane pause`) is left alone.
+update a step up the ramp. A lane an operator paused (`lanectl lane pause`) is left alone, even when
+they paused it while the probe was checking its dependency: the mark is read again, consistently,
+just before the mapping is raised (an operator's mark there: nothing is raised) and just after (an
+operator's mark there: the mapping is stopped again, since their pause found it stopped and left it).
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from pipeline.adapters.lane_switch import LaneMappings
 from pipeline.adapters.observability import MetricUnit, logger_for, metrics_for
 from pipeline.adapters.pause_marks import PauseMarks
 from pipeline.domain.dependencies import lane_probe as rules
-from pipeline.domain.dependencies.lane_pause import BY_LANE, DEPENDENCY_OF, META, MODEL, PauseMark
+from pipeline.domain.dependencies.lane_pause import BY_LANE, BY_OPERATOR, DEPENDENCY_OF, META, MODEL, PauseMark
 from pipeline.settings.lane_probe import ProbedLane
 
 SERVICE = "lane-probe"
@@ -75,7 +78,18 @@ def create_handler(
             count(metric_names.PROBE_FAILED, lane.name)
             return {**line, "action": "still_paused", "failing": failing}
         level = rules.next_step(mapping, lane.max_concurrency, probe.ramp_seconds, probe.period_seconds)
+        # The check took seconds, in which an operator may have paused the lane (their mark
+        # replaces the lane's): resume only while the mark read at the start is still there.
+        now = marks.still_held(mark)
+        if now != mark:
+            return {**line, "action": "left", "by": now.by if now else None}
         mappings.run_at(lane.mapping_id, level)
+        # An operator's pause landing between that read and the resume finds the mapping still
+        # stopped and writes nothing more: the lane is stopped again for them here.
+        now = marks.still_held(mark)
+        if now is not None and now.by == BY_OPERATOR:
+            mappings.stop(lane.mapping_id)
+            return {**line, "action": "left", "by": now.by}
         if level >= lane.max_concurrency and marks.ramp_ended(mark):
             count(metric_names.LANE_RESUMED, lane.name)
             return {**line, "action": "resumed", "level": level}

@@ -12,6 +12,8 @@ import boto3
 import pytest
 
 from local_aws.graph_fake import GraphFake
+from pipeline.adapters.dependency_checks import MetaTokenCheck
+from pipeline.adapters.lane_switch import LaneMappings
 from pipeline.adapters.pause_marks import PauseMarks
 from pipeline.handlers.lane_probe import create_handler
 from stacks import runtime_env
@@ -164,3 +166,49 @@ def test_a_lane_with_no_mark_is_not_touched(probe):
     assert report == {"lanes": []}
     assert probe.mapping("ai")[0] == "Disabled"
     assert probe.graph.token_checks == 0
+
+
+def test_an_operators_pause_made_while_the_probe_checks_the_dependency_is_kept(probe, monkeypatch):
+    # Given the ai lane paused on a revoked token, since replaced, and an operator who pauses the
+    # lane (`lanectl lane pause`: their mark, the mapping already stopped) while the probe asks Meta
+    probe.paused_itself("ai", "meta_token_invalid")
+    asked = MetaTokenCheck.check
+
+    def operator_pauses_meanwhile(check: MetaTokenCheck) -> str | None:
+        probe.marks.paused_by_operator("ai")
+        return asked(check)
+
+    monkeypatch.setattr(MetaTokenCheck, "check", operator_pauses_meanwhile)
+
+    # When the probe runs
+    report = probe.run()
+
+    # Then Meta answered, yet the lane stays stopped and the operator's, and later runs leave it
+    assert probe.graph.token_checks == 1
+    assert probe.mapping("ai")[0] == "Disabled"
+    assert [(line["action"], line.get("by")) for line in report["lanes"]] == [("left", "operator")]
+    assert probe.marks.read(LANES)["ai"].by == "operator"
+    monkeypatch.setattr(MetaTokenCheck, "check", asked)
+    assert probe.run()["lanes"] == [{"lane": "ai", "action": "left", "by": "operator"}]
+    assert probe.mapping("ai")[0] == "Disabled"
+
+
+def test_an_operators_pause_landing_as_the_probe_resumes_stops_the_lane_again(probe, monkeypatch):
+    # Given the ai lane paused on a revoked token, since replaced, and an operator's pause landing
+    # just before the probe raises the mapping (so their pause found the mapping stopped)
+    probe.paused_itself("ai", "meta_token_invalid")
+    run_at = LaneMappings.run_at
+
+    def operator_pauses_first(mappings: LaneMappings, uuid: str, level: int) -> None:
+        probe.marks.paused_by_operator("ai")
+        run_at(mappings, uuid, level)
+
+    monkeypatch.setattr(LaneMappings, "run_at", operator_pauses_first)
+
+    # When the probe runs
+    report = probe.run()
+
+    # Then the lane is stopped again, and held by the operator
+    assert probe.mapping("ai")[0] == "Disabled"
+    assert [(line["action"], line.get("by")) for line in report["lanes"]] == [("left", "operator")]
+    assert probe.marks.read(LANES)["ai"].by == "operator"
