@@ -4,7 +4,10 @@ People send "hi", "is the shop open", "on Sunday" seconds apart; three messages 
 three model calls and three replies. Two kinds of work on this lane do it:
 
 - `ai.inbound` (a job the product posts for each customer message; payload `conversation`,
-  `message_id`, `text`, optional `sent_at`): stamps the conversation's turn marker with this
+  `message_id`, `text`, optional `sent_at` in epoch seconds or milliseconds, told apart by size
+  (domain/epoch.py); a `sent_at` more than five minutes ahead of our clock is refused as
+  `sent_at_in_future`, a permanent error, since the marker would otherwise outrank every later
+  message of the conversation for two days): stamps the conversation's turn marker with this
   message as the newest, stores the message, and schedules an `ai.turn` `debounce_seconds` out
   (a follow-up on this lane). The marker only ever moves forward, ordered by (sent_at,
   message_id), so an older message processed late neither takes the marker back nor is lost:
@@ -47,7 +50,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from pipeline import schema
-from pipeline.domain import senders, stored_text
+from pipeline.domain import epoch, senders, stored_text
 from pipeline.domain.consumer.work import FollowUp, TaskContext, TaskResult
 from pipeline.domain.dependencies import meta_send
 from pipeline.domain.effects import Check, OnConflict, Put, Table, Update
@@ -108,11 +111,27 @@ def _payload(ctx: TaskContext) -> Mapping[str, Any]:
     return ctx.payload
 
 
+def _sent_at(payload: Mapping[str, Any], ctx: TaskContext) -> float:
+    """The message's time in epoch seconds, whichever unit it came in; the job's creation when it
+    has none. A time ahead of ours by more than clock skew is refused: as the marker's order it
+    would outrank every later message of the conversation until the marker expires."""
+    raw = payload.get("sent_at")
+    if not raw:
+        return ctx.envelope.created_at
+    at = epoch.seconds(raw)
+    if at is None:
+        raise PermanentError("bad_ai_payload", "sent_at must be epoch seconds or milliseconds")
+    if epoch.too_far_ahead(at, ctx.now):
+        ahead, slack = at - ctx.now, epoch.FUTURE_SLACK_SECONDS
+        raise PermanentError("sent_at_in_future", f"sent_at is {ahead:.0f} s ahead of now (at most {slack:.0f})")
+    return at
+
+
 def stamp(ctx: TaskContext) -> TaskResult:
     payload = _payload(ctx)
     conversation, message_id = _field(payload, "conversation"), _field(payload, "message_id")
     text = str(payload.get("text") or "")
-    seq = float(payload.get("sent_at") or ctx.envelope.created_at)
+    seq = _sent_at(payload, ctx)
     tenant = ctx.envelope.tenant
     marker = Update(
         table=Table.STATE,

@@ -13,6 +13,10 @@ name saying what it was (`field.mention`, `status.played`, `messaging.read`, `me
 the consumer turns those into the `MetaIgnored` metric by name, so an operator sees what is
 dropped, and a field Meta starts sending shows up there first.
 
+Every unit's time is epoch seconds, whichever unit Meta stamped it in (WhatsApp: seconds, as a
+string; Messenger and Instagram: milliseconds), told apart by size (domain/epoch.py); 0 when it is
+missing or not a number.
+
 A Messenger or Instagram echo (`message.is_echo`: Meta's copy of a message the business itself
 sent, `sender` the business and `recipient` the customer) is the business's outgoing message to
 that customer: stored as such, in the customer's partition, where their erasure finds it.
@@ -26,7 +30,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from pipeline.domain import stored_text
+from pipeline.domain import epoch, stored_text
 from pipeline.domain.errors import PermanentError
 
 COMMENT_FIELDS = frozenset({"feed", "comments", "live_comments", "mentions"})
@@ -104,11 +108,12 @@ def _storable(units: Units, *ids: str) -> bool:
     return False
 
 
-def _int(value: Any) -> int:
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        return 0
+def _time(value: Any) -> int:
+    """Epoch seconds, whichever unit Meta stamped (domain/epoch.py); 0 for a missing or garbled
+    one. Only shown and stored beside the unit: no order is decided by it, so a time ahead of
+    ours is kept as Meta sent it."""
+    at = epoch.seconds(value)
+    return 0 if at is None else int(at)
 
 
 def _mapping(value: Any) -> Mapping[str, Any]:
@@ -134,7 +139,7 @@ def _whatsapp(value: Mapping[str, Any], units: Units) -> None:
             InboundMessage(
                 id=message_id,
                 sender=sender,
-                timestamp=_int(message.get("timestamp")),
+                timestamp=_time(message.get("timestamp")),
                 type=stored_text.well_formed(kind),
                 text=_text(body.get("body") or body.get("caption")),
                 channel="whatsapp",
@@ -149,7 +154,7 @@ def _whatsapp(value: Mapping[str, Any], units: Units) -> None:
         callback = _text(status.get("biz_opaque_callback_data"))
         if not _storable(units, message_id, recipient, callback):
             continue
-        units.statuses.append(StatusUpdate(message_id, name, _int(status.get("timestamp")), recipient, callback))
+        units.statuses.append(StatusUpdate(message_id, name, _time(status.get("timestamp")), recipient, callback))
 
 
 def add_comment(value: Mapping[str, Any], units: Units) -> None:
@@ -198,7 +203,7 @@ def _messaging(event: Mapping[str, Any], channel: str, units: Units) -> None:
         InboundMessage(
             id=message_id,
             sender=sender,
-            timestamp=_int(event.get("timestamp")) // 1000,  # Messenger stamps milliseconds
+            timestamp=_time(event.get("timestamp")),  # milliseconds, as Messenger stamps them
             type="text" if "text" in message else "attachment",
             text=_text(message.get("text")),
             channel=channel,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 
 import boto3
 
@@ -270,3 +271,36 @@ def test_the_tokens_a_lanes_model_calls_spend_are_summed_into_its_metrics(lane, 
                             value if isinstance(value, list) else [value]
                         )
     assert totals == {"ModelInputTokens": 80, "ModelOutputTokens": 18}
+
+
+def test_a_message_stamped_in_milliseconds_does_not_silence_the_later_ones(lane, caplog):
+    # Given a customer's message whose time came in milliseconds (as Messenger and Instagram stamp
+    # it), then a later one with no time of its own (the job's creation, in seconds, stands in)
+    h = lane("ai")
+    environ = with_lane(h.environ, options={"debounce_seconds": "0"})
+    handler = h.handler(environ, vendor=FakeVendor())
+    h.send(_inbound(h, "m1", sent_at=round((time.time() - 60) * 1000)))
+    h.poll(handler)
+    later = {"conversation": "conv-1", "message_id": "m2", "text": "still there?"}
+    h.send(h.job_row("job-m2", later, tenant=SHOP, kind=ai.INBOUND))
+    # When the lane works through both and their turns
+    _drain(h, handler)
+    # Then both times were read in seconds: the later message holds the marker and its turn answers
+    marker = h.state(ai.marker_key(SHOP, "conv-1")[schema.PK])
+    assert marker["token"] == "m2"
+    assert time.time() - 120 < float(marker["seq"]) <= time.time()
+    later_turn = ai.turn_id(SHOP, "conv-1", "m2")
+    assert [line["outcome"] for line in log_lines(caplog) if line.get("id") == later_turn] == ["done"]
+    assert h.data(ai.conversation_pk(SHOP, "conv-1"), "reply#m2") is not None
+
+
+def test_a_message_time_far_ahead_of_ours_is_refused_and_stamps_nothing(lane, caplog):
+    # Given a message claiming to be sent a day from now
+    h = lane("ai")
+    h.send(_inbound(h, "m1", sent_at=time.time() + 86_400))
+    # When the lane takes it
+    h.poll(h.handler(vendor=FakeVendor()))
+    # Then it is refused for good, with a reason that says why, and the conversation has no marker
+    [line] = [line for line in log_lines(caplog) if line.get("kind") == ai.INBOUND]
+    assert (line["outcome"], line.get("reason")) == ("dead_lettered", "sent_at_in_future")
+    assert h.state(ai.marker_key(SHOP, "conv-1")[schema.PK]) is None

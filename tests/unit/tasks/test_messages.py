@@ -13,7 +13,7 @@ from pipeline import metric_names, schema
 from pipeline.domain import stored_text
 from pipeline.domain.effects import Put, Update
 from pipeline.domain.errors import PermanentError
-from pipeline.tasks import messages
+from pipeline.tasks import messages, meta
 from tests.support.aws import REGION
 from tests.unit.consumer.handler_output import metric_total, stdout_records
 from tests.unit.tasks.payloads import (
@@ -297,3 +297,31 @@ def test_everything_the_pipeline_does_not_act_on_is_counted_by_name():
 
     assert by_whatsapp == {"status.played": 1}
     assert by_page == {"field.mention": 1, "messaging.read": 1, "messaging.reaction": 1}
+
+
+@pytest.mark.parametrize(
+    ("stamped", "seconds"),
+    [(1_700_000_000_123, 1_700_000_000), (1_700_000_000, 1_700_000_000), ("1700000000", 1_700_000_000), ("", 0)],
+)
+def test_a_messenger_time_is_read_in_seconds_whichever_unit_it_came_in(stamped, seconds):
+    # Given a Messenger message stamped in milliseconds (Meta's usual), in seconds, or not at all
+    event = {"sender": {"id": "u1"}, "recipient": {"id": "page-1"}, "timestamp": stamped, "message": {"mid": "m.1"}}
+    payload = {"object": "page", "entry": [{"id": "page-1", "messaging": [event]}]}
+    # When the delivery is read
+    [message] = meta.read(payload).messages
+    # Then its time is epoch seconds (0 for none), never a 1970 or a year-55,000 one
+    assert message.timestamp == seconds
+
+
+def test_whatsapps_times_are_read_in_seconds_whichever_unit_they_came_in():
+    value = {
+        "messages": [{"id": "wamid.A", "from": "15551230001", "timestamp": "1700000000123", "type": "text"}],
+        "statuses": [{"id": "wamid.B", "status": "read", "timestamp": "1700000005", "recipient_id": "15551230001"}],
+    }
+    payload = {
+        "object": "whatsapp_business_account",
+        "entry": [{"id": "waba", "changes": [{"field": "messages", "value": value}]}],
+    }
+    units = meta.read(payload)
+    assert [m.timestamp for m in units.messages] == [1_700_000_000]
+    assert [s.timestamp for s in units.statuses] == [1_700_000_005]
