@@ -31,10 +31,27 @@ MESSAGE_LIMIT = 500
 """Error text kept in rows and DLQ attributes; a stack trace belongs in the log line."""
 
 
+@dataclass(frozen=True)
+class Pace:
+    """When a dependency that refused a call as over its rate may be asked again, as it asks: never
+    sooner than `floor_seconds`, and within a ceiling that starts at `ceiling_seconds` and doubles
+    each attempt, the delay drawn evenly between (domain/consumer/retry.py `paced_backoff`)."""
+
+    floor_seconds: float
+    ceiling_seconds: float
+
+    def __post_init__(self) -> None:
+        if not 0 < self.floor_seconds <= self.ceiling_seconds:
+            raise ValueError(f"a pace needs 0 < floor_seconds <= ceiling_seconds, got {self}")
+
+
 class TransientError(Exception):
     """Retrying later may succeed: a dependency is slow, throttled, or briefly down."""
 
     reason = "transient"
+    pace: Pace | None = None
+    """Set by a dependency's rate refusal: its retry waits as the dependency asks, not the lane's
+    usual backoff, which starts from nothing."""
 
 
 class PermanentError(Exception):
@@ -93,6 +110,8 @@ class Classified:
     stops_lane: bool = False
     """No record of the lane can succeed until someone fixes the dependency's account (a model the
     lane may not use, a revoked token): the lane pauses instead of spending receives on it."""
+    pace: Pace | None = None
+    """How the dependency asks to be retried, when it refused the call as over its rate."""
 
 
 _THROTTLING_CODES = frozenset(
@@ -194,7 +213,8 @@ def classify(exc: BaseException) -> Classified:
     if isinstance(exc, PermanentError):
         return Classified(False, name, exc.reason, _text(exc))
     if isinstance(exc, TransientError):
-        return Classified(True, name, exc.reason, _text(exc), stops_lane=bool(getattr(exc, "stops_lane", False)))
+        stops_lane = bool(getattr(exc, "stops_lane", False))
+        return Classified(True, name, exc.reason, _text(exc), stops_lane=stops_lane, pace=exc.pace)
     aws = _aws_error(exc)
     if aws is not None:
         return _from_aws(exc, *aws)

@@ -24,6 +24,11 @@ class Counters:
         self.calls[key] = self.calls.get(key, 0) + 1
         return self.calls[key]
 
+    def fill(self, keys: list[str], calls: int, expires_at: float) -> None:
+        for key in keys:
+            self.writes += 1
+            self.calls[key] = calls
+
 
 class Clock:
     def __init__(self, now: float) -> None:

@@ -8,6 +8,7 @@ import time
 import pytest
 
 from local_aws.graph_fake import GraphFake
+from pipeline import schema
 from pipeline.domain.dependencies import meta_send as ms
 from pipeline.tasks import ai, replies
 from tests.support.aws import META_ACCESS_TOKEN
@@ -130,10 +131,38 @@ def test_a_rate_limit_is_retried_and_the_reply_sent_once_it_passes(ai_lane, grap
     assert (_reply(ai_lane)["send_state"], _reply(ai_lane)["send_error"]) == (ms.RETRY, "meta_rate_limited")
     [retried] = [line for line in log_lines(caplog) if line.get("outcome") == "retried"]
     assert retried["reason"] == "meta_rate_limited"
+    assert retried["visibility_seconds"] >= 1  # no sooner than Meta asks: never at once
+    # and the number is held for its second on every instance: each slice of it marked full
+    slices = [
+        item
+        for item in ai_lane.dynamodb.Table("state").scan()["Items"]
+        if item[schema.PK].startswith(f"rate#meta#{PHONE_ID}#")
+    ]
+    assert len(slices) >= 9
+    assert len({item["calls"] for item in slices}) == 1
     graph.configure(error_rate=0.0)
-    _drain(ai_lane, handler)
+    waited_until = time.monotonic() + 15
+    while ai_lane.depth() and time.monotonic() < waited_until:  # the retry's visibility
+        ai_lane.poll(handler, visibility=0)
+        time.sleep(0.2)
     assert len(graph.outbox()) == 1
     assert (_reply(ai_lane)["send_state"], _reply(ai_lane)["send_attempts"]) == (ms.SENT, 2)
+
+
+def test_a_pair_rate_refusal_is_retried_no_sooner_than_metas_six_seconds(ai_lane, graph, caplog):
+    # Given Meta refusing the customer's reply for the pair rate (one message every 6 s or so to
+    # one customer), on a lane whose own backoff starts from nothing
+    graph.configure(error_code=131056, error_rate=1.0)
+    _message(ai_lane)
+    handler = ai_lane.handler(vendor=FakeVendor())
+    # When the turn's reply comes to be sent
+    for _ in range(3):
+        ai_lane.poll(handler, visibility=0)  # stamp, turn, send
+    # Then nothing was sent, and the reply comes back to be sent again 6 to 12 s later
+    assert graph.outbox() == []
+    [retried] = [line for line in log_lines(caplog) if line.get("outcome") == "retried"]
+    assert retried["reason"] == "meta_rate_limited"
+    assert 6 <= retried["visibility_seconds"] <= 12
 
 
 @pytest.mark.parametrize(("code", "reason"), [(131047, "outside_service_window"), (131026, "undeliverable")])

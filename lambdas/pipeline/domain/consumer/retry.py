@@ -5,6 +5,9 @@ envelope carries the failed attempts of earlier copies (`attempt`), and SQS coun
 receives. A deferral re-send keeps what earlier receives of its copy cost, and adds nothing for
 the deferral itself.
 
+A dependency that refused a call as over its rate says how soon to come back (`errors.Pace`):
+its retries start from that floor instead of from zero (`paced_backoff`).
+
 Backoff is capped exponential with full jitter (a uniform draw between zero and the capped
 ceiling): when a dependency fails thousands of records in the same second, their retries spread
 out instead of returning together as a second wave.
@@ -15,6 +18,8 @@ from __future__ import annotations
 import math
 import random
 from dataclasses import dataclass
+
+from pipeline.domain.errors import Pace
 
 SQS_MAX_VISIBILITY_SECONDS = 43_200
 
@@ -43,6 +48,17 @@ def backoff(attempt: int, base_seconds: float, cap_seconds: float, rng: random.R
     ceiling = min(cap_seconds, base_seconds * (2.0**exponent))
     delay = rng.uniform(0.0, ceiling)
     return Backoff(ceiling=ceiling, seconds=min(SQS_MAX_VISIBILITY_SECONDS, math.floor(delay + 0.5)))
+
+
+def paced_backoff(attempt: int, pace: Pace, cap_seconds: float, rng: random.Random) -> Backoff:
+    """A retry after a dependency refused the call as over its rate: full jitter between the pace's
+    floor and a ceiling that starts at its own and doubles each attempt, up to the lane's cap (or
+    the pace's first ceiling, when that is higher). Whole seconds rounded up, never down: a floor
+    of a second must not become a retry at once."""
+    exponent = min(max(attempt, 1) - 1, 62)
+    ceiling = min(max(cap_seconds, pace.ceiling_seconds), pace.ceiling_seconds * (2.0**exponent))
+    delay = rng.uniform(pace.floor_seconds, ceiling)
+    return Backoff(ceiling=ceiling, seconds=min(SQS_MAX_VISIBILITY_SECONDS, math.ceil(delay)))
 
 
 def deferral_delay(defer_seconds: int, rng: random.Random, max_delay: int = 900) -> int:

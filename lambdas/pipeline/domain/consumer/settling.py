@@ -139,7 +139,11 @@ class Settler:
     def _retry(
         self, received: Received, obligation: Obligation | None, error: Classified, attempt: int
     ) -> RecordOutcome:
-        backoff = retry.backoff(attempt, self._lane.retry.base_seconds, self._lane.retry.cap_seconds, self._rng)
+        policy = self._lane.retry
+        if error.pace is not None:  # the dependency said how soon: Meta's rate limits
+            backoff = retry.paced_backoff(attempt, error.pace, policy.cap_seconds, self._rng)
+        else:
+            backoff = retry.backoff(attempt, policy.base_seconds, policy.cap_seconds, self._rng)
         if obligation is not None and received.envelope is not None and not obligation.internal and obligation.open:
             note = marks.retry_note(obligation, received.envelope, now=self._clock(), attempts=attempt, error=error)
             try:

@@ -112,9 +112,9 @@ class TaskRun:
         if not taken:
             raise DependencyBusy(f"{rate.key} is at its rate of {rate.limit} in {rate.window_seconds:g} s")
 
-    def throttled(self, rate: Rate | None) -> None:
+    def throttled(self, rate: Rate | None, hold_seconds: float = 0.0) -> None:
         if rate is not None and self._rates is not None:
-            self._rates.throttled(rate)
+            self._rates.throttled(rate, hold_seconds)
 
     @contextmanager
     def dependency(self) -> Iterator[None]:
@@ -181,6 +181,9 @@ class _Sending:
         try:
             return self._sender.send(reply_to, text, callback, timeout=timeout)
         except SendRefused as refused:
-            if refused.slow:
-                self._run.throttled(self._run.send_rate(reply_to))
+            if refused.number_over_rate:
+                # The number is over its rate: its other replies, on every instance, wait out
+                # its window too. A pair-rate refusal is one customer's, and slows nobody else.
+                rate = self._run.send_rate(reply_to)
+                self._run.throttled(rate, rate.window_seconds if rate is not None else 0.0)
             raise

@@ -10,7 +10,11 @@ resolves within the lane's window is left unanswered, counted and alarmed, never
 
 Meta's error codes (the `error.code` of its JSON error body):
 - rate limits (130429 throughput, 131056 pair rate, 80007 account rate, 4 and 613 call rate): the
-  request was refused, so nothing was sent; retried, more slowly than other failures;
+  request was refused, so nothing was sent; retried no sooner than Meta asks (`SendRefused.pace`):
+  the pair rate allows about one message every 6 s to one customer, so its retry waits 6 to 12 s,
+  doubling the ceiling each attempt; the others back off exponentially from a second (1 to 4 s,
+  then up to 8, 16, ...). Every one but the pair rate also says the sending number is over its
+  rate, which slows the number's other replies too (domain/consumer/task_context.py);
 - 131047 (outside the 24-hour customer service window) and 131026 (undeliverable): permanent, the
   reply is left unanswered with that reason;
 - 190 (the access token is invalid or expired): no reply can be sent until it is replaced, a
@@ -28,7 +32,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from pipeline.domain.errors import MESSAGE_LIMIT, PermanentError, TransientError
+from pipeline.domain.errors import MESSAGE_LIMIT, Pace, PermanentError, TransientError
 
 WHATSAPP = "whatsapp"
 MESSENGER = "messenger"
@@ -49,6 +53,13 @@ UNANSWERED = "unanswered"
 """Final: the turn got no reply (a permanent refusal, or an unknown outcome left unresolved)."""
 
 RATE_LIMITS = frozenset({130429, 131056, 80007, 4, 613})
+PAIR_RATE = 131056
+"""One business number to one customer, too often: only that customer's replies must wait."""
+PAIR_PACE = Pace(floor_seconds=6.0, ceiling_seconds=12.0)
+"""Meta's pair rate is about one message every 6 s to the same customer."""
+THROUGHPUT_PACE = Pace(floor_seconds=1.0, ceiling_seconds=4.0)
+"""Meta asks for an exponential backoff from seconds; a floor of one second is also the sending
+number's whole rate window, which its other replies are held off for."""
 PERMANENT = {131047: "outside_service_window", 131026: "undeliverable"}
 TOKEN_INVALID = 190
 CALLBACK_PREFIX = "lanes1:"
@@ -93,6 +104,12 @@ class SendRefused(TransientError):
         self.slow = slow
         if slow:
             self.reason = "meta_rate_limited"
+            self.pace = PAIR_PACE if code == PAIR_RATE else THROUGHPUT_PACE
+
+    @property
+    def number_over_rate(self) -> bool:
+        """The sending number itself is over its rate (every rate limit but the pair rate's)."""
+        return self.slow and self.code != PAIR_RATE
 
 
 class TokenInvalid(TransientError):

@@ -18,14 +18,18 @@ slices.
 A key's allowed rate also falls when the dependency says it is over (a 429, a
 ThrottlingException) and climbs back on its own: additive increase, multiplicative decrease
 (`Aimd`), held by each instance for the keys it calls, so a throttled instance backs off at once
-without a write, and the shared counters still bound the sum.
+without a write, and the shared counters still bound the sum. When the refusal says the key itself
+is over (Meta's throughput error for a business number), the other instances must slow down too:
+the refusing instance marks the key's shared slices full for a while (`RateKeeper.throttled` with
+`hold_seconds`, one write a slice: nine for a second of WhatsApp's), so every instance's calls on
+the key are deferred until it passes.
 """
 
 from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -138,6 +142,21 @@ class SliceCounter(Protocol):
         when it was full."""
         ...
 
+    def fill(self, keys: Sequence[str], calls: int, expires_at: float) -> None:
+        """Mark each slice as holding `calls` (full to every taker), as best it can: a slice
+        not marked only lets calls through that the dependency may refuse again."""
+        ...
+
+
+def held_slices(rate: Rate, now: float, hold_seconds: float) -> list[Slice]:
+    """The slices from the one `now` is in until `hold_seconds` later."""
+    first = math.floor(now / rate.slice_seconds)
+    last = math.ceil((now + hold_seconds) / rate.slice_seconds) - 1
+    return [
+        Slice(f"{RATE_PREFIX}{rate.key}#{number}", (number + 1) * rate.slice_seconds)
+        for number in range(first, max(first, last) + 1)
+    ]
+
 
 class RateKeeper:
     """One instance's view of its rate budgets: asks the shared counters, remembers a slice it
@@ -168,10 +187,21 @@ class RateKeeper:
             self._aimd.took(rate, now)
         return True
 
-    def throttled(self, rate: Rate) -> None:
-        """The dependency refused a call as over its rate."""
+    def throttled(self, rate: Rate, hold_seconds: float = 0.0) -> None:
+        """The dependency refused a call as over its rate: this instance's allowed rate halves.
+        `hold_seconds`: the refusal says the key itself is over (Meta's throughput for a number),
+        so every instance's calls on it wait that long: the shared slices are marked full, at one
+        write a slice, once an instance (a refusal of a call already in flight says nothing new)."""
+        now = self._clock()
         with self._lock:
-            self._aimd.throttled(rate, self._clock())
+            self._aimd.throttled(rate, now)
+            if hold_seconds <= 0:
+                return
+            held = held_slices(rate, now, hold_seconds)
+            if self._full_until.get(rate.key, 0.0) >= held[-1].ends_at - rate.slice_seconds:
+                return  # this instance held the key through (nearly) as long already
+            self._full_until[rate.key] = held[-1].ends_at
+        self._counter.fill([s.key for s in held], rate.limit, held[-1].ends_at)
 
     def allowed(self, rate: Rate) -> float:
         with self._lock:
