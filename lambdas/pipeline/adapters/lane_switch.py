@@ -9,11 +9,18 @@ ids of the mappings it watches (stacks/constructs/lane_probe.py).
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from typing import Any
+
+from botocore.exceptions import ClientError
 
 from pipeline.adapters.pause_marks import PauseMarks
 from pipeline.domain.dependencies.lane_pause import PauseNotMarked
 from pipeline.domain.dependencies.lane_probe import MappingState
+
+STOP_TRIES = 10
+"""Seconds a stop waits out a mapping Lambda is still changing: well within the probe's 30 s."""
 
 
 class MappingNotFound(RuntimeError):
@@ -50,8 +57,9 @@ class MappingSwitch:
 class LaneMappings:
     """The probe's view of the mappings it was given."""
 
-    def __init__(self, client: Any) -> None:
+    def __init__(self, client: Any, *, sleep: Callable[[float], None] = time.sleep) -> None:
         self._client = client
+        self._sleep = sleep
 
     def state(self, uuid: str) -> MappingState:
         mapping = self._client.get_event_source_mapping(UUID=uuid)
@@ -62,4 +70,13 @@ class LaneMappings:
         self._client.update_event_source_mapping(UUID=uuid, Enabled=True, ScalingConfig={"MaximumConcurrency": level})
 
     def stop(self, uuid: str) -> None:
-        self._client.update_event_source_mapping(UUID=uuid, Enabled=False)
+        """Disable the mapping, even one Lambda is still raising (it refuses any change to a mapping
+        mid-change): tried again each second, a few times, within the probe's run."""
+        for attempt in range(1, STOP_TRIES + 1):
+            try:
+                self._client.update_event_source_mapping(UUID=uuid, Enabled=False)
+                return
+            except ClientError as exc:
+                if exc.response.get("Error", {}).get("Code") != "ResourceInUseException" or attempt == STOP_TRIES:
+                    raise
+            self._sleep(1.0)

@@ -73,10 +73,9 @@ class PauseMarks:
                 )
         return found
 
-    def still_held(self, mark: PauseMark) -> PauseMark | None:
-        """The lane's mark as it is now (consistently read): `mark` itself when nobody has
-        replaced it, else who holds the lane now (None: nobody, an operator resumed it)."""
-        return self.read([mark.lane], consistent=True).get(mark.lane)
+    def current(self, lane: str) -> PauseMark | None:
+        """The lane's mark as last written (a consistent read); None when there is none."""
+        return self.read([lane], consistent=True).get(lane)
 
     def ramp_ended(self, mark: PauseMark) -> bool:
         """The probe's delete, only of the pause it resumed: a newer pause's mark (the lane paused

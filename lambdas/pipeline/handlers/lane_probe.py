@@ -80,16 +80,16 @@ def create_handler(
         level = rules.next_step(mapping, lane.max_concurrency, probe.ramp_seconds, probe.period_seconds)
         # The check took seconds, in which an operator may have paused the lane (their mark
         # replaces the lane's): resume only while the mark read at the start is still there.
-        now = marks.still_held(mark)
-        if now != mark:
-            return {**line, "action": "left", "by": now.by if now else None}
+        current = marks.current(lane.name)
+        if current != mark:
+            return {**line, "action": "left", "by": current.by if current else None}
         mappings.run_at(lane.mapping_id, level)
         # An operator's pause landing between that read and the resume finds the mapping still
         # stopped and writes nothing more: the lane is stopped again for them here.
-        now = marks.still_held(mark)
-        if now is not None and now.by == BY_OPERATOR:
+        current = marks.current(lane.name)
+        if current is not None and current.by == BY_OPERATOR:
             mappings.stop(lane.mapping_id)
-            return {**line, "action": "left", "by": now.by}
+            return {**line, "action": "left", "by": current.by}
         if level >= lane.max_concurrency and marks.ramp_ended(mark):
             count(metric_names.LANE_RESUMED, lane.name)
             return {**line, "action": "resumed", "level": level}

@@ -10,6 +10,7 @@ import json
 
 import boto3
 import pytest
+from botocore.exceptions import ClientError
 
 from local_aws.graph_fake import GraphFake
 from pipeline.adapters.dependency_checks import MetaTokenCheck
@@ -212,3 +213,24 @@ def test_an_operators_pause_landing_as_the_probe_resumes_stops_the_lane_again(pr
     assert probe.mapping("ai")[0] == "Disabled"
     assert [(line["action"], line.get("by")) for line in report["lanes"]] == [("left", "operator")]
     assert probe.marks.read(LANES)["ai"].by == "operator"
+
+
+def test_a_stop_waits_out_a_mapping_lambda_is_still_changing(probe):
+    # Given the ai lane's mapping running, and Lambda refusing the first change to it (mid-change)
+    client = boto3.client("lambda", region_name=REGION)
+    client.update_event_source_mapping(UUID=probe.mappings["ai"], Enabled=True)
+    refused: list[str] = []
+
+    def mid_change(**_: object) -> None:
+        if not refused:
+            refused.append("UpdateEventSourceMapping")
+            error = {"Code": "ResourceInUseException", "Message": "the mapping is being updated"}
+            raise ClientError({"Error": error}, "UpdateEventSourceMapping")
+
+    client.meta.events.register("before-call.lambda.UpdateEventSourceMapping", mid_change)
+    waited: list[float] = []
+    # When the probe stops it
+    LaneMappings(client, sleep=waited.append).stop(probe.mappings["ai"])
+    # Then it tried again a second later, and the lane is stopped
+    assert (refused, waited) == (["UpdateEventSourceMapping"], [1.0])
+    assert probe.mapping("ai")[0] == "Disabled"
