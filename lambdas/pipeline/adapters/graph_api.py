@@ -34,6 +34,8 @@ from pipeline.domain.errors import PermanentError, TransientError
 
 TOKEN_CACHE_SECONDS = 60.0
 CONNECT_SECONDS = 2.0
+SEND_TIMEOUT_SECONDS = 10.0
+"""The longest a send waits for Meta's answer (less when the task has less time left)."""
 
 
 def graph_base(base_url: str) -> SplitResult:
@@ -100,7 +102,7 @@ class AccessToken:
 
 
 class GraphSender:
-    def __init__(self, base_url: str, token: AccessToken, *, timeout_seconds: float = 10.0) -> None:
+    def __init__(self, base_url: str, token: AccessToken, *, timeout_seconds: float = SEND_TIMEOUT_SECONDS) -> None:
         self._split = graph_base(base_url)
         self._token = token
         self._timeout = timeout_seconds
