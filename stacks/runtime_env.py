@@ -128,7 +128,10 @@ SENDING_TASKS = frozenset({"ai"})
 and the access token's secret."""
 
 
-SIGNING_TASKS = SENDING_TASKS | {"messages"}
+STATUS_TASKS = frozenset({"messages"})
+"""Tasks that apply WhatsApp's statuses (tasks/messages.py): those of replies resolve them."""
+
+SIGNING_TASKS = SENDING_TASKS | STATUS_TASKS
 """Tasks that sign replies' references (ai) or verify the ones statuses carry back (messages,
 tasks/messages.py): their lanes get the reply callback key's secret."""
 
