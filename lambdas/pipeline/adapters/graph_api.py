@@ -6,7 +6,8 @@ The access token is read from Secrets Manager (`{"access_token": "..."}`) and ke
 refuses (190) is read again at once on the next send, so a rotation made to fix it takes effect
 without waiting. One connection per send, from the standard library (Lambda's runtime promises nothing else), and
 no retries: a connection that never opened is `NotSent` (safe to try again), an answer that never
-came once the request may have left is `OutcomeUnknown` (never repeated; domain/dependencies/meta_send.py).
+came once the request may have left, or a 5xx that does not say Meta took nothing, is
+`OutcomeUnknown` (never repeated; domain/dependencies/meta_send.py).
 """
 
 from __future__ import annotations
