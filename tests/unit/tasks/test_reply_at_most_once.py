@@ -93,7 +93,11 @@ def test_no_turn_is_sent_twice_and_every_turn_is_answered_or_counted_unanswered(
     # Given an endpoint that takes every message and then fails to say so
     graph.configure(after_send=mode, hold_seconds=CLIENT_TIMEOUT * 3, status_delay_ms=0)
     ai_lane, messages = lane("ai"), lane("messages")
-    ai_lane.environ = with_lane(ai_lane.environ, options={"resolve_seconds": "0", "resolve_rounds": "2"})
+    # The lane's failure window would pause it once most sends fail (tests/unit/domain/test_send_failure_window.py),
+    # holding the rest of the turns back: here every turn is sent, to show what each send's outcome becomes.
+    ai_lane.environ = with_lane(
+        ai_lane.environ, options={"resolve_seconds": "0", "resolve_rounds": "2"}, pause_on_failures=None
+    )
     ai_lane.environ["GRAPH_API_URL"] = graph.url
     seams = {"send_timeout_seconds": CLIENT_TIMEOUT} if mode == "stall" else {}
     handler, statuses_handler = ai_lane.handler(**seams), messages.handler()
