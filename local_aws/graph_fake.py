@@ -29,8 +29,13 @@ placed: 130429); `pair_messages` in any `pair_seconds` from a number to one reci
 131056, Meta's pair rate limit; off unless set);
 `lost_answer_rate`, the share of accepted sends whose answer never arrives (the message is in the
 outbox and its status is delivered, but the connection is dropped after `hold_seconds`: a timeout
-after the send); `statuses` (off: no status comes back) and `status_loss_rate`; `revoked` (every
-token refused with 190).
+after the send); `after_send`, what every accepted send is answered with instead of its id (the
+message is in the outbox and its statuses are delivered): `500` with Meta's body for code 1,
+`502` with a gateway's HTML page, `504` with no body, `stall` (nothing for `hold_seconds`, then
+the connection closed), `drop` (closed as soon as the body is read); `failed_code`, a `failed`
+status with that code (Meta's `errors` entry) delivered after the `sent` one, as Meta reports a
+message it took and could not deliver; `statuses` (off: no status comes back) and
+`status_loss_rate`; `revoked` (every token refused with 190).
 """
 
 from __future__ import annotations
@@ -63,10 +68,16 @@ ERRORS: dict[int, tuple[int, str, str]] = {
         "Message failed to send because more than 24 hours have passed since the customer last replied to this number.",
     ),
     131026: (400, "(#131026) Message Undeliverable", "Unable to deliver message."),
+    131049: (
+        400,
+        "(#131049) This message was not delivered to maintain healthy ecosystem engagement.",
+        "In order to maintain a healthy ecosystem engagement, the message failed to be delivered.",
+    ),
     2: (503, "An unexpected error has occurred. Please retry your request later.", ""),
     190: (401, "Error validating access token: The session has been invalidated.", ""),
 }
 """Meta's code: (HTTP status, message, error_data.details)."""
+AFTER_SEND = ("", "500", "502", "504", "stall", "drop")
 SYSTEM_USER_ID = "122100000000000001"
 """The id `GET /me` answers for the stored token: a system user's, as Meta gives one."""
 
@@ -85,6 +96,8 @@ class GraphBehaviour:
     status_loss_rate: float = 0.0
     """The share of statuses never delivered (Meta gave up on the webhook)."""
     status_delay_ms: float = 200.0
+    after_send: str = ""
+    failed_code: int | None = None
     revoked: bool = False
     down: bool = False
     """Every request answered with Meta's 2, service temporarily unavailable (HTTP 503)."""
@@ -94,6 +107,10 @@ class GraphBehaviour:
             raise ValueError(f"error_code must be one of Meta's: {', '.join(map(str, sorted(ERRORS)))}")
         if not all(0.0 <= rate <= 1.0 for rate in (self.error_rate, self.lost_answer_rate, self.status_loss_rate)):
             raise ValueError("error_rate, lost_answer_rate and status_loss_rate must be within 0..1")
+        if self.after_send not in AFTER_SEND:
+            raise ValueError(f"after_send must be one of {', '.join(repr(a) for a in AFTER_SEND)}")
+        if self.failed_code is not None and self.failed_code not in ERRORS:
+            raise ValueError(f"failed_code must be one of Meta's: {', '.join(map(str, sorted(ERRORS)))}")
         if self.messages_per_second is not None and self.messages_per_second <= 0:
             raise ValueError("messages_per_second must be > 0, or None for no limit")
         if self.pair_messages is not None and (self.pair_messages < 1 or self.pair_seconds <= 0):
@@ -316,10 +333,13 @@ class GraphFake:
         if sent is None:
             self._error(request, 400, 100, "(#100) Invalid parameter", "a text message needs a recipient and a body")
             return
-        if sent.answer_lost:
+        if sent.answer_lost or behaviour.after_send in ("stall", "drop"):
             # The message went out; its answer never reaches the caller.
-            time.sleep(behaviour.hold_seconds)
+            time.sleep(0.0 if behaviour.after_send == "drop" else behaviour.hold_seconds)
             request.close_connection = True
+            return
+        if behaviour.after_send:
+            self._server_error(request, int(behaviour.after_send))
             return
         if sent.channel == "whatsapp":
             answer = {
@@ -394,18 +414,29 @@ class GraphFake:
         if self.on_sent is not None:
             self.on_sent(sent)
         if channel == "whatsapp" and behaviour.statuses and not status_lost and self.deliver is not None:
-            threading.Timer(behaviour.status_delay_ms / 1000.0, self._status, args=(sent,)).start()
+            threading.Timer(
+                behaviour.status_delay_ms / 1000.0, self._statuses, args=(sent, behaviour.failed_code)
+            ).start()
         return sent
 
-    def _status(self, sent: Sent) -> None:
-        status = {
+    def _statuses(self, sent: Sent, failed_code: int | None) -> None:
+        self._status(sent, "sent")
+        if failed_code is not None:
+            self._status(sent, "failed", failed_code)
+
+    def _status(self, sent: Sent, name: str, code: int | None = None) -> None:
+        status: dict[str, Any] = {
             "id": sent.message_id,
-            "status": "sent",
+            "status": name,
             "timestamp": str(int(time.time())),
             "recipient_id": sent.recipient,
         }
         if sent.callback:
             status["biz_opaque_callback_data"] = sent.callback
+        if code is not None:
+            _, message, details = ERRORS[code]
+            title = message.split(") ", 1)[-1]
+            status["errors"] = [{"code": code, "title": title, "message": title, "error_data": {"details": details}}]
         delivery = {
             "object": "whatsapp_business_account",
             "entry": [
@@ -428,6 +459,20 @@ class GraphFake:
         # A status the webhook refused is one Meta would retry; here it is lost, as if Meta gave up.
         with contextlib.suppress(Exception):
             self.deliver(delivery)
+
+    def _server_error(self, request: BaseHTTPRequestHandler, status: int) -> None:
+        """A 5xx after the message was taken: Meta's own 500 (code 1, "an unknown error"), or a
+        gateway's 502 page or empty 504, which carry no Meta code at all."""
+        if status == 500:
+            error = {"message": "An unknown error has occurred.", "type": "OAuthException", "code": 1}
+            self._answer(request, 500, {"error": {**error, "fbtrace_id": "A" + secrets.token_hex(11)}})
+            return
+        data = b"<html><body><h1>502 Bad Gateway</h1></body></html>" if status == 502 else b""
+        request.send_response(status)
+        request.send_header("content-type", "text/html")
+        request.send_header("content-length", str(len(data)))
+        request.end_headers()
+        request.wfile.write(data)
 
     def _refuse(self, request: BaseHTTPRequestHandler, business: str, code: int) -> None:
         with self._lock:

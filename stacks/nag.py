@@ -151,6 +151,14 @@ def acknowledge(stack: PipelineStack) -> None:
         "token is stored here, warm consumers read it within a minute, and one Meta refuses (190) is read again at "
         "the next send.",
     )
+    _ack(
+        stack.callback_key,
+        "AwsSolutions-SMG4",
+        "The reply callback key signs the references replies are sent with, which Meta echoes in its statuses; "
+        "it never leaves AWS and is read only by the lanes that sign and verify them. Rotation is the manual step "
+        "in docs/RUNBOOK.md: the old key is kept as previous_callback_key until its previous_expires_at, so the "
+        "statuses of replies in flight still verify.",
+    )
     if stack.edge is not None:
         _acknowledge_edge(stack.edge.distribution)
 

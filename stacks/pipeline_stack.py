@@ -18,7 +18,7 @@ from stacks.constructs.function import SharedCode
 from stacks.constructs.ingress import Ingress, MetaSecret
 from stacks.constructs.lane import LaneConsumer, LaneQueues
 from stacks.constructs.lane_probe import LaneProbe
-from stacks.constructs.meta_send import MetaAccessToken
+from stacks.constructs.meta_send import MetaAccessToken, ReplyCallbackKey
 from stacks.constructs.observability import Observability
 from stacks.constructs.privacy import ErasureDoor, SenderKey
 from stacks.constructs.schedules import Sweeper, Ticks
@@ -47,6 +47,7 @@ class PipelineStack(Stack):
         self.secret = MetaSecret(self, "Meta", env=env).secret
         self.sender_key = SenderKey(self, "Privacy", env=env).secret
         self.access_token = MetaAccessToken(self, "MetaSend", env=env).secret
+        self.callback_key = ReplyCallbackKey(self, "ReplyCallbacks", env=env).secret
 
         self.lane_queues = {
             lane.name: LaneQueues(self, f"{lane_id(lane.name)}Queues", env=env, lane=lane) for lane in env.lanes
@@ -61,6 +62,7 @@ class PipelineStack(Stack):
             secret_arn=self.secret.secret_arn,
             sender_key_arn=self.sender_key.secret_arn,
             access_token_arn=self.access_token.secret_arn,
+            callback_key_arn=self.callback_key.secret_arn,
             accounts_table=self.tables.accounts.table_name,
         )
         self.consumers: dict[str, LaneConsumer] = {}
@@ -83,6 +85,7 @@ class PipelineStack(Stack):
                 self.sender_key,
                 env.model(lane.name),
                 access_token=self.access_token if lane.policy.task in runtime_env.SENDING_TASKS else None,
+                callback_key=self.callback_key if lane.policy.task in runtime_env.SIGNING_TASKS else None,
             )
             pause_on_refusal(
                 consumer,
@@ -214,4 +217,5 @@ class PipelineStack(Stack):
         CfnOutput(self, "MetaSecretArn", value=self.secret.secret_arn)
         CfnOutput(self, "MetaAccessTokenArn", value=self.access_token.secret_arn)
         CfnOutput(self, "SenderKeyArn", value=self.sender_key.secret_arn)
+        CfnOutput(self, "ReplyCallbackKeyArn", value=self.callback_key.secret_arn)
         CfnOutput(self, "LaneProbeFunctionName", value=self.lane_probe.probe.function.function_name)

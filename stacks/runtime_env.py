@@ -45,6 +45,8 @@ class Resources:
     sender_key_arn: str
     access_token_arn: str = ""
     """Meta's access token for sending replies (the lanes in SENDING_LANES are given it)."""
+    callback_key_arn: str = ""
+    """The key replies' references are signed with (the lanes in SIGNING_TASKS are given it)."""
     accounts_table: str = ""
     """Source accounts' last-seen items (the door and the sweeper, where accounts are watched)."""
 
@@ -126,10 +128,20 @@ SENDING_TASKS = frozenset({"ai"})
 and the access token's secret."""
 
 
+STATUS_TASKS = frozenset({"messages"})
+"""Tasks that apply WhatsApp's statuses (tasks/messages.py): those of replies resolve them."""
+
+SIGNING_TASKS = SENDING_TASKS | STATUS_TASKS
+"""Tasks that sign replies' references (ai) or verify the ones statuses carry back (messages,
+tasks/messages.py): their lanes get the reply callback key's secret."""
+
+
 def consumer(env: Environment, lane: Lane, resources: Resources, dumps: Dumps) -> dict[str, str]:
     model = env.model(lane.name)
     sends = lane.policy.task in SENDING_TASKS and resources.access_token_arn
+    signs = lane.policy.task in SIGNING_TASKS and resources.callback_key_arn
     return {
+        **({EnvVar.CALLBACK_KEY_ARN: resources.callback_key_arn} if signs else {}),
         **(
             {
                 EnvVar.GRAPH_API_URL: env.graph_api_url,

@@ -90,17 +90,17 @@ def run(h: Harness, p: Params) -> Result:
         final = poll(settled, p.settle_timeout, interval=1)
         counts = final or states()
         alarmed = poll(lambda: s.alarm_state(ALARM) == "ALARM", 20, interval=1) if counts[ms.UNANSWERED] else False
-        outbox = [sent for sent in s.runtime.graph.outbox() if (ms.read_callback(sent.callback) or ("",))[0] == tenant]
+        outbox = [sent for sent in s.runtime.graph.outbox() if (ms.peek_callback(sent.callback) or ("",))[0] == tenant]
         # The lane drained first: a record that fails after its reply's state was written would
         # reach the DLQ only then.
         poll(lambda: s.total_depth(LANE) == 0, p.settle_timeout, interval=0.5)
         dlq = s.depth(LANE, dlq=True)
         dead_letters = int(dlq.visible + dlq.in_flight)
         s.configure_graph(lost_answer_rate=0.0, status_loss_rate=0.0)
-    per_turn = Counter((ms.read_callback(sent.callback) or ("", "", ""))[1] for sent in outbox)
+    per_turn = Counter((ms.peek_callback(sent.callback) or ("", "", ""))[1] for sent in outbox)
     lost = [sent for sent in outbox if sent.answer_lost]
     naive_per_turn = {
-        turn: count + sum(1 for x in lost if (ms.read_callback(x.callback) or ("", ""))[1] == turn)
+        turn: count + sum(1 for x in lost if (ms.peek_callback(x.callback) or ("", ""))[1] == turn)
         for turn, count in per_turn.items()
     }
     result.figure("turns", str(p.turns), str(p.turns))

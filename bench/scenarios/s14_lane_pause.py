@@ -161,7 +161,7 @@ def _drive(h: Harness, p: Params) -> Observed:
             time.sleep(1.0)
         dlq = s.depth(LANE, dlq=True)
         refused = [r for r in s.runtime.graph.refused() if r.code == ms.TOKEN_INVALID]
-        outbox = [sent for sent in s.runtime.graph.outbox() if (ms.read_callback(sent.callback) or ("",))[0] == tenant]
+        outbox = [sent for sent in s.runtime.graph.outbox() if (ms.peek_callback(sent.callback) or ("",))[0] == tenant]
         return Observed(
             revoked_at=revoked_at,
             restored_at=restored_at,
@@ -175,7 +175,7 @@ def _drive(h: Harness, p: Params) -> Observed:
             alarm_at=s.alarm_fired_at(PAUSE_ALARM, revoked_at),
             first_refusal=min((r.at for r in refused), default=None),
             refusals=len(refused),
-            per_turn=Counter((ms.read_callback(sent.callback) or ("", "", ""))[1] for sent in outbox),
+            per_turn=Counter((ms.peek_callback(sent.callback) or ("", "", ""))[1] for sent in outbox),
             last_sent=max((sent.at for sent in outbox), default=None),
             token_checks=s.runtime.graph.token_checks,
             target=target,

@@ -32,6 +32,10 @@ receive and a visibility change per ten messages on the DLQ, nothing deleted, no
 more than 10 s); its reason attributes (reason, error class, error, attempts) head the trace, which
 goes on from the delivery's or job's id the message carries.
 
+For an `ai.inbound` job (a customer's message a turn answers), the turn's reply follows the path:
+what became of it, its attempts, Meta's message id and each status Meta sent for it
+(ops/commands/trace_reply.py; one GetItem more).
+
 A webhook row whose task finished stays `queued` (its effects are its done-mark: domain/consumer/marks.py),
 so for a delivery the units' items are what says it was processed.
 """
@@ -48,6 +52,7 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from ops.aws import describe_error
+from ops.commands import trace_reply
 from ops.context import Context
 from ops.errors import AWS, USAGE, OpsError
 from ops.output import JSON, TEXT
@@ -56,6 +61,7 @@ from pipeline.domain.consumer import marks
 from pipeline.schema.jobs import CREATED_AT
 from pipeline.schema.rows import REPLAYS, STATUS, TENANT
 from pipeline.schema.webhook_log import RECEIVED_AT
+from pipeline.tasks.ai import INBOUND
 
 WEBHOOK_ID = re.compile(r"wh-[0-9a-f]{64}")
 JOB_ID = re.compile(r"job-[0-9a-f]{32}")
@@ -81,6 +87,8 @@ class Trace:
     id: str
     row: Mapping[str, Any]
     units: list[Unit] = field(default_factory=list)
+    reply: dict[str, Any] | None = None
+    """For an ai.inbound job: what its turn's reply became (ops/commands/trace_reply.py)."""
     reads: dict[str, int] = field(default_factory=dict)
     """Calls made, by table or service: what the trace cost."""
 
@@ -174,6 +182,14 @@ def _units(ctx: Context, trace: Trace) -> None:
         found.append(("comment", c.id, c.author, comment_key(tenant, c.id, sender_key.hash(c.author))))
     for kind, unit_id, person, key in found:
         trace.units.append(Unit(kind, unit_id, person, _get(ctx, trace, "DataTableName", key)))
+
+
+def _reply(ctx: Context, trace: Trace, personal: bool) -> None:
+    key = trace_reply.reply_key(trace.row)
+    if key is None:
+        trace.reply = {"outcome": "its payload names no conversation or message_id: no reply to find"}
+        return
+    trace.reply = trace_reply.view(_get(ctx, trace, "DataTableName", key), personal)
 
 
 def _path(trace: Trace) -> list[tuple[str, str]]:
@@ -297,6 +313,8 @@ def _trace(
         found.reads.update(via.reads)
     if found.source == "webhook":
         _units(ctx, found)
+    if found.source == "job" and row.get("kind") == INBOUND:
+        _reply(ctx, found, personal)
     steps = _path(found)
     if output == JSON:
         ctx.console.json(
@@ -307,6 +325,7 @@ def _trace(
                 "id": item_id,
                 "path": [{"step": step, "detail": detail} for step, detail in steps],
                 "units": [_unit_view(u, personal) for u in found.units],
+                **({"reply": found.reply} if found.reply is not None else {}),
                 "reads": found.reads,
             }
         )
@@ -323,7 +342,7 @@ def _print(
     elif via is not None:
         ctx.console.line(f"{via.id}: stored by")
     ctx.console.line(f"{found.source} {found.id}")
-    for step, detail in steps:
+    for step, detail in steps + (trace_reply.lines(found.reply) if found.reply is not None else []):
         ctx.console.line(f"  {step:<12} {detail}")
     for unit in found.units:
         view = _unit_view(unit, personal)

@@ -15,7 +15,7 @@ from pipeline.domain.dependencies.lane_pause import pause_reasons
 from stacks.config.environments import Environment
 from stacks.config.lanes import Lane
 from stacks.config.on_call import sns_delivers
-from stacks.runtime_env import SENDING_TASKS, probed_lanes
+from stacks.runtime_env import SENDING_TASKS, STATUS_TASKS, probed_lanes
 
 EDGE_RULES = 2
 """The edge's web ACL: the webhook path only, and the rate per source address."""
@@ -122,6 +122,7 @@ def environment_cost(env: Environment, average_fraction: float, prices: Prices =
             quiet_webhooks_alarm=env.alarms.webhooks_quiet_seconds is not None,
             quiet_accounts_alarm=env.accounts is not None,
             sending_lanes=sum(1 for lane in env.lanes if lane.policy.task in SENDING_TASKS),
+            status_lanes=sum(1 for lane in env.lanes if lane.policy.task in STATUS_TASKS),
             pause_alarms=sum(
                 len(
                     pause_reasons(

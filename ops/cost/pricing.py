@@ -310,6 +310,7 @@ def fixed_cost(
     quiet_webhooks_alarm: bool = False,
     quiet_accounts_alarm: bool = False,
     sending_lanes: int = 0,
+    status_lanes: int = 0,
     pause_alarms: int = 0,
     probe_period_seconds: float | None = None,
     probed_lanes: int = 0,
@@ -323,8 +324,9 @@ def fixed_cost(
     # jobs API, data-deletion callback); where SNS mails or posts pages itself, the pages it could
     # not deliver; where the environment expects steady traffic, webhooks gone quiet; where it
     # watches source accounts, the quiet accounts (one series, whatever their number); per lane that
-    # sends replies through Meta, its unanswered replies; per lane that pauses itself, one per reason,
-    # and its probe failing for long; the probe's own errors.
+    # sends replies through Meta, its unanswered replies; per lane that applies WhatsApp's statuses,
+    # the replies Meta reported failed; per lane that pauses itself, one per reason, and its probe
+    # failing for long; the probe's own errors.
     doors = (
         len(metric_names.WebhookFailure.ALL) + len(metric_names.JobFailure.ALL) + len(metric_names.ErasureFailure.ALL)
     )
@@ -337,6 +339,7 @@ def fixed_cost(
         + int(quiet_webhooks_alarm)
         + int(quiet_accounts_alarm)
         + sending_lanes
+        + status_lanes
         + pause_alarms
         + (probed_lanes + 1 if probed_lanes else 0)
     )

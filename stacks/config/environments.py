@@ -109,6 +109,10 @@ class AlarmConfig:
     """Refused signatures (missing, malformed or wrong) per period, for `evaluation_periods` in a
     row. Meta signs everything it sends, so a steady stream is either someone else posting or a
     secret that does not match Meta's (a rotation gone wrong)."""
+    replies_failed_per_period: int = 5
+    """Replies Meta took and then reported failed, per period, for `evaluation_periods` in a row
+    (stacks/constructs/reply_alarms.py): a few are customers out of the service window; a stream
+    is a template, a number or an account gone wrong."""
     webhooks_quiet_seconds: int | None = None
     """Page when no webhook at all was enqueued for this long: Meta stopped sending (a subscription
     disabled, a callback URL changed, the app's permissions removed) or the door stopped taking.

@@ -70,6 +70,7 @@ def grant_consumer(
     model: LaneModel | None = None,
     *,
     access_token: secretsmanager.ISecret | None = None,
+    callback_key: secretsmanager.ISecret | None = None,
 ) -> None:
     try:
         access = TASK_ACCESS[lane.policy.task]
@@ -112,3 +113,6 @@ def grant_consumer(
     if access_token is not None:
         # Replies are sent through Meta with it (adapters/graph_api.py).
         grant_secret(function, access_token)
+    if callback_key is not None:
+        # Replies' references are signed (ai) or statuses' verified (messages) with it (adapters/callback_key.py).
+        grant_secret(function, callback_key)

@@ -16,6 +16,7 @@ from stacks.constructs.alarms import OnCall
 from stacks.constructs.function import FunctionSpec, PipelineFunction, SharedCode
 from stacks.constructs.grants import CONSUME, SEND, grant_queue
 from stacks.constructs.removal import keeps_data
+from stacks.constructs.reply_alarms import failed_replies_alarm
 from stacks.runtime_env import SENDING_TASKS, lane_id, metrics_namespace, stack_name
 
 DLQ_RETENTION = Duration.days(DLQ_RETENTION_DAYS)
@@ -210,12 +211,14 @@ class LaneConsumer(Construct):
                 comparison=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
                 evaluation_periods=1,
                 description=f"{lane.name}: a customer's turn got no reply: Meta refused it for good (outside the "
-                "service window, undeliverable) or a send's outcome was never confirmed, and it is not resent. "
+                "service window, undeliverable) or a send's outcome was never confirmed (no answer, or a 5xx "
+                "that did not say Meta took nothing, and no status came back), and it is not resent. "
                 "See docs/RUNBOOK.md#unanswered-replies.",
             )
             if lane.policy.task in SENDING_TASKS
             else None
         )
+        self.failed_alarm = failed_replies_alarm(self, env, lane, on_call)
         self.out_of_time_alarm = on_call.alarm(
             self,
             "OutOfTime",

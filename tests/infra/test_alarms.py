@@ -122,6 +122,25 @@ def test_each_lane_alarms_on_a_consumer_invocation_out_of_time(synthesized):
         assert "RUNBOOK.md#out-of-time" in alarm["AlarmDescription"]
 
 
+def test_replies_meta_reported_failed_are_alarmed_on_the_lanes_that_apply_statuses(synthesized):
+    # The series by Lane alone, not one of the by-Code series: every code counts toward the page
+    env = synthesized.env
+    failed = [a for a in _alarms(synthesized) if a.get("MetricName") == metric_names.REPLIES_FAILED]
+    lanes = sorted(d["Value"] for a in failed for d in a["Dimensions"] if d["Name"] == metric_names.LANE)
+    assert lanes == sorted(lane.name for lane in env.lanes if lane.policy.task == "messages")
+    for alarm in failed:
+        (lane,) = [d["Value"] for d in alarm["Dimensions"] if d["Name"] == metric_names.LANE]
+        assert sorted(d["Name"] for d in alarm["Dimensions"]) == sorted([metric_names.LANE, "service"])
+        assert {"Name": "service", "Value": f"consumer-{lane}"} in alarm["Dimensions"]
+        assert (alarm["Statistic"], alarm["Threshold"], alarm["Period"]) == (
+            "Sum",
+            env.alarms.replies_failed_per_period,
+            env.alarms.period_seconds,
+        )
+        assert alarm["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
+        assert "RUNBOOK.md#failed-replies" in alarm["AlarmDescription"]
+
+
 def test_the_planner_prices_every_alarm_the_stack_makes(synthesized):
     # What `lanectl plan` prices, at any traffic: the alarms are a fixed cost
     assert environment_cost(synthesized.env, 0.25).fixed.alarm_count == len(_alarms(synthesized))

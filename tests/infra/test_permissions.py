@@ -171,6 +171,32 @@ def test_only_the_lanes_that_send_replies_read_the_access_token_and_the_data_tab
         assert reads_data == (lane.policy.task in SENDING_TASKS), lane.name
 
 
+def test_only_the_lanes_that_sign_or_verify_reply_references_read_the_callback_key(synthesized):
+    from stacks.runtime_env import SIGNING_TASKS
+
+    lane_of_role = {}
+    for function in synthesized.resources("AWS::Lambda::Function").values():
+        variables = function["Properties"].get("Environment", {}).get("Variables", {})
+        role = function["Properties"]["Role"]["Fn::GetAtt"][0]
+        lane_of_role[role] = json.loads(variables["LANE"]) if "LANE" in variables else None
+        # The variable naming it goes exactly where the grant does
+        assert ("REPLY_CALLBACK_KEY_ARN" in variables) == bool(
+            lane_of_role[role] and lane_of_role[role]["task"] in SIGNING_TASKS
+        )
+    readers = set()
+    for policy in synthesized.resources("AWS::IAM::Policy").values():
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
+            if "ReplyCallbackKey" in json.dumps(statement["Resource"]):
+                assert statement["Action"] == "secretsmanager:GetSecretValue"
+                readers.add(policy["Properties"]["Roles"][0]["Ref"])
+    signing = {role for role, lane in lane_of_role.items() if lane and lane["task"] in SIGNING_TASKS}
+    assert readers == signing
+    assert {lane["task"] for role, lane in lane_of_role.items() if role in readers} == {"ai", "messages"}
+    [key] = [r for r in synthesized.resources("AWS::SecretsManager::Secret") if r == "ReplyCallbackKey"]
+    generated = synthesized.resources("AWS::SecretsManager::Secret")[key]["Properties"]["GenerateSecretString"]
+    assert (generated["GenerateStringKey"], generated["PasswordLength"]) == ("callback_key", 64)
+
+
 def _probe_statements(synthesized) -> list[tuple[list[str], list]]:
     (role,) = [
         f["Properties"]["Role"]["Fn::GetAtt"][0]

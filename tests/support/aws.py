@@ -29,6 +29,7 @@ META_VERIFY_TOKEN = "test-verify-token"
 META_PREVIOUS_EXPIRES_AT = 1_800_000_000 + 24 * 3600
 """A day after the clock the door's tests start at: the previous secret is in force there."""
 SENDER_KEY = "test-sender-key-0123456789abcdefghijklmnopqrstuv"
+REPLY_CALLBACK_KEY = "test-callback-key-0123456789abcdefghijklmnopq"
 
 
 def _sender_index() -> dict:
@@ -184,6 +185,9 @@ def deploy(env: Environment) -> Deployed:
     access_token_arn = secrets.create_secret(
         Name="meta-access-token", SecretString=json.dumps({"access_token": META_ACCESS_TOKEN})
     )["ARN"]
+    callback_key_arn = secrets.create_secret(
+        Name="reply-callback-key", SecretString=json.dumps({"callback_key": REPLY_CALLBACK_KEY})
+    )["ARN"]
     resources = Resources(
         webhook_table="webhook-log",
         jobs_table="jobs",
@@ -195,6 +199,7 @@ def deploy(env: Environment) -> Deployed:
         secret_arn=secret_arn,
         sender_key_arn=sender_key_arn,
         access_token_arn=access_token_arn,
+        callback_key_arn=callback_key_arn,
     )
     return Deployed(resources=resources, dlq_arns=dlq_arns, queue_arns=queue_arns)
 

@@ -11,6 +11,9 @@ delivery skipped because they cannot be stored, from the outcome's `unprocessabl
 too: it is rare, and a count rather than a line; and `MetaIgnored` by Lane and Ignored (what a
 delivery held that its task did not act on, by name: tasks/meta.py) is written as EMF when the
 batch's counts are flushed, since a log-line filter cannot take a dimension from a key's name.
+So are `RepliesFailed` by Lane and Code (replies Meta reported `failed`, from the messages task's
+`replies_failed` detail), with a second series by Lane alone that its alarm reads, and
+`ReplyCallbacksRefused` by Lane (statuses whose reply reference did not verify).
 
 An observe-mode budget adds a line with outcome `would_defer` (counted in `Records` too) for a
 record it would have deferred; the record's own outcome line still follows, so `would_defer`
@@ -103,7 +106,21 @@ class ConsumerObserver:
             for what, count in ignored.items():
                 if isinstance(count, int) and count > 0:
                     self._count(metric_names.META_IGNORED, count, **{metric_names.IGNORED: str(what)})
+        self._replies(detail)
         self._logger.log(_LEVELS.get(outcome.outcome, logging.INFO), f"record {outcome.outcome}", extra=fields)
+
+    def _replies(self, detail: Mapping[str, Any]) -> None:
+        """What the messages task did to replies: those Meta reported failed, by Meta's code, and
+        the references refused (tasks/messages.py)."""
+        failed = detail.get("replies_failed")
+        if isinstance(failed, Mapping):
+            for code, count in failed.items():
+                if isinstance(count, int) and count > 0:
+                    self._count(metric_names.REPLIES_FAILED, count, **{metric_names.CODE: str(code)})
+                    self._count(metric_names.REPLIES_FAILED, count)
+        refused = detail.get("callbacks_refused")
+        if isinstance(refused, int) and not isinstance(refused, bool):
+            self._count(metric_names.REPLY_CALLBACKS_REFUSED, refused)
 
     def over_budget(self, received: Received, grant: Grant) -> None:
         fields = {

@@ -23,7 +23,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from pipeline.adapters.bedrock import failure_of, runtime_client
 from pipeline.adapters.graph_api import AccessToken, TokenUnavailable, graph_base, graph_get
 from pipeline.domain.dependencies import model as model_errors
-from pipeline.domain.dependencies.meta_send import NotSent, error_for
+from pipeline.domain.dependencies.meta_send import NotSent, OutcomeUnknown, SendRefused, error_for
 from pipeline.domain.errors import classify
 from pipeline.settings import Credentials
 
@@ -48,7 +48,9 @@ class MetaTokenCheck:
             return NotSent.reason
         if status < 300:
             return None
-        return classify(error_for(status, answer if answer is not None else {})).reason
+        error = error_for(status, answer if answer is not None else {})
+        # A read sends nothing, so a 5xx here is only Meta failing: the reason a refused send has.
+        return SendRefused.reason if isinstance(error, OutcomeUnknown) else classify(error).reason
 
 
 def probe_converse_client(region: str, credentials: Credentials | None) -> Any:

@@ -6,7 +6,8 @@ The access token is read from Secrets Manager (`{"access_token": "..."}`) and ke
 refuses (190) is read again at once on the next send, so a rotation made to fix it takes effect
 without waiting. One connection per send, from the standard library (Lambda's runtime promises nothing else), and
 no retries: a connection that never opened is `NotSent` (safe to try again), an answer that never
-came once the request may have left is `OutcomeUnknown` (never repeated; domain/dependencies/meta_send.py).
+came once the request may have left, or a 5xx that does not say Meta took nothing, is
+`OutcomeUnknown` (never repeated; domain/dependencies/meta_send.py).
 """
 
 from __future__ import annotations
@@ -34,6 +35,8 @@ from pipeline.domain.errors import PermanentError, TransientError
 
 TOKEN_CACHE_SECONDS = 60.0
 CONNECT_SECONDS = 2.0
+SEND_TIMEOUT_SECONDS = 10.0
+"""The longest a send waits for Meta's answer (less when the task has less time left)."""
 
 
 def graph_base(base_url: str) -> SplitResult:
@@ -100,7 +103,7 @@ class AccessToken:
 
 
 class GraphSender:
-    def __init__(self, base_url: str, token: AccessToken, *, timeout_seconds: float = 10.0) -> None:
+    def __init__(self, base_url: str, token: AccessToken, *, timeout_seconds: float = SEND_TIMEOUT_SECONDS) -> None:
         self._split = graph_base(base_url)
         self._token = token
         self._timeout = timeout_seconds

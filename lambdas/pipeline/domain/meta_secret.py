@@ -32,7 +32,7 @@ class SecretsUnavailable(RuntimeError):
     """Secrets Manager could not be read (throttled, unreachable, access denied)."""
 
 
-def _expiry(value: Any) -> float:
+def expiry_seconds(value: Any) -> float:
     """Epoch seconds from a number or an ISO 8601 time with its offset (`...Z`, `...+00:00`)."""
     if isinstance(value, bool):
         raise SecretsMisconfigured("previous_expires_at must be a time, not true/false")
@@ -92,7 +92,7 @@ class MetaSecrets:
                 "the Meta secret has previous_app_secret but no previous_expires_at: give the time the old "
                 "secret stops being accepted (docs/RUNBOOK.md#rotating-the-meta-app-secret)"
             )
-        expires_at = _expiry(expires)
+        expires_at = expiry_seconds(expires)
         if expires_at - now > MAX_PREVIOUS_SECONDS:
             raise SecretsMisconfigured(
                 f"previous_expires_at is more than {MAX_PREVIOUS_SECONDS // 86400} days away: a previous secret "

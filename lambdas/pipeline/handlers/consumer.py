@@ -16,10 +16,11 @@ from typing import Any
 from pipeline import settings
 from pipeline.adapters.bedrock import ConverseModel, NoModel, converse_client
 from pipeline.adapters.call_times import CallTimes
+from pipeline.adapters.callback_key import ReplyCallbacks
 from pipeline.adapters.clients import Clients
 from pipeline.adapters.consumer_observer import ConsumerObserver
 from pipeline.adapters.erasure import DynamoEraser
-from pipeline.adapters.graph_api import AccessToken, GraphSender
+from pipeline.adapters.graph_api import SEND_TIMEOUT_SECONDS, AccessToken, GraphSender
 from pipeline.adapters.lane_queue import SqsLaneQueue
 from pipeline.adapters.lane_switch import MappingSwitch
 from pipeline.adapters.leases import LeaseBudgets
@@ -62,9 +63,11 @@ def create_handler(
     vendor: Vendor | None = None,
     rng: random.Random | None = None,
     clock: Callable[[], float] = time.time,
+    send_timeout_seconds: float = SEND_TIMEOUT_SECONDS,
 ) -> Handler:
     """Build one consumer instance. The keyword arguments are seams for tests (a seeded RNG, a
-    stand-in model or clock, clients with event hooks); Lambda and the local runtime pass none,
+    stand-in model or clock, clients with event hooks, a shorter wait for Meta's answer); Lambda and
+    the local runtime pass none,
     so the lane's model is Bedrock's Converse API (the local runtime's fake of it is moto's)."""
     config = settings.ConsumerSettings.from_environ(environ)
     lane = config.lane
@@ -98,7 +101,7 @@ def create_handler(
     calls.watch(clients.sqs)
     dependency = config.dependency
     committer = Committer(dynamodb, names)
-    meta: MetaSender | None = _meta_sender(environ, clients, clock)
+    meta: MetaSender | None = _meta_sender(environ, clients, clock, send_timeout_seconds)
     pausable = config.model is not None or meta is not None
     failures = FailureWindow(lane.pause_on_failures, clock) if pausable and lane.pause_on_failures else None
     if failures is not None:
@@ -143,6 +146,7 @@ def create_handler(
             # Every lane has one; only the erasure task calls it, and only its lane may (IAM).
             eraser=DynamoEraser(dynamodb, names, committer, config.retention, clock),
             meta=meta,
+            callbacks=_callbacks(environ, clients, clock),
             rates=rates.RateKeeper(SliceCounters(dynamodb, config.tables.state), clock),
             switch=_switch(environ, clients, lane.name, PauseMarks(dynamodb, config.tables.state, clock))
             if pausable
@@ -171,12 +175,19 @@ def create_handler(
     return handle
 
 
-def _meta_sender(environ: Mapping[str, str], clients: Clients, clock: Callable[[], float]) -> GraphSender | None:
+def _meta_sender(
+    environ: Mapping[str, str], clients: Clients, clock: Callable[[], float], timeout_seconds: float
+) -> GraphSender | None:
     """Meta's send APIs, on the lanes the stack gave them to (the ai lane); None elsewhere."""
     url, token = environ.get(settings.EnvVar.GRAPH_API_URL), environ.get(settings.EnvVar.ACCESS_TOKEN_ARN)
     if not url or not token:
         return None
-    return GraphSender(url, AccessToken(clients.secretsmanager, token, clock))
+    return GraphSender(url, AccessToken(clients.secretsmanager, token, clock), timeout_seconds=timeout_seconds)
+
+
+def _callbacks(environ: Mapping[str, str], clients: Clients, clock: Callable[[], float]) -> ReplyCallbacks | None:
+    arn = environ.get(settings.EnvVar.CALLBACK_KEY_ARN)
+    return ReplyCallbacks(clients.secretsmanager, arn, clock) if arn else None
 
 
 def _switch(environ: Mapping[str, str], clients: Clients, lane: str, marks: PauseMarks) -> MappingSwitch | None:

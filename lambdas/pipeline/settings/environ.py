@@ -47,6 +47,9 @@ class EnvVar:
     """Meta's Graph API with its version (`https://graph.facebook.com/v21.0`): where replies are sent."""
     ACCESS_TOKEN_ARN = "META_ACCESS_TOKEN_ARN"  # noqa: S105 (the name of a variable holding an ARN)
     """The secret holding the access token replies are sent with (`{"access_token": "..."}`)."""
+    CALLBACK_KEY_ARN = "REPLY_CALLBACK_KEY_ARN"
+    """The secret holding the key replies' references are signed with (adapters/callback_key.py):
+    on the lanes that send replies (ai) and those whose statuses resolve them (messages)."""
     SEND_PER_SECOND = "META_MESSAGES_PER_SECOND"
     """Meta's messages a second per business phone number (domain/dependencies/rates.py), on sending lanes."""
     MODEL = "MODEL_SETTINGS"

@@ -9,6 +9,13 @@
   rest of the delivery commits.
 - An echo (Messenger's and Instagram's copy of the business's own message) is stored as the
   business's outgoing message (`direction`, `recipient`) in the customer's partition.
+- A status carrying a reply's reference (`biz_opaque_callback_data`, tasks/replies.py) moves that
+  reply only when the reference verifies under the reply callback key and the status came from
+  the phone number it names (`metadata.phone_number_id`); otherwise it is stored as any status
+  is, moves nothing, and is counted (`callbacks_refused`). Anyone can send a message from their
+  own number carrying any reference, and a forged one must not touch another tenant's reply.
+  A verified `failed` status marks its reply `failed` at once (`write_now`, so it is counted in
+  `RepliesFailed` by Meta's code exactly when the reply changed, not again for a repeated status).
 - Comments in a delivery that also carried messages land here (the door never lets a message
   wait behind a comment flood) and are stored for triage, untriaged.
 
@@ -22,12 +29,14 @@ domain/stored_text.py: a long one deflated, so a 2 KB text's item is one write u
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import replace
 from typing import Any
 
 from pipeline import schema
 from pipeline.domain import senders, stored_text
 from pipeline.domain.consumer.work import TaskContext, TaskResult
+from pipeline.domain.dependencies.meta_send import CALLBACK_PREFIX
 from pipeline.domain.effects import OnConflict, Put, Table, Update, Write
 from pipeline.tasks import meta, privacy, replies
 
@@ -168,12 +177,7 @@ def run(ctx: TaskContext) -> TaskResult:
     writes += [
         store_untriaged(tenant, c, ctx.now, ctx.sender_hash(c.author), ctx.envelope.id) for c in comments.values()
     ]
-    # A status of a reply the ai lane sent resolves that reply's send (tasks/replies.py).
-    resolved = [
-        replace(resolution, standalone=True)
-        for s in statuses.values()
-        if s.callback and (resolution := replies.resolved_by_status(s.callback, s.status, s.message_id)) is not None
-    ]
+    resolved, failed, refused = _replies(ctx, statuses.values())
     writes += resolved
     writes += privacy.delivery_index(ctx)
     return TaskResult(
@@ -185,5 +189,28 @@ def run(ctx: TaskContext) -> TaskResult:
             "ignored": dict(units.ignored),
             "unprocessable": units.unprocessable,
             "replies_resolved": len(resolved),
+            "replies_failed": dict(failed),
+            "callbacks_refused": refused,
         },
     )
+
+
+def _replies(ctx: TaskContext, statuses: Any) -> tuple[list[Write], Counter[str], int]:
+    """What the statuses of replies the ai lane sent do to them (tasks/replies.py): the writes,
+    the replies marked failed by Meta's code, and the references refused."""
+    resolved: list[Write] = []
+    failed: Counter[str] = Counter()
+    refused = 0
+    for status in statuses:
+        if not status.callback.startswith(CALLBACK_PREFIX):
+            continue  # no reference, or another tool's: not a reply of ours
+        found = ctx.callbacks.verify(status.callback)
+        if found is None or not status.business_id or found.business_id != status.business_id:
+            refused += 1  # never logged: the reference names a conversation
+            continue
+        resolution = replies.resolved_by_status(status, found)
+        if status.status != "failed":
+            resolved.append(replace(resolution, standalone=True))
+        elif ctx.write_now(resolution):
+            failed[str(status.error_code)] += 1
+    return resolved, failed, refused

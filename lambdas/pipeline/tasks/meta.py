@@ -71,6 +71,10 @@ class StatusUpdate:
     recipient: str
     callback: str = ""
     """`biz_opaque_callback_data`: the reference a reply was sent with (tasks/replies.py)."""
+    business_id: str = ""
+    """The phone-number id the message was sent from (its change's `metadata.phone_number_id`)."""
+    error_code: int = 0
+    """A `failed` status's reason: Meta's code in its first `errors` entry (131047, 131026, ...)."""
 
 
 @dataclass(frozen=True)
@@ -154,7 +158,18 @@ def _whatsapp(value: Mapping[str, Any], units: Units) -> None:
         callback = _text(status.get("biz_opaque_callback_data"))
         if not _storable(units, message_id, recipient, callback):
             continue
-        units.statuses.append(StatusUpdate(message_id, name, _time(status.get("timestamp")), recipient, callback))
+        errors = _dicts(status.get("errors"))
+        units.statuses.append(
+            StatusUpdate(
+                message_id,
+                name,
+                _time(status.get("timestamp")),
+                recipient,
+                callback,
+                _text(_mapping(value.get("metadata")).get("phone_number_id")),
+                _int(errors[0].get("code")) if errors else 0,
+            )
+        )
 
 
 def add_comment(value: Mapping[str, Any], units: Units) -> None:

@@ -7,17 +7,24 @@ The turn stores its reply with `send_state` `pending` and puts a `reply.send` on
    message superseded the turn (nothing to send). Already `sent` or `unanswered`: done.
 2. `calling` or `unknown`: an earlier attempt's outcome is not known. It is never repeated:
    the reply waits for Meta's status to resolve it (`reply.resolve`).
-3. Otherwise the attempt is recorded first (`calling`, the attempt's number, with a conditional
-   write that only one copy of this work can make), then the reply is sent with a reference to
-   that attempt (WhatsApp's `biz_opaque_callback_data`):
-   - accepted: `sent`, with what was sent and Meta's message id;
-   - refused (a rate limit, a 5xx, the token, no connection): nothing was sent, so the attempt is
-     handed back (`retry`) and the record retried with the lane's backoff;
+3. Otherwise the attempt's reference is signed (WhatsApp's `biz_opaque_callback_data`: tenant,
+   conversation, turn, attempt and the sending phone-number id under the reply callback key), the
+   attempt is recorded (`calling`, the attempt's number, with a conditional write that only one
+   copy of this work can make), then the reply is sent with that reference:
+   - accepted: `sent`, with what was sent and Meta's message id (`resolved_by` `answer`);
+   - refused (a rate limit, Meta's "temporarily unavailable", the token, no connection): nothing
+     was sent, so the attempt is handed back (`retry`) and the record retried with the lane's backoff;
    - rejected for good (outside the service window, undeliverable): `unanswered`, with the reason;
-   - no answer: `unknown`, and `reply.resolve` waits for Meta's status.
+   - no answer, or a 5xx that does not say Meta took nothing (`unknown_reason` `no_answer` or
+     `meta_server_error`): `unknown`, and `reply.resolve` waits for Meta's status.
 4. `reply.resolve` looks again every `resolve_seconds`, `resolve_rounds` times: a status that
    carried the attempt's reference (tasks/messages.py) made it `sent`; after the last round it is
-   `unanswered` (reason `outcome_unknown`), counted in `RepliesUnanswered` and alarmed, not resent.
+   `unanswered` (reason `outcome_unknown`, its line saying after what), counted in
+   `RepliesUnanswered` and alarmed, not resent.
+5. Meta's statuses for the reply (`resolved_by_status`, only for a reference that verifies and a
+   status from the number it names) are noted on it (`status_sent`, `status_delivered`,
+   `status_read`, `status_failed`: Meta's timestamps); a `failed` one makes it `failed` with
+   Meta's code (`failed_code`), even after `sent`, counted in `RepliesFailed` by code.
 
 The record's line says what became of the reply (`detail.reply`), never its text or its recipient.
 """
@@ -35,9 +42,13 @@ from pipeline.domain.effects import OnConflict, Table, Update
 from pipeline.domain.envelope import Envelope
 from pipeline.domain.errors import PermanentError, TransientError
 from pipeline.tasks.conversations import conversation_pk, conversation_ref, marker_key
+from pipeline.tasks.meta import StatusUpdate
 
 SEND = "reply.send"
 RESOLVE = "reply.resolve"
+OUTCOME_UNKNOWN = "outcome_unknown"
+STATUS_AT = {name: f"status_{name}" for name in ("sent", "delivered", "read", "failed")}
+"""Where a reply notes each of Meta's statuses for it: Meta's timestamp, by status."""
 
 
 class ReplyNotStored(TransientError):
@@ -95,7 +106,7 @@ def _state(
 def _names(expression: str) -> dict[str, str]:
     return {
         f"#{name}": name
-        for name in ("message_id", "sent_text", "sent_at", "send_error", "resolved_by")
+        for name in ("message_id", "sent_text", "sent_at", "send_error", "resolved_by", "unknown_reason", "failed_code")
         if f"#{name}" in expression
     }
 
@@ -138,7 +149,7 @@ def send(ctx: TaskContext) -> TaskResult:
         raise ReplyNotStored(f"the reply of conversation {ref} is not stored yet")
     state = str(reply.get("send_state") or ms.PENDING)
     attempts = int(reply.get("send_attempts") or 0)
-    if state in (ms.SENT, ms.UNANSWERED):
+    if state in (ms.SENT, ms.UNANSWERED, ms.FAILED):
         return TaskResult(detail={"conversation": ref, "reply": state, "already": True})
     if state in (ms.CALLING, ms.UNKNOWN):
         # An attempt whose outcome nobody knows (its copy timed out or crashed mid-send).
@@ -148,10 +159,13 @@ def send(ctx: TaskContext) -> TaskResult:
             follow_ups=(_resolve_later(ctx, conversation, token, attempts, 1, reply_to),),
             detail={"conversation": ref, "reply": ms.UNKNOWN, "attempt": attempts},
         )
-    # Before the attempt is recorded: a send deferred for the number's rate must leave no attempt
-    # behind, or the deferred copy would find it `calling` and wait for a status that never comes.
-    ctx.send_room(reply_to)
     attempt = attempts + 1
+    # Before the attempt is recorded, like the rate below: a reference that cannot be signed (the
+    # key out of reach, or too long for Meta) must leave no attempt waiting for a status.
+    callback = ctx.callbacks.sign(ms.CallbackRef(tenant, conversation, token, attempt, reply_to.business_id))
+    # A send deferred for the number's rate must leave no attempt behind, or the deferred copy
+    # would find it `calling` and wait for a status that never comes.
+    ctx.send_room(reply_to)
     claim = Update(
         table=Table.DATA,
         key=key,
@@ -171,15 +185,20 @@ def send(ctx: TaskContext) -> TaskResult:
     if not ctx.write_now(claim):
         raise AttemptTaken(f"another copy is sending the reply of conversation {ref}")
     text = str(reply.get("text") or "")
-    callback = ms.callback(tenant, conversation, token, attempt)
     try:
         sent = ctx.meta.send(reply_to, text, callback, timeout=ctx.remaining())
-    except ms.OutcomeUnknown:
-        unknown = _state(key, "SET #state = :unknown", {":unknown": ms.UNKNOWN}, was=(ms.CALLING,), attempt=attempt)
+    except ms.OutcomeUnknown as lost:
+        unknown = _state(
+            key,
+            "SET #state = :unknown, #unknown_reason = :why",
+            {":unknown": ms.UNKNOWN, ":why": lost.reason},
+            was=(ms.CALLING,),
+            attempt=attempt,
+        )
         return TaskResult(
             writes=(unknown,),
             follow_ups=(_resolve_later(ctx, conversation, token, attempt, 1, reply_to),),
-            detail={"conversation": ref, "reply": ms.UNKNOWN, "attempt": attempt},
+            detail={"conversation": ref, "reply": ms.UNKNOWN, "attempt": attempt, "unknown": lost.reason},
         )
     except ms.SendRejected as rejected:
         gone = _state(
@@ -193,7 +212,7 @@ def send(ctx: TaskContext) -> TaskResult:
             writes=(gone,), detail={"conversation": ref, "reply": ms.UNANSWERED, "reason": rejected.reason}
         )
     except (ms.SendRefused, ms.TokenInvalid, ms.NotSent, TransientError) as refused:
-        # Meta said no, or was never reached: nothing was sent, so the attempt is handed back.
+        # Meta said it took nothing, or was never reached: the attempt is handed back.
         ctx.write_now(
             _state(
                 key,
@@ -206,8 +225,8 @@ def send(ctx: TaskContext) -> TaskResult:
         raise
     done = _state(
         key,
-        "SET #state = :sent, #message_id = :message_id, #sent_text = :text, #sent_at = :now",
-        {":sent": ms.SENT, ":message_id": sent.message_id, ":text": text, ":now": ctx.now},
+        "SET #state = :sent, #message_id = :message_id, #sent_text = :text, #sent_at = :now, #resolved_by = :how",
+        {":sent": ms.SENT, ":message_id": sent.message_id, ":text": text, ":now": ctx.now, ":how": "answer"},
         was=(ms.CALLING, ms.UNKNOWN),
         attempt=attempt,
     )
@@ -235,34 +254,65 @@ def resolve(ctx: TaskContext) -> TaskResult:
     gone = _state(
         key,
         "SET #state = :unanswered, #send_error = :reason",
-        {":unanswered": ms.UNANSWERED, ":reason": "outcome_unknown"},
+        {":unanswered": ms.UNANSWERED, ":reason": OUTCOME_UNKNOWN},
         was=(ms.CALLING, ms.UNKNOWN),
         attempt=attempt,
     )
-    return TaskResult(writes=(gone,), detail={"conversation": ref, "reply": ms.UNANSWERED, "reason": "outcome_unknown"})
+    detail = {"conversation": ref, "reply": ms.UNANSWERED, "reason": OUTCOME_UNKNOWN}
+    return TaskResult(writes=(gone,), detail={**detail, "after": str(reply.get("unknown_reason") or "no_answer")})
 
 
-def resolved_by_status(status_callback: str, status: str, message_id: str) -> Update | None:
-    """What a WhatsApp status carrying one of our references does to its reply: `sent` (it went
-    out, whatever we recorded), or `unanswered` for a `failed` one. None for anyone else's."""
+def resolved_by_status(update: StatusUpdate, found: ms.CallbackRef) -> Update:
+    """What a WhatsApp status does to the reply its verified reference names (tasks/messages.py
+    checks the reference and the sending number first). Every status is noted on the reply. A
+    `failed` one makes it `failed` with Meta's code, from any state but a refusal's `unanswered`
+    (Meta cannot fail what it never took); any other makes an attempt still waiting, or left
+    unanswered for want of an answer, `sent`: it went out, whatever we recorded."""
 
-    found = ms.read_callback(status_callback)
-    if found is None:
-        return None
-    tenant, conversation, token, attempt = found
-    key = reply_key(conversation_pk(tenant, conversation), token)
-    if status == "failed":
-        return _state(
-            key,
-            "SET #state = :unanswered, #send_error = :reason",
-            {":unanswered": ms.UNANSWERED, ":reason": "delivery_failed"},
-            was=(ms.CALLING, ms.UNKNOWN),
-            attempt=attempt,
+    key = reply_key(conversation_pk(found.tenant, found.conversation), found.token)
+    names = {
+        "#state": "send_state",
+        "#attempts": "send_attempts",
+        "#message_id": "message_id",
+        "#at": STATUS_AT[update.status],
+    }
+    values: dict[str, Any] = {":attempt": found.attempt, ":message_id": update.message_id, ":at": update.timestamp}
+    if update.status == "failed":
+        return Update(
+            table=Table.DATA,
+            key=key,
+            expression="SET #state = :failed, #message_id = :message_id, #at = :at, #code = :code, "
+            "#send_error = :reason",
+            condition="#attempts = :attempt AND (#state IN (:calling, :unknown, :sent) OR "
+            "(#state = :unanswered AND #send_error = :outcome_unknown))",
+            names={**names, "#code": "failed_code", "#send_error": "send_error"},
+            values={
+                **values,
+                ":failed": ms.FAILED,
+                ":code": update.error_code,
+                ":reason": "delivery_failed",
+                ":calling": ms.CALLING,
+                ":unknown": ms.UNKNOWN,
+                ":sent": ms.SENT,
+                ":unanswered": ms.UNANSWERED,
+                ":outcome_unknown": OUTCOME_UNKNOWN,
+            },
+            on_conflict=OnConflict.SKIP,
         )
-    return _state(
-        key,
-        "SET #state = :sent, #message_id = :message_id, #resolved_by = :status",
-        {":sent": ms.SENT, ":message_id": message_id, ":status": "status"},
-        was=(ms.CALLING, ms.UNKNOWN, ms.UNANSWERED),
-        attempt=attempt,
+    return Update(
+        table=Table.DATA,
+        key=key,
+        expression="SET #state = :sent, #message_id = :message_id, #at = :at, "
+        "#resolved_by = if_not_exists(#resolved_by, :how)",
+        condition="#attempts = :attempt AND #state IN (:calling, :unknown, :unanswered, :sent)",
+        names={**names, "#resolved_by": "resolved_by"},
+        values={
+            **values,
+            ":sent": ms.SENT,
+            ":how": "status",
+            ":calling": ms.CALLING,
+            ":unknown": ms.UNKNOWN,
+            ":unanswered": ms.UNANSWERED,
+        },
+        on_conflict=OnConflict.SKIP,
     )

@@ -58,6 +58,7 @@ def _run(keeper: RateKeeper, **changes) -> TaskRun:
         "vendor": None,
         "reader": None,
         "meta": RateLimitedMeta(),
+        "callbacks": None,
         "write_now": lambda write: True,
         "budgets": None,
         "dependency": None,

@@ -80,10 +80,11 @@ def test_plan_cost_section(lanectl):
     assert _row(result.out, "messages", "cost")[9] == "$0.00"
     assert _row(result.out, "scheduled", "cost")[1] == "tick"
     # Eight per lane, one per webhook lane, nine global, the doors' failure reasons, webhooks gone
-    # quiet, the ai lane's unanswered replies, a pause alarm per reason on the ai lane (model refused
-    # and failing, token refused, Meta failing) and the engagement lane (model refused and failing),
-    # the probe failing for long on each, the probe's own errors, and the quiet accounts.
-    assert "74 alarms $7.40" in result.out
+    # quiet, the ai lane's unanswered replies, the messages lane's failed replies, a pause alarm per
+    # reason on the ai lane (model refused and failing, token refused, Meta failing) and the
+    # engagement lane (model refused and failing), the probe failing for long on each, the probe's
+    # own errors, and the quiet accounts.
+    assert "75 alarms $7.50" in result.out
     # The probe, once a minute: 43,800 runs, each 0.05 GB-s ($0.029), a request ($0.009) and a read
     # of two marks at 0.5 read units each ($0.005)
     assert "lane probe $0.04" in result.out

@@ -11,7 +11,7 @@ from local_aws.graph_fake import GraphFake
 from pipeline import schema
 from pipeline.domain.dependencies import meta_send as ms
 from pipeline.tasks import ai, replies
-from tests.support.aws import META_ACCESS_TOKEN
+from tests.support.aws import META_ACCESS_TOKEN, REPLY_CALLBACK_KEY
 from tests.unit.consumer.handler_output import log_lines
 from tests.unit.consumer.lane_env import with_dependency, with_lane
 from tests.unit.tasks.payloads import FakeVendor
@@ -77,7 +77,7 @@ def test_a_turns_reply_is_sent_once_and_the_stored_reply_says_what_and_metas_id(
         1,
     )
     # The callback names this attempt, and no line carries the customer's number or the text
-    assert ms.read_callback(sent.callback) == (SHOP, "conv-1", "m1", 1)
+    assert ms.read_callback(sent.callback, [REPLY_CALLBACK_KEY.encode()]) == (SHOP, "conv-1", "m1", 1, PHONE_ID)
     assert CUSTOMER not in caplog.text
     assert "We open at 10." not in caplog.text
 
@@ -240,7 +240,23 @@ def test_a_reply_to_that_names_no_channel_is_refused_with_its_reason(ai_lane, gr
             ms.TokenInvalid,
             "meta_token_invalid",
         ),
-        (503, {}, ms.SendRefused, "meta_refused"),
+        (
+            503,
+            {"error": {"code": 2, "message": "Service temporarily unavailable", "is_transient": True}},
+            ms.SendRefused,
+            "meta_refused",
+        ),
+        (503, {"error": {"code": 131016, "message": "Service unavailable"}}, ms.SendRefused, "meta_refused"),
+        (503, {}, ms.OutcomeUnknown, "meta_server_error"),
+        (
+            500,
+            {"error": {"code": 1, "message": "An unknown error has occurred."}},
+            ms.OutcomeUnknown,
+            "meta_server_error",
+        ),
+        (500, {"error": {"code": 131000, "message": "Something went wrong"}}, ms.OutcomeUnknown, "meta_server_error"),
+        (502, None, ms.OutcomeUnknown, "meta_server_error"),
+        (504, {}, ms.OutcomeUnknown, "meta_server_error"),
         (400, {"error": {"code": 100, "message": "Invalid parameter"}}, ms.SendRejected, "meta_rejected"),
     ],
 )
@@ -251,11 +267,20 @@ def test_metas_error_codes_are_classed(status, body, kind, reason):
 
 
 def test_an_attempts_reference_comes_back_as_it_went_and_nothing_else_reads_as_one():
-    ref = ms.callback(SHOP, "+15551230001", "m1", 3)
-    assert ms.read_callback(ref) == (SHOP, "+15551230001", "m1", 3)
+    key = REPLY_CALLBACK_KEY.encode()
+    ref = ms.callback(ms.CallbackRef(SHOP, "+15551230001", "m1", 3, PHONE_ID), key)
+    assert ms.read_callback(ref, [key]) == (SHOP, "+15551230001", "m1", 3, PHONE_ID)
     assert "15551230001" not in ref
-    assert ms.read_callback("someone-elses-data") is None
-    assert ms.read_callback("lanes1:!!!") is None
+    assert len(ref) <= ms.CALLBACK_LIMIT
+    assert ms.read_callback("someone-elses-data", [key]) is None
+    assert ms.read_callback("lanes2:!!!", [key]) is None
+    assert ms.read_callback(ref, [b"another-key-0123456789abcdefghijklmn"]) is None
+
+
+def test_a_reference_meta_would_refuse_for_its_length_is_refused_before_any_attempt():
+    with pytest.raises(ms.PermanentError) as refused:
+        ms.callback(ms.CallbackRef(SHOP, "c" * 400, "m1", 1, PHONE_ID), REPLY_CALLBACK_KEY.encode())
+    assert refused.value.reason == "reply_reference_too_long"
 
 
 def test_a_send_past_the_numbers_rate_is_deferred_before_any_attempt_is_recorded(ai_lane, graph):

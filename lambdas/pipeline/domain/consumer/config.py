@@ -14,7 +14,7 @@ from pipeline.domain.consumer.ports import (
     Observer,
     Reader,
 )
-from pipeline.domain.consumer.work import Eraser, MetaSender, Vendor
+from pipeline.domain.consumer.work import Eraser, MetaSender, ReplyCallbacks, Vendor
 from pipeline.domain.dependencies.budgets import Budget
 from pipeline.domain.dependencies.failure_rate import FailureWindow
 from pipeline.domain.dependencies.rates import Rate, RateKeeper
@@ -65,6 +65,8 @@ class Adapters:
     eraser: Eraser
     meta: MetaSender | None = None
     """Meta's send APIs, on a lane that sends replies (the ai lane); None elsewhere."""
+    callbacks: ReplyCallbacks | None = None
+    """The reply callback key, on the lanes that sign (ai) or verify (messages) replies' references."""
     rates: RateKeeper | None = None
     """The instance's rate budgets (domain/dependencies/rates.py); None: calls are bounded only at once."""
     switch: LaneSwitch | None = None

@@ -10,7 +10,7 @@ from typing import Any
 
 from pipeline.domain import senders
 from pipeline.domain.consumer.ports import Budgets, Reader
-from pipeline.domain.consumer.work import Eraser, MetaSender, TaskModel, Vendor
+from pipeline.domain.consumer.work import Eraser, MetaSender, ReplyCallbacks, TaskModel, Vendor
 from pipeline.domain.dependencies.budgets import Budget, Grant
 from pipeline.domain.dependencies.meta_send import ReplyTo, SendRefused, Sent
 from pipeline.domain.dependencies.model import ModelThrottled
@@ -32,6 +32,7 @@ class TaskRun:
         vendor: Vendor,
         reader: Reader,
         meta: MetaSender,
+        callbacks: ReplyCallbacks,
         write_now: Callable[[Write], bool],
         budgets: Budgets,
         dependency: Budget | None,
@@ -53,6 +54,7 @@ class TaskRun:
         self.eraser = eraser
         self.row_names_everyone = row_names_everyone
         self.meta: MetaSender = _Sending(meta, self)
+        self.callbacks = callbacks
         self._write_now = write_now
         self.called_out = False
         """Whether the task called the vendor or held its dependency: such work is not safe to

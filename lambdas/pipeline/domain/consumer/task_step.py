@@ -113,6 +113,7 @@ class TaskStep:
                 vendor=self._io.vendor,
                 reader=self._io.reader,
                 meta=self._io.meta or _NO_SENDER,
+                callbacks=self._io.callbacks or _NO_CALLBACKS,
                 write_now=self._write_now,
                 budgets=self._io.budgets,
                 dependency=self._config.dependency,
@@ -260,3 +261,17 @@ class _NoSender:
 
 
 _NO_SENDER = _NoSender()
+
+
+class _NoCallbacks:
+    """A lane deployed without the reply callback key: it signs nothing, and no status it reads
+    moves a reply."""
+
+    def sign(self, *_: object) -> str:
+        raise PermanentError("no_callback_key", "this lane is deployed without the reply callback key")
+
+    def verify(self, *_: object) -> None:
+        return None
+
+
+_NO_CALLBACKS = _NoCallbacks()

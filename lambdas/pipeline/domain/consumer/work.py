@@ -22,7 +22,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from pipeline.domain.dependencies.meta_send import ReplyTo, Sent
+from pipeline.domain.dependencies.meta_send import CallbackRef, ReplyTo, Sent
 from pipeline.domain.dependencies.model import Completion
 from pipeline.domain.effects import Table, Write
 from pipeline.domain.envelope import Envelope
@@ -39,6 +39,15 @@ class TaskModel(Protocol):
     tokens each call spent for the lane's metric and the record's line."""
 
     def complete(self, prompt: str, *, timeout: float) -> str: ...
+
+
+class ReplyCallbacks(Protocol):
+    """Signs the reference a reply is sent with, and verifies one a status carries back
+    (adapters/callback_key.py). Raises CallbackKeyUnavailable when the key cannot be read."""
+
+    def sign(self, ref: CallbackRef) -> str: ...
+
+    def verify(self, value: str) -> CallbackRef | None: ...
 
 
 class MetaSender(Protocol):
@@ -108,6 +117,8 @@ class TaskContext(Protocol):
     vendor: TaskModel
     meta: MetaSender
     """Only the reply task sends (tasks/replies.py), after recording the attempt with `write_now`."""
+    callbacks: ReplyCallbacks
+    """The ai lane signs its replies' references; the messages lane verifies the statuses' ones."""
     eraser: Eraser
     """Only the erasure task uses it (tasks/erase.py): the one task that removes what others wrote."""
     row_names_everyone: bool

@@ -2,7 +2,9 @@
 calls to its model and to Meta, and the wrappers that feed it.
 
 Only the dependency's own trouble counts as a failure (`FAILING`: unavailable, timed out, a 5xx,
-unreachable); a call that succeeded counts as a call; anything else (a validation error, a rate
+unreachable; for Meta, a send whose outcome is unknown too: no answer, or a 5xx that did not say
+it took nothing, which the reply task never resends but which says Meta is in trouble); a call
+that succeeded counts as a call; anything else (a validation error, a rate
 limit, a token refused, which pauses the lane by itself) is not counted at all. Once the share of
 failures over `window_seconds` reaches `failure_share` with at least `min_calls` calls, the window
 is tripped: the consumer holds the failing records without spending attempts (domain/consumer/settling.py)
@@ -24,7 +26,7 @@ from collections import deque
 from collections.abc import Callable
 
 from pipeline.domain.dependencies.lane_pause import META, META_FAILING, MODEL, MODEL_FAILING
-from pipeline.domain.dependencies.meta_send import NotSent, ReplyTo, SendRefused, Sent
+from pipeline.domain.dependencies.meta_send import NotSent, OutcomeUnknown, ReplyTo, SendRefused, Sent
 from pipeline.domain.dependencies.model import Completion, ModelTimeout, ModelUnavailable
 from pipeline.domain.errors import classify
 from pipeline.settings.lane_policy import FailureRatePause
@@ -84,8 +86,9 @@ class FailureWindow:
 
 
 def _note(window: FailureWindow, dependency: str, exc: BaseException) -> None:
-    reason = classify(exc).reason
-    if reason in FAILING[dependency]:
+    # A storm of 5xx answers must still pause the lane, as it did when a 5xx was a refusal: the
+    # reply task settles these itself (never resent), so no record fails to show it.
+    if isinstance(exc, OutcomeUnknown) or classify(exc).reason in FAILING[dependency]:
         window.called(dependency, failed=True)
 
 

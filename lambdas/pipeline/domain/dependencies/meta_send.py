@@ -8,6 +8,12 @@ unknown. WhatsApp carries our reference back in the statuses of the message it s
 (`biz_opaque_callback_data`), which resolves an unknown attempt as sent; an attempt nothing
 resolves within the lane's window is left unanswered, counted and alarmed, never resent.
 
+The reference is signed (`callback`): an HMAC-SHA256 over what it names (tenant, conversation,
+turn, attempt, and the phone-number id the reply was sent from), under the reply callback key
+(domain/dependencies/callback_keys.py). Anyone can put any `biz_opaque_callback_data` on a message
+sent from any number, so a status moves a reply only when the reference verifies under our key
+and the status came from the number it names (`read_callback`, tasks/messages.py).
+
 Meta's error codes (the `error.code` of its JSON error body):
 - rate limits (130429 throughput, 131056 pair rate, 80007 account rate, 4 and 613 call rate): the
   request was refused, so nothing was sent; retried no sooner than Meta asks (`SendRefused.pace`):
@@ -19,7 +25,12 @@ Meta's error codes (the `error.code` of its JSON error body):
   reply is left unanswered with that reason;
 - 190 (the access token is invalid or expired): no reply can be sent until it is replaced, a
   reason to stop the lane;
-- anything else Meta answered with a 5xx: refused, not sent, retried; another 4xx: permanent.
+- 2 and 131016 (service temporarily unavailable) with a 5xx: Meta says it took nothing: refused,
+  retried;
+- any other 5xx (Meta's 1 or 131000, "something went wrong", or a gateway's 502/504 with no Meta
+  body at all): an unknown outcome, exactly like an answer that never came. A 500 may follow a
+  message Meta accepted, so it is never resent: the reply waits for Meta's status;
+- another 4xx: permanent.
 
 No HTTP library here: adapters/graph_api.py makes the calls.
 """
@@ -27,10 +38,12 @@ No HTTP library here: adapters/graph_api.py makes the calls.
 from __future__ import annotations
 
 import base64
+import hashlib
+import hmac
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from pipeline.domain.errors import MESSAGE_LIMIT, Pace, PermanentError, TransientError
 
@@ -51,6 +64,9 @@ the end of the window, never by sending again."""
 SENT = "sent"
 UNANSWERED = "unanswered"
 """Final: the turn got no reply (a permanent refusal, or an unknown outcome left unresolved)."""
+FAILED = "failed"
+"""Final: Meta accepted the reply, then reported it `failed` in a status (with its error code,
+`failed_code`): the customer never got it."""
 
 RATE_LIMITS = frozenset({130429, 131056, 80007, 4, 613})
 PAIR_RATE = 131056
@@ -62,7 +78,12 @@ THROUGHPUT_PACE = Pace(floor_seconds=1.0, ceiling_seconds=4.0)
 number's whole rate window, which its other replies are held off for."""
 PERMANENT = {131047: "outside_service_window", 131026: "undeliverable"}
 TOKEN_INVALID = 190
-CALLBACK_PREFIX = "lanes1:"
+UNAVAILABLE = frozenset({2, 131016})
+"""Meta's "service temporarily unavailable": with a 5xx, the one answer that says nothing was taken."""
+CALLBACK_PREFIX = "lanes2:"
+CALLBACK_LIMIT = 512
+"""Meta's limit on `biz_opaque_callback_data`, in characters."""
+MAC_BYTES = 16
 
 
 @dataclass(frozen=True)
@@ -132,7 +153,12 @@ class SendRejected(PermanentError):
 
 
 class OutcomeUnknown(Exception):
-    """The request left and its answer never came: it may have been sent. Not retried."""
+    """The request left and no answer saying what became of it came back: it may have been sent.
+    Not retried. `reason` says why: no answer at all, or a server error from Meta's side."""
+
+    def __init__(self, message: str, reason: str = "no_answer") -> None:
+        super().__init__(message[:MESSAGE_LIMIT])
+        self.reason = reason
 
 
 class NotSent(TransientError):
@@ -142,7 +168,8 @@ class NotSent(TransientError):
 
 
 def error_for(status: int, body: Any) -> Exception:
-    """The error for a Graph API error answer (`{"error": {"code": ..., "message": ...}}`)."""
+    """The error for a Graph API error answer to a send (`{"error": {"code": ..., "message": ...}}`):
+    an OutcomeUnknown for a 5xx that does not say Meta took nothing."""
     error = body.get("error") if isinstance(body, Mapping) else None
     code = int(error.get("code") or 0) if isinstance(error, Mapping) and str(error.get("code", "")).isdigit() else 0
     message = str(error.get("message") or "") if isinstance(error, Mapping) else ""
@@ -152,8 +179,10 @@ def error_for(status: int, body: Any) -> Exception:
         return SendRefused(code, message, slow=True)
     if code in PERMANENT:
         return SendRejected(code, PERMANENT[code], message)
-    if status >= 500:
+    if status >= 500 and code in UNAVAILABLE:
         return SendRefused(code, message or f"HTTP {status}")
+    if status >= 500:
+        return OutcomeUnknown(f"HTTP {status} ({code or 'no Meta code'})", reason="meta_server_error")
     return SendRejected(code, "meta_rejected", message or f"HTTP {status}")
 
 
@@ -174,20 +203,56 @@ def send_api_text(reply_to: ReplyTo, text: str) -> dict[str, Any]:
     return {"recipient": {"id": reply_to.recipient}, "messaging_type": "RESPONSE", "message": {"text": text}}
 
 
-def callback(tenant: str, conversation: str, token: str, attempt: int) -> str:
-    """Our reference for one attempt, carried back in WhatsApp's statuses. Opaque: it holds the
-    conversation id, so it is never logged."""
-    raw = json.dumps([tenant, conversation, token, attempt], separators=(",", ":")).encode()
-    return CALLBACK_PREFIX + base64.urlsafe_b64encode(raw).decode().rstrip("=")
+class CallbackRef(NamedTuple):
+    """What a reply's reference names: the attempt, and the number it was sent from."""
+
+    tenant: str
+    conversation: str
+    token: str
+    attempt: int
+    business_id: str
+    """The phone-number id the reply was sent from: only a status from that number may resolve it."""
 
 
-def read_callback(value: str) -> tuple[str, str, str, int] | None:
-    """(tenant, conversation, token, attempt) of a reference this code made; None otherwise."""
-    if not value.startswith(CALLBACK_PREFIX):
+def _mac(key: bytes, encoded: str) -> str:
+    digest = hmac.new(key, (CALLBACK_PREFIX + encoded).encode(), hashlib.sha256).digest()[:MAC_BYTES]
+    return base64.urlsafe_b64encode(digest).decode().rstrip("=")
+
+
+def callback(ref: CallbackRef, key: bytes) -> str:
+    """Our signed reference for one attempt, carried back in WhatsApp's statuses. It holds the
+    conversation id, so it is never logged. Raises PermanentError when Meta would refuse its length."""
+    raw = json.dumps(list(ref), separators=(",", ":")).encode()
+    encoded = base64.urlsafe_b64encode(raw).decode().rstrip("=")
+    value = f"{CALLBACK_PREFIX}{encoded}.{_mac(key, encoded)}"
+    if len(value) > CALLBACK_LIMIT:
+        raise PermanentError(
+            "reply_reference_too_long", f"the reply's reference is {len(value)} characters; Meta takes {CALLBACK_LIMIT}"
+        )
+    return value
+
+
+def peek_callback(value: str) -> CallbackRef | None:
+    """What a reference says it names, unauthenticated: for counting what was sent (the local
+    runtime's outbox, the benches). Never act on it: `read_callback` is what verifies."""
+    if not value.startswith(CALLBACK_PREFIX) or value.count(".") != 1:
         return None
-    encoded = value[len(CALLBACK_PREFIX) :]
+    encoded = value[len(CALLBACK_PREFIX) :].split(".", 1)[0]
     try:
-        tenant, conversation, token, attempt = json.loads(base64.urlsafe_b64decode(encoded + "=" * (-len(encoded) % 4)))
-        return str(tenant), str(conversation), str(token), int(attempt)
+        tenant, conversation, token, attempt, business = json.loads(
+            base64.urlsafe_b64decode(encoded + "=" * (-len(encoded) % 4))
+        )
+        return CallbackRef(str(tenant), str(conversation), str(token), int(attempt), str(business))
     except (ValueError, TypeError):
         return None
+
+
+def read_callback(value: str, keys: Sequence[bytes]) -> CallbackRef | None:
+    """The attempt a reference names, when one of `keys` signed it; None for anything else (a
+    forged or altered reference, someone else's data, one signed with a retired key)."""
+    if not value.startswith(CALLBACK_PREFIX) or value.count(".") != 1:
+        return None
+    encoded, mac = value[len(CALLBACK_PREFIX) :].split(".", 1)
+    if not any(hmac.compare_digest(_mac(key, encoded), mac) for key in keys):
+        return None
+    return peek_callback(value)
