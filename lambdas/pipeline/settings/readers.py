@@ -13,6 +13,7 @@ from pipeline.settings.lane_probe import ProbeSettings
 from pipeline.settings.model import ModelSettings
 from pipeline.settings.silence_policy import AccountSilence
 from pipeline.settings.sweeper_policy import SweeperSettings
+from pipeline.settings.tenant_assets import AssetBinding
 
 
 def webhook(environ: Mapping[str, str]) -> WebhookSettings:
@@ -51,3 +52,10 @@ def model(environ: Mapping[str, str]) -> ModelSettings | None:
     if not environ.get(EnvVar.MODEL):
         return None
     return policy(environ, EnvVar.MODEL, ModelSettings)
+
+
+def asset_binding(environ: Mapping[str, str]) -> AssetBinding:
+    """Which Meta assets each tenant owns; a function deployed without the variable binds none."""
+    if not environ.get(EnvVar.TENANT_ASSETS):
+        return AssetBinding()
+    return policy(environ, EnvVar.TENANT_ASSETS, AssetBinding)

@@ -29,11 +29,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from pipeline.domain.errors import MESSAGE_LIMIT, PermanentError, TransientError
-
-WHATSAPP = "whatsapp"
-MESSENGER = "messenger"
-INSTAGRAM = "instagram"
-CHANNELS = (WHATSAPP, MESSENGER, INSTAGRAM)
+from pipeline.domain.reply_to import (  # noqa: F401 (where a reply goes, still named through this module)
+    CHANNELS,
+    INSTAGRAM,
+    MESSENGER,
+    WHATSAPP,
+    ReplyTo,
+)
 
 PENDING = "pending"
 """The turn stored the reply: the intent to send it."""
@@ -52,28 +54,6 @@ RATE_LIMITS = frozenset({130429, 131056, 80007, 4, 613})
 PERMANENT = {131047: "outside_service_window", 131026: "undeliverable"}
 TOKEN_INVALID = 190
 CALLBACK_PREFIX = "lanes1:"
-
-
-@dataclass(frozen=True)
-class ReplyTo:
-    """Where a conversation's replies go: its channel, the business's sending id (WhatsApp's
-    phone-number id, or the Page id for Messenger and Instagram) and the customer's id there."""
-
-    channel: str
-    business_id: str
-    recipient: str
-
-    @classmethod
-    def from_payload(cls, raw: Any) -> ReplyTo | None:
-        if not isinstance(raw, Mapping):
-            return None
-        channel, business, recipient = (str(raw.get(k) or "") for k in ("channel", "business_id", "recipient"))
-        if channel not in CHANNELS or not business or not recipient:
-            return None
-        return cls(channel, business, recipient)
-
-    def plain(self) -> dict[str, str]:
-        return {"channel": self.channel, "business_id": self.business_id, "recipient": self.recipient}
 
 
 @dataclass(frozen=True)
