@@ -13,6 +13,11 @@ name saying what it was (`field.mention`, `status.played`, `messaging.read`, `me
 the consumer turns those into the `MetaIgnored` metric by name, so an operator sees what is
 dropped, and a field Meta starts sending shows up there first.
 
+Each unit carries the business of the entry it came in (`tenant`, routing.entry_tenant): Meta
+batches entries per object, so one delivery to an app subscribed to several Pages or WhatsApp
+Business Accounts holds several businesses, and each unit's effects are filed under its own, never
+under the delivery's first. A unit of an entry naming no business is the delivery's (`tenant_of`).
+
 A Messenger or Instagram echo (`message.is_echo`: Meta's copy of a message the business itself
 sent, `sender` the business and `recipient` the customer) is the business's outgoing message to
 that customer: stored as such, in the customer's partition, where their erasure finds it.
@@ -28,6 +33,7 @@ from typing import Any
 
 from pipeline.domain import stored_text
 from pipeline.domain.errors import PermanentError
+from pipeline.domain.webhook import routing
 
 COMMENT_FIELDS = frozenset({"feed", "comments", "live_comments", "mentions"})
 COMMENT_VERBS = frozenset({"add", "edited"})
@@ -52,6 +58,8 @@ class InboundMessage:
     recipient: str = ""
     direction: str = INBOUND
     """OUTGOING for an echo: `sender` is the business, `recipient` the customer."""
+    tenant: str = ""
+    """The business of the entry it came in (routing.entry_tenant); "" when the entry names none."""
 
     @property
     def person(self) -> str:
@@ -67,6 +75,8 @@ class StatusUpdate:
     recipient: str
     callback: str = ""
     """`biz_opaque_callback_data`: the reference a reply was sent with (tasks/replies.py)."""
+    tenant: str = ""
+    """The business of the entry it came in (routing.entry_tenant); "" when the entry names none."""
 
 
 @dataclass(frozen=True)
@@ -75,6 +85,8 @@ class Comment:
     post_id: str
     author: str
     text: str
+    tenant: str = ""
+    """The business of the entry it came in (routing.entry_tenant); "" when the entry names none."""
 
 
 @dataclass
@@ -119,7 +131,7 @@ def _dicts(value: Any) -> list[Mapping[str, Any]]:
     return [v for v in value if isinstance(v, Mapping)] if isinstance(value, list) else []
 
 
-def _whatsapp(value: Mapping[str, Any], units: Units) -> None:
+def _whatsapp(value: Mapping[str, Any], units: Units, tenant: str) -> None:
     for message in _dicts(value.get("messages")):
         message_id = _text(message.get("id"))
         if not message_id:
@@ -138,6 +150,7 @@ def _whatsapp(value: Mapping[str, Any], units: Units) -> None:
                 type=stored_text.well_formed(kind),
                 text=_text(body.get("body") or body.get("caption")),
                 channel="whatsapp",
+                tenant=tenant,
             )
         )
     for status in _dicts(value.get("statuses")):
@@ -149,10 +162,12 @@ def _whatsapp(value: Mapping[str, Any], units: Units) -> None:
         callback = _text(status.get("biz_opaque_callback_data"))
         if not _storable(units, message_id, recipient, callback):
             continue
-        units.statuses.append(StatusUpdate(message_id, name, _int(status.get("timestamp")), recipient, callback))
+        units.statuses.append(
+            StatusUpdate(message_id, name, _int(status.get("timestamp")), recipient, callback, tenant)
+        )
 
 
-def add_comment(value: Mapping[str, Any], units: Units) -> None:
+def add_comment(value: Mapping[str, Any], units: Units, tenant: str = "") -> None:
     item, verb = value.get("item", "comment"), value.get("verb", "add")
     if item != "comment":
         units.ignore("feed_item", item)  # reactions, posts, likes: not for triage
@@ -176,11 +191,12 @@ def add_comment(value: Mapping[str, Any], units: Units) -> None:
             post_id=post_id,
             author=author,
             text=_text(value.get("message") or value.get("text")),
+            tenant=tenant,
         )
     )
 
 
-def _messaging(event: Mapping[str, Any], channel: str, units: Units) -> None:
+def _messaging(event: Mapping[str, Any], channel: str, units: Units, tenant: str) -> None:
     message = event.get("message")
     if not isinstance(message, Mapping):
         # Deliveries, reads, postbacks, reactions: nothing to store, named by their own key.
@@ -204,6 +220,7 @@ def _messaging(event: Mapping[str, Any], channel: str, units: Units) -> None:
             channel=channel,
             recipient=recipient,
             direction=OUTGOING if message.get("is_echo") is True else INBOUND,
+            tenant=tenant,
         )
     )
 
@@ -216,17 +233,24 @@ def read(payload: Any) -> Units:
     channel = "instagram" if payload.get("object") == "instagram" else "messenger"
     units = Units()
     for entry in _dicts(payload["entry"]):
+        tenant = routing.entry_tenant(entry) or ""
         for change in _dicts(entry.get("changes")):
             value = change.get("value")
             name = change.get("field")
             if not isinstance(value, Mapping):
                 units.ignore("field", name)
             elif name in COMMENT_FIELDS:
-                add_comment(value, units)
+                add_comment(value, units, tenant)
             elif name == "messages":
-                _whatsapp(value, units)
+                _whatsapp(value, units, tenant)
             else:
                 units.ignore("field", name)
         for event in _dicts(entry.get("messaging")):
-            _messaging(event, channel, units)
+            _messaging(event, channel, units, tenant)
     return units
+
+
+def tenant_of(unit: InboundMessage | StatusUpdate | Comment, delivery_tenant: str) -> str:
+    """The business a unit's effects are filed under: its entry's, or the delivery's when its
+    entry named none (a comment posted as a job carries none either)."""
+    return unit.tenant or delivery_tenant
