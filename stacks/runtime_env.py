@@ -118,7 +118,7 @@ def jobs(env: Environment, resources: Resources, dumps: Dumps) -> dict[str, str]
         EnvVar.LANES: _all_lanes(env),
         EnvVar.LANE_QUEUES: dumps(dict(resources.queue_urls)),
         EnvVar.JOBS: codec.dumps(env.jobs.settings),
-        EnvVar.TENANT_ASSETS: codec.dumps(env.tenant_assets),
+        EnvVar.TENANT_ASSETS: env.tenant_assets.to_text(),
     }
 
 
@@ -137,7 +137,7 @@ def consumer(env: Environment, lane: Lane, resources: Resources, dumps: Dumps) -
                 EnvVar.GRAPH_API_URL: env.graph_api_url,
                 EnvVar.ACCESS_TOKEN_ARN: resources.access_token_arn,
                 EnvVar.SEND_PER_SECOND: str(env.meta_messages_per_second),
-                EnvVar.TENANT_ASSETS: codec.dumps(env.tenant_assets),
+                EnvVar.TENANT_ASSETS: env.tenant_assets.to_text(),
             }
             if sends
             else {}

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from pipeline.settings.doors import ErasureSettings, JobsSettings, WebhookSettings
-from pipeline.settings.environ import EnvVar, policy
+from pipeline.settings.environ import EnvVar, SettingsError, policy
 from pipeline.settings.kept import RetentionSettings
 from pipeline.settings.lane_probe import ProbeSettings
 from pipeline.settings.model import ModelSettings
@@ -56,6 +56,10 @@ def model(environ: Mapping[str, str]) -> ModelSettings | None:
 
 def asset_binding(environ: Mapping[str, str]) -> AssetBinding:
     """Which Meta assets each tenant owns; a function deployed without the variable binds none."""
-    if not environ.get(EnvVar.TENANT_ASSETS):
+    text = environ.get(EnvVar.TENANT_ASSETS)
+    if not text:
         return AssetBinding()
-    return policy(environ, EnvVar.TENANT_ASSETS, AssetBinding)
+    try:
+        return AssetBinding.from_text(text)
+    except ValueError as exc:
+        raise SettingsError(f"{EnvVar.TENANT_ASSETS}: {exc}") from exc

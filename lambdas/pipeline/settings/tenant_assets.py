@@ -8,9 +8,13 @@ Pages, Instagram through one of its Pages or Instagram accounts (the Send API ta
 asset bound to two tenants is refused here, so `cdk synth` and the cold start fail naming it.
 
 The environment's config holds an `AssetBinding` (stacks/config/environments.py); the stack writes it
-as TENANT_ASSETS, with the policy codec, only for the functions that read it (the jobs API and the
-lanes that send), since Lambda allows 4 KB of variables a function: the short field names keep a
-tenant at about 60 bytes plus its ids.
+as TENANT_ASSETS only for the functions that read it (the jobs API and the lanes that send). Lambda
+allows 4 KB of variables a function and the jobs function already holds about 3.5 KB, so the
+binding is written as text (`to_text`), not with the policy codec whose JSON Lambda counts with
+every quote escaped: `shop-1=w1000001,p1098765,f1077,i1078 acme=p2098765`, a tenant's name and
+each id with a letter for its kind, 2 bytes an id beside its digits where the codec's JSON took
+about 40 bytes a tenant and 3 an id. Even so the variable holds a handful of tenants, not hundreds
+(docs/RUNBOOK.md, Binding a tenant's Meta assets).
 """
 
 from __future__ import annotations
@@ -71,6 +75,10 @@ class TenantAssets:
         return ()
 
 
+_LETTERS = {"w": "waba", "p": "phones", "f": "pages", "i": "instagram"}
+"""TENANT_ASSETS' letter for each kind of asset (f: a Facebook Page)."""
+
+
 @dataclass(frozen=True)
 class AssetBinding:
     """TENANT_ASSETS: tenant id to the assets it owns. Empty binds nothing, so no reply is sent."""
@@ -95,3 +103,28 @@ class AssetBinding:
         """Whether `tenant` may send a reply on `channel` from `business_id`."""
         assets = self.tenants.get(tenant)
         return assets is not None and business_id in assets.senders_for(channel)
+
+    def to_text(self) -> str:
+        """TENANT_ASSETS: `tenant=<letter><id>,...` per tenant, space-separated (`_LETTERS`)."""
+        return " ".join(
+            f"{tenant}="
+            + ",".join(letter + asset for letter, kind in _LETTERS.items() for asset in getattr(assets, kind))
+            for tenant, assets in self.tenants.items()
+        )
+
+    @classmethod
+    def from_text(cls, text: str) -> AssetBinding:
+        """`to_text` read back, checked as the stack's config was; ValueError naming what is wrong."""
+        tenants: dict[str, TenantAssets] = {}
+        for part in text.split():
+            tenant, equals, listed = part.partition("=")
+            if not equals or tenant in tenants:
+                raise ValueError(f"{part!r} is not one tenant's `tenant=<letter><id>,...`, or names it twice")
+            ids: dict[str, list[str]] = {kind: [] for kind in _LETTERS.values()}
+            for item in filter(None, listed.split(",")):
+                kind = _LETTERS.get(item[0])
+                if kind is None:
+                    raise ValueError(f"{tenant}: {item!r} does not start with one of {', '.join(_LETTERS)}")
+                ids[kind].append(item[1:])
+            tenants[tenant] = TenantAssets(**{kind: tuple(values) for kind, values in ids.items()})
+        return cls(tenants)
