@@ -7,6 +7,8 @@ refuses (190) is read again at once on the next send, so a rotation made to fix 
 without waiting. One connection per send, from the standard library (Lambda's runtime promises nothing else), and
 no retries: a connection that never opened is `NotSent` (safe to try again), an answer that never
 came once the request may have left is `OutcomeUnknown` (never repeated; domain/dependencies/meta_send.py).
+The object id of a send's path is checked by its shape (digits, domain/reply_to.py) and quoted as
+one segment (`graph_segment`) before the token is read: no id can reach another edge.
 """
 
 from __future__ import annotations

@@ -12,6 +12,9 @@
 - Comments in a delivery that also carried messages land here (the door never lets a message
   wait behind a comment flood) and are stored for triage, untriaged.
 
+Each unit is filed under the business of the entry it came in (tasks/meta.py), so a delivery
+batching several Pages or WhatsApp Business Accounts keeps each one's apart.
+
 Every write is `standalone` (re-applying it changes nothing), so a delivery larger than one
 transaction still commits; see adapters/transactions.py. Each item lives in the partition of the
 person it is about (the sender, the status's recipient, the comment's author; domain/senders.py),
