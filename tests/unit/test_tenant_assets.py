@@ -11,7 +11,7 @@ import pytest
 
 from pipeline.adapters.graph_api import GraphSender
 from pipeline.domain.dependencies import meta_send as ms
-from pipeline.domain.reply_to import ReplyToRefused
+from pipeline.domain.reply_to import ReplyTo, ReplyToRefused
 from pipeline.settings import EnvVar, SettingsError, asset_binding
 from pipeline.settings.tenant_assets import AssetBinding, TenantAssets
 from stacks import runtime_env
@@ -148,3 +148,10 @@ def test_a_digit_id_is_sent_to_its_own_messages_edge(recorder):
         ms.ReplyTo(ms.WHATSAPP, "1098765", "+1 (555) 123-0001"), "hi", "cb", timeout=2.0
     )
     assert (sent.message_id, paths) == ("wamid.1", ["/v21.0/1098765/messages"])
+
+
+def test_a_reply_to_reads_ids_written_as_json_numbers_as_their_digits():
+    parsed = ReplyTo.parse({"channel": "whatsapp", "business_id": 1098765, "recipient": 15551230001})
+    assert parsed == ReplyTo("whatsapp", "1098765", "15551230001")
+    with pytest.raises(ReplyToRefused, match="needs business_id and recipient, as strings or numbers"):
+        ReplyTo.parse({"channel": "whatsapp", "business_id": True, "recipient": "15551230001"})

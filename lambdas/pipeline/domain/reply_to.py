@@ -43,6 +43,11 @@ def meta_id(value: str, what: str) -> str:
     return value
 
 
+def _text(value: Any) -> Any:
+    """An id written as a JSON number (as Meta writes some) as its digits; anything else as it is."""
+    return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
+
+
 def _recipient(channel: str, value: str) -> str:
     if channel == WHATSAPP:
         if _WHATSAPP_RECIPIENT.fullmatch(value) is None or sum(c.isdigit() for c in value) > MAX_ID_DIGITS:
@@ -69,11 +74,11 @@ class ReplyTo:
         so nothing but digits passes."""
         if not isinstance(raw, Mapping):
             raise ReplyToRefused(REPLY_TO_MALFORMED, "reply_to must be an object")
-        channel, business, recipient = (raw.get(k) for k in ("channel", "business_id", "recipient"))
+        channel, business, recipient = (_text(raw.get(k)) for k in ("channel", "business_id", "recipient"))
         if channel not in CHANNELS:
             raise ReplyToRefused(REPLY_TO_MALFORMED, f"reply_to.channel must be one of {', '.join(CHANNELS)}")
         if not isinstance(business, str) or not isinstance(recipient, str):
-            raise ReplyToRefused(REPLY_TO_MALFORMED, "reply_to needs business_id and recipient, as strings")
+            raise ReplyToRefused(REPLY_TO_MALFORMED, "reply_to needs business_id and recipient, as strings or numbers")
         return cls(channel, meta_id(business, "reply_to.business_id"), _recipient(channel, recipient))
 
     @classmethod
