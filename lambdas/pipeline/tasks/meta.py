@@ -163,7 +163,7 @@ def _whatsapp(value: Mapping[str, Any], units: Units, tenant: str) -> None:
         if not _storable(units, message_id, recipient, callback):
             continue
         units.statuses.append(
-            StatusUpdate(message_id, name, _int(status.get("timestamp")), recipient, callback, tenant)
+            StatusUpdate(message_id, name, _int(status.get("timestamp")), recipient, callback, tenant=tenant)
         )
 
 
