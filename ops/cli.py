@@ -151,6 +151,7 @@ def _replay_or_meta(args: argparse.Namespace, ctx: Context) -> int:
         app_id=args.app_id,
         graph_url=args.graph_url,
         output=args.output,
+        tenant=args.tenant,
     )
 
 
@@ -181,6 +182,7 @@ def _selection(args: argparse.Namespace, ctx: Context) -> Selection:
         kind=args.kind,
         statuses=args.status,
         sources=(args.source,) if args.source else SOURCES,
+        assets=ctx.env.tenant_assets,
     )
 
 

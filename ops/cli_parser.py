@@ -279,6 +279,9 @@ def _meta_parser(commands: Any, common: argparse.ArgumentParser, output: argpars
     meta_check.add_argument(
         "--waba", action="append", metavar="ID", help="also check this WhatsApp Business Account (repeatable)"
     )
+    meta_check.add_argument(
+        "--tenant", help="check only the assets the environment binds to this tenant (Environment.tenant_assets)"
+    )
     meta_check.add_argument("--app-id", help="the app whose subscription counts, when several are subscribed")
     meta_check.add_argument(
         "--graph-url", help="the Graph API and version (default: the one the deployed pipeline sends through)"

@@ -49,6 +49,7 @@ from pipeline import schema
 from pipeline.adapters.items import from_item, to_item
 from pipeline.schema.rows import KIND, LANE, STATUS, TENANT
 from pipeline.settings import tenant_ids
+from pipeline.settings.tenant_assets import AssetBinding
 
 WEBHOOK = "webhook"
 JOB = "job"
@@ -102,6 +103,14 @@ class Selection:
     kind: str | None = None
     statuses: tuple[str, ...] = ()
     sources: tuple[str, ...] = SOURCES
+    tenant_assets: tuple[str, ...] = ()
+    """The Meta assets the environment binds to `tenant` (Environment.tenant_assets): a delivery is
+    filed under its first entry's asset, not under the tenant's name, so these are selected too."""
+
+    @property
+    def tenants(self) -> tuple[str, ...]:
+        """Every value of a row's `tenant` the selection takes."""
+        return (self.tenant, *self.tenant_assets) if self.tenant else ()
 
     @property
     def narrowed(self) -> bool:
@@ -113,6 +122,7 @@ class Selection:
             "since": iso(self.since),
             "until": iso(self.until),
             "tenant": self.tenant,
+            "tenant_assets": list(self.tenant_assets),
             "lane": self.lane,
             "kind": self.kind,
             "statuses": list(self.statuses),
@@ -125,6 +135,8 @@ class Selection:
             value = getattr(self, name)
             if value:
                 parts.append(f"{name} {value}")
+        if self.tenant_assets:
+            parts.append("its Meta assets " + ", ".join(self.tenant_assets))
         if self.statuses:
             parts.append("status " + "|".join(self.statuses))
         if set(self.sources) != set(SOURCES):
@@ -228,6 +240,7 @@ def selection(
     kind: str | None = None,
     statuses: Iterable[str] = (),
     sources: Sequence[str] = SOURCES,
+    assets: AssetBinding | None = None,
 ) -> Selection:
     """The checked selection, or OpsError(USAGE) saying what is wrong; nothing is read before."""
     if since is None:
@@ -252,6 +265,7 @@ def selection(
     unknown = [s for s in chosen if s not in STATUSES]
     if unknown:
         raise OpsError(f"unknown status {', '.join(unknown)}; statuses: {', '.join(STATUSES)}", USAGE)
+    owned = assets.tenants.get(tenant) if assets is not None and tenant is not None else None
     return Selection(
         since=start,
         until=end,
@@ -260,6 +274,7 @@ def selection(
         kind=kind,
         statuses=chosen,
         sources=tuple(sources),
+        tenant_assets=() if owned is None else owned.all_ids(),
     )
 
 
@@ -267,12 +282,17 @@ def _scan_arguments(table: str, source: str, chosen: Selection, with_payload: bo
     names = {"#at": _TAKEN_AT[source], "#part": "part_of"}
     values: dict[str, Any] = {":since": chosen.since, ":until": chosen.until}
     conditions = ["#at BETWEEN :since AND :until", "attribute_not_exists(#part)"]
-    for name in ("tenant", "lane", "kind"):
+    for name in ("lane", "kind"):
         value = getattr(chosen, name)
         if value:
             names[f"#{name}"] = name
             values[f":{name}"] = value
             conditions.append(f"#{name} = :{name}")
+    if chosen.tenants:
+        names["#tenant"] = "tenant"
+        tenants = [f":t{index}" for index in range(len(chosen.tenants))]
+        values.update(zip(tenants, chosen.tenants, strict=True))
+        conditions.append(f"#tenant IN ({', '.join(tenants)})")
     if chosen.statuses:
         names["#status"] = "status"
         placeholders = []

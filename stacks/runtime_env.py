@@ -120,12 +120,14 @@ def jobs(env: Environment, resources: Resources, dumps: Dumps) -> dict[str, str]
         EnvVar.LANES: _all_lanes(env),
         EnvVar.LANE_QUEUES: dumps(dict(resources.queue_urls)),
         EnvVar.JOBS: codec.dumps(env.jobs.settings),
+        EnvVar.TENANT_ASSETS: env.tenant_assets.to_text(),
     }
 
 
 SENDING_TASKS = frozenset({"ai"})
-"""Tasks that send replies through Meta (tasks/replies.py): their lanes get the Graph API's URL
-and the access token's secret."""
+"""Tasks that send replies through Meta (tasks/replies.py): their lanes get the Graph API's URL,
+the access token's secret and which assets each tenant owns (TENANT_ASSETS: no other function
+reads it, and Lambda allows 4 KB of variables a function)."""
 
 
 STATUS_TASKS = frozenset({"messages"})
@@ -147,6 +149,7 @@ def consumer(env: Environment, lane: Lane, resources: Resources, dumps: Dumps) -
                 EnvVar.GRAPH_API_URL: env.graph_api_url,
                 EnvVar.ACCESS_TOKEN_ARN: resources.access_token_arn,
                 EnvVar.SEND_PER_SECOND: str(env.meta_messages_per_second),
+                EnvVar.TENANT_ASSETS: env.tenant_assets.to_text(),
             }
             if sends
             else {}

@@ -18,7 +18,6 @@ carried), the reply items' send states, the consumer's lines and the unanswered-
 from __future__ import annotations
 
 import time
-import uuid
 from collections import Counter
 from dataclasses import dataclass
 
@@ -27,6 +26,7 @@ from bench.scenarios.result import Result
 from ops.drive import poll
 from pipeline.domain.dependencies import meta_send as ms
 from pipeline.tasks import ai
+from stacks.config.environments import LOCAL_SHOP
 
 LANE = "ai"
 ALARM = "AiLaneUnansweredReplies"
@@ -55,7 +55,7 @@ def run(h: Harness, p: Params) -> Result:
         baseline_label="resend on timeout",
     )
     started = time.monotonic()
-    tenant = f"shop-{uuid.uuid4().hex[:6]}"
+    tenant = LOCAL_SHOP  # owns the number replied through (TENANT_ASSETS)
     with h.session() as s:
         s.configure_lane(LANE, options={"debounce_seconds": "0"})
         s.configure_graph(lost_answer_rate=p.lost, hold_seconds=0.2, status_loss_rate=p.status_loss)

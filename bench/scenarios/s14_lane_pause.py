@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import threading
 import time
-import uuid
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -35,7 +34,7 @@ from bench.scenarios.result import Result
 from ops.drive import poll
 from pipeline.domain.dependencies import meta_send as ms
 from pipeline.tasks import ai
-from stacks.config.environments import ENVIRONMENTS
+from stacks.config.environments import ENVIRONMENTS, LOCAL_SHOP
 
 LANE = "ai"
 PAUSE_ALARM = "AiLanePausedMetaTokenInvalid"
@@ -125,7 +124,7 @@ def _replies(s: Any, p: Params, tenant: str) -> Counter[str]:
 
 
 def _drive(h: Harness, p: Params) -> Observed:
-    tenant = f"shop-{uuid.uuid4().hex[:6]}"
+    tenant = LOCAL_SHOP  # owns the number replied through (TENANT_ASSETS)
     submitted: dict[int, float] = {}
     shed: list[int] = []
     target = ENVIRONMENTS["local"].lane(LANE).policy.max_concurrency

@@ -4,7 +4,10 @@ Account is subscribed to, and flags what the pipeline routes but the subscriptio
 Which accounts: every one the accounts table knows (the door stamps each account it hears from:
 lambdas/pipeline/adapters/accounts_seen.py), with when its last delivery came and whether it is
 one of the quiet accounts the `QuietAccounts` alarm counts, plus any named with `--page`,
-`--instagram` or `--waba`. Each is one `GET /{id}/subscribed_apps` to the Graph API
+`--instagram` or `--waba`; with `--tenant T`, only the accounts the environment binds to T
+(Environment.tenant_assets), and naming another is refused. Each account shows the tenant it is
+bound to. An id that is not a Meta id (1-20 digits) is refused when named, and one read from the
+table is reported `not_a_meta_id` without being asked. Each is one `GET /{id}/subscribed_apps` to the Graph API
 the deployed pipeline sends replies through (the sending lane's GRAPH_API_URL, or `--graph-url`),
 with the `MetaAccessToken` secret's token (a system user's, as `lanectl preflight` checks); its
 answer is set against `SUBSCRIBED_FIELDS` (lambdas/pipeline/domain/webhook/routing.py). A WhatsApp
@@ -34,18 +37,21 @@ from ops.errors import FAILED, OK, UNCHECKED, USAGE, OpsError
 from ops.meta_graph import Graph, GraphRefused, GraphUnavailable
 from ops.output import JSON, TEXT, duration, table
 from pipeline.domain.webhook.routing import SUBSCRIBED_FIELDS
+from pipeline.settings.tenant_assets import MAX_ID_DIGITS, is_meta_id
 
 ACCOUNT_ID = re.compile(r"[0-9]{1,40}")
+"""An app id's shape (the accounts' are is_meta_id's: settings/tenant_assets.py)."""
 TOKEN_KEY = "access_token"  # noqa: S105 (the field's name, not a token)
 GRAPH_VARIABLE = "GRAPH_API_URL"
 
-OK_STATE, MISSING, NOT_SUBSCRIBED, UNKNOWN, AMBIGUOUS, UNAVAILABLE = (
+OK_STATE, MISSING, NOT_SUBSCRIBED, UNKNOWN, AMBIGUOUS, UNAVAILABLE, NOT_AN_ID = (
     "ok",
     "missing_fields",
     "not_subscribed",
     "unknown_to_meta",
     "several_apps",
     "not_checked",
+    "not_a_meta_id",
 )
 LACKING = (MISSING, NOT_SUBSCRIBED)
 RESUBSCRIBE = {
@@ -66,15 +72,36 @@ class Checked:
     subscribed: list[str] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)
     detail: str = ""
+    tenant: str | None = None
+    """The tenant the environment binds the account to (Environment.tenant_assets); None: none."""
 
 
 def _named(ids: list[str] | None, flag: str) -> list[str]:
     found = []
     for value in ids or []:
-        if not ACCOUNT_ID.fullmatch(value):
-            raise OpsError(f"{flag} {value!r} is not a Meta id (digits only, as the app dashboard shows it)", USAGE)
+        if not is_meta_id(value):
+            raise OpsError(
+                f"{flag} {value!r} is not a Meta id (1-{MAX_ID_DIGITS} digits, as the app dashboard shows it)", USAGE
+            )
         found.append(value)
     return found
+
+
+def _tenants_own(ctx: Context, tenant: str, named: dict[str, str]) -> dict[str, str]:
+    """The accounts `--tenant` checks: its bound Pages, Instagram accounts and WhatsApp Business
+    Accounts; an account named beside it must be one of them (USAGE otherwise)."""
+    owned = ctx.env.tenant_assets.tenants.get(tenant)
+    if owned is None:
+        raise OpsError(f"{ctx.env.name} binds no Meta assets to tenant {tenant!r} (Environment.tenant_assets)", USAGE)
+    own = {
+        **dict.fromkeys(owned.pages, "page"),
+        **dict.fromkeys(owned.instagram, "instagram"),
+        **dict.fromkeys(owned.waba, "whatsapp"),
+    }
+    foreign = sorted(account for account in named if account not in own)
+    if foreign:
+        raise OpsError(f"{', '.join(foreign)} not bound to tenant {tenant} in {ctx.env.name}: not checked", USAGE)
+    return own
 
 
 def _known(ctx: Context) -> tuple[dict[str, Checked], str]:
@@ -194,6 +221,7 @@ def check(
     app_id: str | None = None,
     graph_url: str | None = None,
     output: str = TEXT,
+    tenant: str | None = None,
 ) -> int:
     named = {
         **dict.fromkeys(_named(pages, "--page"), "page"),
@@ -202,7 +230,11 @@ def check(
     }
     if app_id is not None and not ACCOUNT_ID.fullmatch(app_id):
         raise OpsError(f"--app-id {app_id!r} is not a Meta app id (digits only)", USAGE)
+    if tenant is not None:
+        named = _tenants_own(ctx, tenant, named)
     accounts, note = _known(ctx)
+    if tenant is not None:
+        accounts = {account: checked for account, checked in accounts.items() if account in named}
     for account, product in named.items():
         known = accounts.get(account)
         accounts[account] = Checked(
@@ -222,6 +254,11 @@ def check(
         raise OpsError(f"--graph-url: {exc}", USAGE) from exc
     results = sorted(accounts.values(), key=lambda c: (c.product, c.account))
     for checked in results:
+        checked.tenant = ctx.env.tenant_assets.owner_of(checked.account)
+        if not is_meta_id(checked.account):
+            # A stamped id the door could not vouch for never goes into a Graph URL.
+            checked.state, checked.detail = NOT_AN_ID, f"not a Meta id (1-{MAX_ID_DIGITS} digits): not asked"
+            continue
         try:
             _check_one(graph, checked, app_id)
         except GraphUnavailable as exc:
@@ -248,6 +285,7 @@ def _show(ctx: Context, results: list[Checked], url: str, note: str, output: str
                     {
                         "account": c.account,
                         "product": c.product,
+                        "tenant": c.tenant,
                         "last_delivery_age_seconds": None if c.last_seen is None else round(now - c.last_seen, 3),
                         "quiet": c.quiet,
                         "state": c.state,
@@ -266,11 +304,12 @@ def _show(ctx: Context, results: list[Checked], url: str, note: str, output: str
         ctx.console.line(f"({note})")
     ctx.console.table(
         table(
-            ("ACCOUNT", "PRODUCT", "LAST DELIVERY", "STATE", "MISSING"),
+            ("ACCOUNT", "PRODUCT", "TENANT", "LAST DELIVERY", "STATE", "MISSING"),
             [
                 (
                     c.account,
                     c.product,
+                    c.tenant or "-",
                     "-" if c.last_seen is None else f"{duration(now - c.last_seen)} ago{' (quiet)' if c.quiet else ''}",
                     c.state,
                     ",".join(c.missing) or "-",

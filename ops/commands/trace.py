@@ -172,14 +172,16 @@ def _units(ctx: Context, trace: Trace) -> None:
     sender_key = SenderKey(ctx.aws.client("secretsmanager"), deployment.output("SenderKeyArn"))
     trace.read("secretsmanager")
     found: list[tuple[str, str, str, dict[str, str]]] = []
+    # Each unit is stored under its own entry's business, which in a batch of several is not the row's.
     for m in units.messages:
-        found.append(("message", m.id, m.person, message_key(tenant, m.id, sender_key.hash(m.person))))
+        key = message_key(meta.tenant_of(m, tenant), m.id, sender_key.hash(m.person))
+        found.append(("message", m.id, m.person, key))
     for s in units.statuses:
-        found.append(
-            ("status", s.message_id, s.recipient, status_key(tenant, s.message_id, sender_key.hash(s.recipient)))
-        )
+        key = status_key(meta.tenant_of(s, tenant), s.message_id, sender_key.hash(s.recipient))
+        found.append(("status", s.message_id, s.recipient, key))
     for c in units.comments:
-        found.append(("comment", c.id, c.author, comment_key(tenant, c.id, sender_key.hash(c.author))))
+        key = comment_key(meta.tenant_of(c, tenant), c.id, sender_key.hash(c.author))
+        found.append(("comment", c.id, c.author, key))
     for kind, unit_id, person, key in found:
         trace.units.append(Unit(kind, unit_id, person, _get(ctx, trace, "DataTableName", key)))
 

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from ops.drive import meta_payloads as meta
 from ops.drive import poll
+from stacks.config.environments import LOCAL_SHOP
 
 if TYPE_CHECKING:
     from ops.demo.story import Demo
@@ -166,7 +167,7 @@ def answered_through_meta(d: Demo) -> None:
         of it) and is sent through the Graph API (here the runtime's, on 127.0.0.1), once: the
         reply item records what was sent and Meta's message id.""",
     )
-    tenant, customer = f"shop-{uuid.uuid4().hex[:6]}", meta.CUSTOMER
+    tenant, customer = LOCAL_SHOP, meta.CUSTOMER
     reply_to = {"channel": "whatsapp", "business_id": "1098765", "recipient": customer}
     d.s.client.submit_job(
         lane="ai",

@@ -12,6 +12,7 @@ from pipeline.settings.callers import ALL_TENANTS
 from pipeline.settings.dependency_budget import DependencyBudget
 from pipeline.settings.doors import MIB, JobsSettings, WebhookSettings
 from pipeline.settings.sweeper_policy import SweeperSettings
+from pipeline.settings.tenant_assets import AssetBinding, TenantAssets
 from stacks.config.account_silence import LOCAL_ACCOUNTS, PROD_ACCOUNTS, AccountWatch
 from stacks.config.doors import (
     EDGE_REGION,
@@ -46,6 +47,17 @@ LOCAL_PRODUCER = "producer"
 """The role the local runtime's jobs API client acts as unless told otherwise."""
 LOCAL_ON_CALL = "on-call@localhost"
 """The local environment's one on-call address: the local runtime's inbox, not a real mailbox."""
+LOCAL_SHOP = "shop-1"
+"""The local tenant that owns the phone number and Page the demo, the scenarios and the tests
+reply through."""
+LOCAL_ASSETS = AssetBinding(
+    {
+        LOCAL_SHOP: TenantAssets(waba=("1000001",), phones=("1098765",), pages=("1077",), instagram=("1078",)),
+        # The `partner-acme` role's tenant: its own number, so a job of its naming shop-1's is refused.
+        "acme": TenantAssets(waba=("2000001",), phones=("2098765",), pages=("2077",)),
+    }
+)
+"""Which Meta assets the local tenants own (settings/tenant_assets.py)."""
 
 
 MAX_META_MESSAGES_PER_SECOND = 1000
@@ -163,6 +175,11 @@ class Environment:
     """Meta's client certificate required on the webhook (stacks/config/mutual_tls.py); None: off."""
     retention: Retention = field(default_factory=Retention)
     """How long each kind of data is kept (stacks/config/privacy.py)."""
+    tenant_assets: AssetBinding = field(default_factory=AssetBinding)
+    """Which Meta assets (WhatsApp Business Accounts, phone-number ids, Pages, Instagram accounts)
+    each tenant owns (lambdas/pipeline/settings/tenant_assets.py): a job's reply goes out only
+    through its own tenant's. Empty binds nothing: no reply is sent until the tenants' assets are
+    written here, as no producer may post until its role is granted (`JobsSettings.callers`)."""
     erasure: ErasureConfig = field(default_factory=ErasureConfig)
     idempotency_ttl_seconds: int = 7 * 24 * 3600
     graph_api_url: str = "https://graph.facebook.com/v21.0"
@@ -350,6 +367,7 @@ def _build() -> dict[str, Environment]:
             ),
             idempotency_ttl_seconds=3600,
             accounts=LOCAL_ACCOUNTS,
+            tenant_assets=LOCAL_ASSETS,
             retention=Retention(
                 raw_deliveries_days=4, jobs_days=4, effects_days=4, erasure_requests_days=4, backup_days=1
             ),
@@ -381,8 +399,10 @@ __all__ = [
     "EDGE_REGION",
     "ENVIRONMENTS",
     "LOCAL_ACCOUNT",
+    "LOCAL_ASSETS",
     "LOCAL_ON_CALL",
     "LOCAL_PRODUCER",
+    "LOCAL_SHOP",
     "MIB",
     "AlarmConfig",
     "ApiConfig",

@@ -8,6 +8,8 @@ without waiting. One connection per send, from the standard library (Lambda's ru
 no retries: a connection that never opened is `NotSent` (safe to try again), an answer that never
 came once the request may have left, or a 5xx that does not say Meta took nothing, is
 `OutcomeUnknown` (never repeated; domain/dependencies/meta_send.py).
+The object id of a send's path is checked by its shape (digits, domain/reply_to.py) and quoted as
+one segment (`graph_segment`) before the token is read: no id can reach another edge.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import http.client
 import json
 from collections.abc import Callable
 from typing import Any
-from urllib.parse import SplitResult, urlsplit
+from urllib.parse import SplitResult, quote, urlsplit
 
 from botocore.exceptions import BotoCoreError, ClientError
 
@@ -32,6 +34,7 @@ from pipeline.domain.dependencies.meta_send import (
     whatsapp_text,
 )
 from pipeline.domain.errors import PermanentError, TransientError
+from pipeline.domain.reply_to import meta_id
 
 TOKEN_CACHE_SECONDS = 60.0
 CONNECT_SECONDS = 2.0
@@ -67,6 +70,12 @@ def graph_get(base: SplitResult, path: str, token: str, *, timeout: float) -> tu
         return status, json.loads(data or b"{}")
     except ValueError:
         return status, None
+
+
+def graph_segment(object_id: str) -> str:
+    """A Meta object id as one path segment: its shape checked (ReplyToRefused otherwise), then
+    quoted anyway, so no id can add a segment, a query or a fragment to a Graph URL."""
+    return quote(meta_id(object_id, "a Graph API object id"), safe="")
 
 
 class TokenUnavailable(TransientError):
@@ -109,6 +118,9 @@ class GraphSender:
         self._timeout = timeout_seconds
 
     def send(self, reply_to: ReplyTo, text: str, callback: str, *, timeout: float) -> Sent:
+        # Checked again here, before the token is read or a connection opened: a ReplyTo built
+        # without `parse` must not put a path of its own choosing into the URL.
+        path = f"{self._split.path}/{graph_segment(reply_to.business_id)}/messages"
         body = (
             whatsapp_text(reply_to, text, callback) if reply_to.channel == WHATSAPP else send_api_text(reply_to, text)
         )
@@ -126,7 +138,7 @@ class GraphSender:
             try:
                 connection.request(
                     "POST",
-                    f"{split.path}/{reply_to.business_id}/messages",
+                    path,
                     body=json.dumps(body).encode(),
                     headers={"Content-Type": "application/json", "Authorization": f"Bearer {token}"},
                 )

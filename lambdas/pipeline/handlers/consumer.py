@@ -118,6 +118,7 @@ def create_handler(
             marker_ttl_seconds=config.idempotency_ttl_seconds,
             effects_retention_seconds=config.retention.effects_seconds,
             send_per_second=config.send_per_second,
+            assets=settings.asset_binding(environ) if meta is not None else settings.AssetBinding(),
             model_rate=(
                 rates.model_requests(lane.dependency, dependency.requests_per_minute)
                 if dependency and lane.dependency and dependency.requests_per_minute

@@ -4,7 +4,10 @@ domain/jobs/api.py; this module reads the function's settings, builds the ports 
 Every request is bound to its caller's IAM identity: the environment's config grants each
 principal the tenants it may act for (settings/callers.py). A caller with no grant is refused 403
 on both routes; `POST` for a tenant it is not granted is refused 403 before admission is asked or
-anything is written, and `GET` of another tenant's job is refused 403 without its status.
+anything is written, and `GET` of another tenant's job is refused 403 without its status. A
+payload's `reply_to` must have Meta's id shapes (400 `reply_to_malformed`) and send from an asset the
+job's tenant owns (TENANT_ASSETS, settings/tenant_assets.py; 403 `reply_asset_not_bound`), checked
+before admission or any write.
 
 `POST` validates, asks admission (cached lane state: no AWS call at steady state) whether the lane
 can start the job within its objective (503 + Retry-After if not), then writes the job and counts
@@ -51,6 +54,7 @@ class JobsApiSettings:
     queue_urls: Mapping[str, str]
     profiles: Mapping[str, LaneProfile]
     retention: RetentionSettings
+    assets: settings.AssetBinding
 
     @property
     def max_body_bytes(self) -> int:
@@ -76,7 +80,11 @@ class JobsApiSettings:
             for name, lane in lanes.items()
         }
         return cls(
-            settings=jobs_settings, queue_urls=queue_urls, profiles=profiles, retention=settings.retention(environ)
+            settings=jobs_settings,
+            queue_urls=queue_urls,
+            profiles=profiles,
+            retention=settings.retention(environ),
+            assets=settings.asset_binding(environ),
         )
 
 
@@ -95,6 +103,7 @@ def build_handler(
         max_payload_bytes=config.settings.max_payload_bytes,
         tenant_queued_limit=config.settings.tenant_queued_limit,
         jobs_seconds=config.retention.jobs_seconds,
+        assets=config.assets,
     )
     return http_handler(
         lambda request, telemetry: JobsApi(rules, ports, telemetry, clock).answer(request),

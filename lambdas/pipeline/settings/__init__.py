@@ -12,7 +12,8 @@ these objects and never parses the environment. Nothing here imports the domain.
 - `codec.py`: the one codec that writes and reads every settings type
 - `lane_policy.py`: a lane's policy (budgets, retries, deadlines, tenant caps); `budget_mode.py`
   enforce or observe; `sweeper_policy.py`: the sweeper's; `callers.py`, `tenant_ids.py`: which
-  principal acts for which tenant, and what a tenant id may be
+  principal acts for which tenant, and what a tenant id may be; `tenant_assets.py`: which Meta
+  assets (phone-number ids, Pages, Instagram accounts) each tenant owns, and what a Meta id may be
 - `environ.py`: the variable names, required and JSON values, tables, queue URLs
 - `lane_settings.py`: reading lane policies, dependency budgets and the consumer's settings
 - `kept.py`: retention periods and reading the sweeper's policy
@@ -37,7 +38,8 @@ _HOME = {
         ("SECRET_CACHE_SECONDS", "ErasureSettings", "JobsSettings", "WebhookSettings"), "pipeline.settings.doors"
     ),
     **dict.fromkeys(
-        ("account_silence", "erasure", "jobs", "probe", "retention", "sweeper", "webhook"), "pipeline.settings.readers"
+        ("account_silence", "erasure", "jobs", "probe", "retention", "sweeper", "asset_binding", "webhook"),
+        "pipeline.settings.readers",
     ),
     **dict.fromkeys(
         (
@@ -57,10 +59,12 @@ _HOME = {
     **dict.fromkeys(("ConsumerSettings", "dependencies", "lane", "lanes"), "pipeline.settings.lane_settings"),
     "DependencyBudget": "pipeline.settings.dependency_budget",
     "ModelSettings": "pipeline.settings.model",
+    "AssetBinding": "pipeline.settings.tenant_assets",
 }
 
 __all__ = [
     "SECRET_CACHE_SECONDS",
+    "AssetBinding",
     "ConsumerSettings",
     "Credentials",
     "DependencyBudget",
@@ -76,6 +80,7 @@ __all__ = [
     "Tables",
     "WebhookSettings",
     "account_silence",
+    "asset_binding",
     "credentials",
     "dependencies",
     "erasure",
@@ -125,5 +130,15 @@ if TYPE_CHECKING:
     from pipeline.settings.lane_probe import ProbeSettings
     from pipeline.settings.lane_settings import ConsumerSettings, dependencies, lane, lanes
     from pipeline.settings.model import ModelSettings
-    from pipeline.settings.readers import account_silence, erasure, jobs, probe, retention, sweeper, webhook
+    from pipeline.settings.readers import (
+        account_silence,
+        asset_binding,
+        erasure,
+        jobs,
+        probe,
+        retention,
+        sweeper,
+        webhook,
+    )
     from pipeline.settings.sweeper_policy import SweeperSettings
+    from pipeline.settings.tenant_assets import AssetBinding

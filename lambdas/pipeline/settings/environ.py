@@ -52,6 +52,9 @@ class EnvVar:
     on the lanes that send replies (ai) and those whose statuses resolve them (messages)."""
     SEND_PER_SECOND = "META_MESSAGES_PER_SECOND"
     """Meta's messages a second per business phone number (domain/dependencies/rates.py), on sending lanes."""
+    TENANT_ASSETS = "TENANT_ASSETS"
+    """Which Meta assets each tenant owns (AssetBinding.to_text, settings/tenant_assets.py), for the
+    jobs API and the lanes that send; absent or empty binds nothing, so no reply is sent."""
     MODEL = "MODEL_SETTINGS"
     """JSON: the lane's model (ModelSettings); absent on lanes whose task calls none."""
     RETENTION = "RETENTION_SETTINGS"

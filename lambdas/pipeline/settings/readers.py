@@ -7,12 +7,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from pipeline.settings.doors import ErasureSettings, JobsSettings, WebhookSettings
-from pipeline.settings.environ import EnvVar, policy
+from pipeline.settings.environ import EnvVar, SettingsError, policy
 from pipeline.settings.kept import RetentionSettings
 from pipeline.settings.lane_probe import ProbeSettings
 from pipeline.settings.model import ModelSettings
 from pipeline.settings.silence_policy import AccountSilence
 from pipeline.settings.sweeper_policy import SweeperSettings
+from pipeline.settings.tenant_assets import AssetBinding
 
 
 def webhook(environ: Mapping[str, str]) -> WebhookSettings:
@@ -51,3 +52,14 @@ def model(environ: Mapping[str, str]) -> ModelSettings | None:
     if not environ.get(EnvVar.MODEL):
         return None
     return policy(environ, EnvVar.MODEL, ModelSettings)
+
+
+def asset_binding(environ: Mapping[str, str]) -> AssetBinding:
+    """Which Meta assets each tenant owns; a function deployed without the variable binds none."""
+    text = environ.get(EnvVar.TENANT_ASSETS)
+    if not text:
+        return AssetBinding()
+    try:
+        return AssetBinding.from_text(text)
+    except ValueError as exc:
+        raise SettingsError(f"{EnvVar.TENANT_ASSETS}: {exc}") from exc

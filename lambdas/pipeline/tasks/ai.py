@@ -28,7 +28,10 @@ turn. A conversation stamped before the set existed is answered from the marker'
 
 A message whose payload names where replies go (`reply_to`: `channel` whatsapp, messenger or
 instagram, `business_id`, `recipient`) has its turn's reply sent to the customer through Meta,
-at most once, by `reply.send` (tasks/replies.py); without it the reply is only stored.
+at most once, by `reply.send` (tasks/replies.py); without it the reply is only stored. A
+`reply_to` whose ids are not Meta's shapes (`reply_to_malformed`), or whose `business_id` is not
+one of the job's tenant's own assets (`reply_asset_not_bound`, settings/tenant_assets.py), fails
+the message for good before anything is stored.
 
 The turn's id derives from the message (`turn-<conversation ref>-<message id>`), so a repeated
 follow-up is a duplicate the consumer's done-marker absorbs.
@@ -194,7 +197,7 @@ def stamp(ctx: TaskContext) -> TaskResult:
             "token": message_id,
             "seq": seq,
             "sender_hash": sender,
-            **_reply_to(payload),
+            **_reply_to(ctx, payload),
         },
     )
     return TaskResult(
@@ -204,16 +207,13 @@ def stamp(ctx: TaskContext) -> TaskResult:
     )
 
 
-def _reply_to(payload: Mapping[str, Any]) -> dict[str, Any]:
+def _reply_to(ctx: TaskContext, payload: Mapping[str, Any]) -> dict[str, Any]:
+    """Where the reply goes, if anywhere: refused for good (`reply_to_malformed`,
+    `reply_asset_not_bound`) before the message is stored, when it could never be sent."""
     raw = payload.get("reply_to")
     if raw is None:
         return {}
-    reply_to = meta_send.ReplyTo.from_payload(raw)
-    if reply_to is None:
-        raise PermanentError(
-            "bad_ai_payload", "reply_to needs a channel (whatsapp, messenger, instagram), business_id and recipient"
-        )
-    return {"reply_to": reply_to.plain()}
+    return {"reply_to": ctx.bound(meta_send.ReplyTo.parse(raw)).plain()}
 
 
 def turn(ctx: TaskContext) -> TaskResult:
@@ -242,7 +242,7 @@ def turn(ctx: TaskContext) -> TaskResult:
     }
     if senders.is_hash(payload.get("sender_hash")):
         reply_item[schema.SENDER_HASH] = payload["sender_hash"]
-    sending = _reply_to(payload)
+    sending = _reply_to(ctx, payload)
     if sending:
         reply_item["send_state"] = meta_send.PENDING
     answer = Put(

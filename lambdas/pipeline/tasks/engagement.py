@@ -75,21 +75,29 @@ def triage(
 
 def run(ctx: TaskContext) -> TaskResult:
     units = _comments(ctx.payload)
-    unique = {comment.id: comment for comment in units.comments}
+    unique = {(comment.tenant, comment.id): comment for comment in units.comments}
     index = privacy.delivery_index(ctx)
     ignored = {name: count for name, count in units.ignored.items() if count}
     skipped = {"ignored": ignored, "unprocessable": units.unprocessable}
     if not unique:
         return TaskResult(writes=index, detail={"comments": 0, **skipped})
-    labels: dict[str, str] = {}
+    labels: dict[tuple[str, str], str] = {}
     with ctx.dependency():
-        for comment in unique.values():
+        for key, comment in unique.items():
             answer = ctx.vendor.complete(comment.text[:PROMPT_TEXT_LIMIT], timeout=ctx.remaining())
-            labels[comment.id] = triage_label(answer)
+            labels[key] = triage_label(answer)
     writes = (
         tuple(
-            triage(ctx.envelope.tenant, c, labels[c.id], ctx.now, ctx.sender_hash(c.author), ctx.envelope.id)
-            for c in unique.values()
+            # Each comment under its own entry's Page or Instagram account, not the delivery's first.
+            triage(
+                meta.tenant_of(c, ctx.envelope.tenant),
+                c,
+                labels[key],
+                ctx.now,
+                ctx.sender_hash(c.author),
+                ctx.envelope.id,
+            )
+            for key, c in unique.items()
         )
         + index
     )

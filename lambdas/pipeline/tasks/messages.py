@@ -19,6 +19,9 @@
 - Comments in a delivery that also carried messages land here (the door never lets a message
   wait behind a comment flood) and are stored for triage, untriaged.
 
+Each unit is filed under the business of the entry it came in (tasks/meta.py), so a delivery
+batching several Pages or WhatsApp Business Accounts keeps each one's apart.
+
 Every write is `standalone` (re-applying it changes nothing), so a delivery larger than one
 transaction still commits; see adapters/transactions.py. Each item lives in the partition of the
 person it is about (the sender, the status's recipient, the comment's author; domain/senders.py),
@@ -29,6 +32,7 @@ domain/stored_text.py: a long one deflated, so a 2 KB text's item is one write u
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
 from dataclasses import replace
 from typing import Any
@@ -156,26 +160,28 @@ def store_untriaged(
 
 def run(ctx: TaskContext) -> TaskResult:
     units = meta.read(ctx.payload)
-    tenant = ctx.envelope.tenant
+    delivery_tenant = ctx.envelope.tenant
     # One write per item: a transaction refuses two operations on one item, and a delivery may
     # repeat a message or carry several statuses of one message. The highest status wins here,
     # exactly as it would in the table.
-    messages = {m.id: m for m in units.messages}
-    statuses: dict[str, meta.StatusUpdate] = {}
+    messages = {(m.tenant, m.id): m for m in units.messages}
+    statuses: dict[tuple[str, str], meta.StatusUpdate] = {}
     for update in units.statuses:
         if update.status not in STATUS_RANK:
             units.ignore("status", update.status)  # WhatsApp's `played`, `deleted`, ...
             continue
-        held = statuses.get(update.message_id)
+        held = statuses.get((update.tenant, update.message_id))
         if held is None or STATUS_RANK[update.status] > STATUS_RANK[held.status]:
-            statuses[update.message_id] = update
-    comments = {c.id: c for c in units.comments}
+            statuses[(update.tenant, update.message_id)] = update
+    comments = {(c.tenant, c.id): c for c in units.comments}
+    # Each unit is filed under its own entry's business (tasks/meta.py), not the delivery's first.
+    tenant = functools.partial(meta.tenant_of, delivery_tenant=delivery_tenant)
     writes: list[Write] = [
-        store_message(tenant, m, ctx.now, ctx.sender_hash(m.person), ctx.envelope.id) for m in messages.values()
+        store_message(tenant(m), m, ctx.now, ctx.sender_hash(m.person), ctx.envelope.id) for m in messages.values()
     ]
-    writes += [apply_status(tenant, s, ctx.now, ctx.sender_hash(s.recipient)) for s in statuses.values()]
+    writes += [apply_status(tenant(s), s, ctx.now, ctx.sender_hash(s.recipient)) for s in statuses.values()]
     writes += [
-        store_untriaged(tenant, c, ctx.now, ctx.sender_hash(c.author), ctx.envelope.id) for c in comments.values()
+        store_untriaged(tenant(c), c, ctx.now, ctx.sender_hash(c.author), ctx.envelope.id) for c in comments.values()
     ]
     resolved, failed, refused = _replies(ctx, statuses.values())
     writes += resolved

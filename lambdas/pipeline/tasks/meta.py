@@ -17,6 +17,11 @@ Every unit's time is epoch seconds, whichever unit Meta stamped it in (WhatsApp:
 string; Messenger and Instagram: milliseconds), told apart by size (domain/epoch.py); 0 when it is
 missing or not a number.
 
+Each unit carries the business of the entry it came in (`tenant`, routing.entry_tenant): Meta
+batches entries per object, so one delivery to an app subscribed to several Pages or WhatsApp
+Business Accounts holds several businesses, and each unit's effects are filed under its own, never
+under the delivery's first. A unit of an entry naming no business is the delivery's (`tenant_of`).
+
 A Messenger or Instagram echo (`message.is_echo`: Meta's copy of a message the business itself
 sent, `sender` the business and `recipient` the customer) is the business's outgoing message to
 that customer: stored as such, in the customer's partition, where their erasure finds it.
@@ -32,6 +37,7 @@ from typing import Any
 
 from pipeline.domain import epoch, stored_text
 from pipeline.domain.errors import PermanentError
+from pipeline.domain.webhook import routing
 
 COMMENT_FIELDS = frozenset({"feed", "comments", "live_comments", "mentions"})
 COMMENT_VERBS = frozenset({"add", "edited"})
@@ -56,6 +62,8 @@ class InboundMessage:
     recipient: str = ""
     direction: str = INBOUND
     """OUTGOING for an echo: `sender` is the business, `recipient` the customer."""
+    tenant: str = ""
+    """The business of the entry it came in (routing.entry_tenant); "" when the entry names none."""
 
     @property
     def person(self) -> str:
@@ -75,6 +83,8 @@ class StatusUpdate:
     """The phone-number id the message was sent from (its change's `metadata.phone_number_id`)."""
     error_code: int = 0
     """A `failed` status's reason: Meta's code in its first `errors` entry (131047, 131026, ...)."""
+    tenant: str = ""
+    """The business of the entry it came in (routing.entry_tenant); "" when the entry names none."""
 
 
 @dataclass(frozen=True)
@@ -83,6 +93,8 @@ class Comment:
     post_id: str
     author: str
     text: str
+    tenant: str = ""
+    """The business of the entry it came in (routing.entry_tenant); "" when the entry names none."""
 
 
 @dataclass
@@ -103,6 +115,13 @@ class Units:
 
 def _text(value: Any) -> str:
     return value if isinstance(value, str) else ""
+
+
+def _int(value: Any) -> int:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return 0
 
 
 def _storable(units: Units, *ids: str) -> bool:
@@ -128,7 +147,7 @@ def _dicts(value: Any) -> list[Mapping[str, Any]]:
     return [v for v in value if isinstance(v, Mapping)] if isinstance(value, list) else []
 
 
-def _whatsapp(value: Mapping[str, Any], units: Units) -> None:
+def _whatsapp(value: Mapping[str, Any], units: Units, tenant: str) -> None:
     for message in _dicts(value.get("messages")):
         message_id = _text(message.get("id"))
         if not message_id:
@@ -147,6 +166,7 @@ def _whatsapp(value: Mapping[str, Any], units: Units) -> None:
                 type=stored_text.well_formed(kind),
                 text=_text(body.get("body") or body.get("caption")),
                 channel="whatsapp",
+                tenant=tenant,
             )
         )
     for status in _dicts(value.get("statuses")):
@@ -168,11 +188,12 @@ def _whatsapp(value: Mapping[str, Any], units: Units) -> None:
                 callback,
                 _text(_mapping(value.get("metadata")).get("phone_number_id")),
                 _int(errors[0].get("code")) if errors else 0,
+                tenant=tenant,
             )
         )
 
 
-def add_comment(value: Mapping[str, Any], units: Units) -> None:
+def add_comment(value: Mapping[str, Any], units: Units, tenant: str = "") -> None:
     item, verb = value.get("item", "comment"), value.get("verb", "add")
     if item != "comment":
         units.ignore("feed_item", item)  # reactions, posts, likes: not for triage
@@ -196,11 +217,12 @@ def add_comment(value: Mapping[str, Any], units: Units) -> None:
             post_id=post_id,
             author=author,
             text=_text(value.get("message") or value.get("text")),
+            tenant=tenant,
         )
     )
 
 
-def _messaging(event: Mapping[str, Any], channel: str, units: Units) -> None:
+def _messaging(event: Mapping[str, Any], channel: str, units: Units, tenant: str) -> None:
     message = event.get("message")
     if not isinstance(message, Mapping):
         # Deliveries, reads, postbacks, reactions: nothing to store, named by their own key.
@@ -224,6 +246,7 @@ def _messaging(event: Mapping[str, Any], channel: str, units: Units) -> None:
             channel=channel,
             recipient=recipient,
             direction=OUTGOING if message.get("is_echo") is True else INBOUND,
+            tenant=tenant,
         )
     )
 
@@ -236,17 +259,24 @@ def read(payload: Any) -> Units:
     channel = "instagram" if payload.get("object") == "instagram" else "messenger"
     units = Units()
     for entry in _dicts(payload["entry"]):
+        tenant = routing.entry_tenant(entry) or ""
         for change in _dicts(entry.get("changes")):
             value = change.get("value")
             name = change.get("field")
             if not isinstance(value, Mapping):
                 units.ignore("field", name)
             elif name in COMMENT_FIELDS:
-                add_comment(value, units)
+                add_comment(value, units, tenant)
             elif name == "messages":
-                _whatsapp(value, units)
+                _whatsapp(value, units, tenant)
             else:
                 units.ignore("field", name)
         for event in _dicts(entry.get("messaging")):
-            _messaging(event, channel, units)
+            _messaging(event, channel, units, tenant)
     return units
+
+
+def tenant_of(unit: InboundMessage | StatusUpdate | Comment, delivery_tenant: str) -> str:
+    """The business a unit's effects are filed under: its entry's, or the delivery's when its
+    entry named none (a comment posted as a job carries none either)."""
+    return unit.tenant or delivery_tenant

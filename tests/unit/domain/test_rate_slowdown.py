@@ -12,6 +12,7 @@ from pipeline.domain.dependencies import meta_send as ms
 from pipeline.domain.dependencies.model import ModelThrottled
 from pipeline.domain.dependencies.rates import RateKeeper, model_requests, whatsapp_number
 from pipeline.domain.errors import DependencyBusy
+from pipeline.settings.tenant_assets import AssetBinding, TenantAssets
 from tests.unit.domain.test_rates import Counters
 from tests.unit.tasks.payloads import envelope
 
@@ -68,6 +69,7 @@ def _run(keeper: RateKeeper, **changes) -> TaskRun:
         "eraser": None,
         "rates": keeper,
         "send_per_second": 80,
+        "assets": AssetBinding({"t1": TenantAssets(phones=(REPLY_TO.business_id,))}),
         **changes,
     }
     return TaskRun(**given)  # type: ignore[arg-type]

@@ -4,6 +4,7 @@ the pipeline routes, through the local Graph API fake (Meta's endpoints, answers
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import boto3
 import pytest
@@ -12,6 +13,7 @@ from local_aws.graph_fake import GraphFake
 from ops.errors import FAILED, OK, UNCHECKED, USAGE
 from pipeline.adapters.accounts_seen import AccountsSeen
 from pipeline.domain.webhook.account_silence import Account
+from pipeline.settings.tenant_assets import AssetBinding, TenantAssets
 from stacks.config.environments import ENVIRONMENTS
 from tests.support.aws import REGION
 
@@ -58,8 +60,8 @@ def test_accounts_the_door_stamped_are_checked_and_all_subscribed_passes(lanectl
     assert result.code == OK, result.err
     lines = {line.split()[0]: line for line in result.out.splitlines() if line[:4] in ("1010", "2020")}
     assert "page" in lines["1010"]
-    assert lines["1010"].split() == ["1010", "page", "1m30s", "ago", "ok", "-"]
-    assert lines["2020"].split() == ["2020", "whatsapp", "30s", "ago", "ok", "-"]
+    assert lines["1010"].split() == ["1010", "page", "-", "1m30s", "ago", "ok", "-"]
+    assert lines["2020"].split() == ["2020", "whatsapp", "-", "30s", "ago", "ok", "-"]
     assert "2 account(s): 2 subscribed as routed, 0 lacking, 0 not checked" in result.out
 
 
@@ -171,6 +173,8 @@ def test_graph_api_out_of_reach_cannot_check(lanectl, prod_stack, graph):
     [
         (("--page", "not-an-id"), "--page 'not-an-id' is not a Meta id"),
         (("--waba", "12 34"), "--waba '12 34' is not a Meta id"),
+        (("--page", "1" * 21), f"--page '{'1' * 21}' is not a Meta id (1-20 digits"),
+        (("--page", "999/subscribed_apps?x="), "--page '999/subscribed_apps?x=' is not a Meta id"),
         (("--app-id", "x1", "--page", "1"), "--app-id 'x1' is not a Meta app id"),
         ((), "no accounts to check"),
     ],
@@ -220,3 +224,51 @@ def test_an_account_that_normally_sends_and_went_quiet_is_marked_quiet(lanectl, 
     assert found["1022"]["quiet"] is False
     text = _check(lanectl, graph).out
     assert "3h00m ago (quiet)" in text
+
+
+@pytest.fixture
+def bound(monkeypatch):
+    """prod with two tenants' Pages bound (prod binds none)."""
+    assets = AssetBinding({"acme": TenantAssets(pages=("1010",)), "globex": TenantAssets(pages=("3030",))})
+    monkeypatch.setitem(ENVIRONMENTS, "prod", replace(ENVIRONMENTS["prod"], tenant_assets=assets))
+
+
+def test_a_tenant_checks_only_the_accounts_bound_to_it_and_each_shows_its_tenant(
+    lanectl, bound, prod_stack, graph, clock
+):
+    # Given two tenants' Pages the door has heard from
+    _stamp(prod_stack, "1010", "page", clock() - 90)
+    _stamp(prod_stack, "3030", "page", clock() - 90)
+    graph.add_account("1010", "page", PAGE_FIELDS)
+    # When the operator checks acme's
+    result = _check(lanectl, graph, "--tenant", "acme")
+    # Then only acme's Page is asked and listed, with its tenant; globex's is not touched
+    assert result.code == OK, result.err
+    assert [line.split()[:3] for line in result.out.splitlines() if line[:4] in ("1010", "3030")] == [
+        ["1010", "page", "acme"]
+    ]
+
+
+def test_a_tenant_with_another_tenants_page_named_is_refused_and_meta_is_not_asked(lanectl, bound, prod_stack, graph):
+    result = _check(lanectl, graph, "--tenant", "acme", "--page", "3030")
+    assert result.code == USAGE
+    assert "3030 not bound to tenant acme in prod: not checked" in result.err
+    assert graph.refused() == []
+
+
+def test_a_tenant_the_environment_binds_nothing_to_is_refused(lanectl, bound, prod_stack, graph):
+    result = _check(lanectl, graph, "--tenant", "initech")
+    assert result.code == USAGE
+    assert "prod binds no Meta assets to tenant 'initech' (Environment.tenant_assets)" in result.err
+
+
+def test_a_stamped_id_that_is_not_a_meta_id_is_reported_and_never_asked(lanectl, prod_stack, graph, clock):
+    # Given the accounts table holds an id no Meta account has (the door stamps what entries name)
+    _stamp(prod_stack, "999_subscribed", "page", clock() - 30)
+    graph.add_account("1010", "page", PAGE_FIELDS)
+    result = _check(lanectl, graph, "--page", "1010")
+    # Then it is listed as not a Meta id, not asked (Meta would have answered unknown_to_meta)
+    assert result.code == UNCHECKED
+    [line] = [line.split() for line in result.out.splitlines() if line.split()[:1] == ["999_subscribed"]]
+    assert line[-2:] == ["not_a_meta_id", "-"]
+    assert "999_subscribed: not a Meta id (1-20 digits): not asked" in result.out

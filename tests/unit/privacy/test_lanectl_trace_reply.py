@@ -14,7 +14,7 @@ from tests.unit.consumer.lane_env import with_lane
 from tests.unit.tasks.payloads import FakeVendor
 
 CUSTOMER = "15550002"
-PHONE_ID = "1098765"
+PHONE_ID = "2098765"  # acme's number (stacks/config/environments.py binds it)
 
 
 @pytest.fixture

@@ -5,9 +5,12 @@ and nothing changed."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 
+from pipeline.settings.tenant_assets import AssetBinding, TenantAssets
+from stacks.config.environments import ENVIRONMENTS
 from tests.unit.tasks.payloads import CUSTOMER, WABA, text_message, whatsapp
 
 from .conftest import snapshot
@@ -93,3 +96,23 @@ def test_bad_input_exits_2_with_the_reason_and_changes_nothing(pipeline, stack, 
     assert says in err
     assert out == ""
     assert snapshot(pipeline, stack) == before
+
+
+def test_a_tenants_listing_takes_the_deliveries_of_the_meta_assets_bound_to_it(pipeline, stack, lanectl, monkeypatch):
+    # Given dev binding tenant shop to one WhatsApp Business Account, whose delivery is filed under
+    # that account's id, another account's delivery, and a job of shop's
+    assets = AssetBinding({"shop": TenantAssets(waba=("5550001",)), "globex": TenantAssets(waba=("5550002",))})
+    monkeypatch.setitem(ENVIRONMENTS, "dev", replace(ENVIRONMENTS["dev"], tenant_assets=assets))
+    pipeline.deliver(whatsapp(messages=[text_message("wamid.B1")], waba="5550001"))
+    pipeline.deliver(whatsapp(messages=[text_message("wamid.B2")], waba="5550002"))
+    pipeline.submit({"lane": "bulk", "kind": "import.page", "tenant": "shop", "payload": {"page": 3}})
+
+    # When on-call lists shop's last hour
+    code, out, err = lanectl("trace", "--env", "dev", "--tenant", "shop", "--since", "1h")
+
+    # Then its account's delivery and its job are listed, and the other account's is not
+    assert code == 0, err
+    assert out.startswith("tenant shop: 2 delivery(ies) and job(s), ")
+    assert "its Meta assets 5550001" in out
+    assert "5550001" in out
+    assert "5550002" not in out

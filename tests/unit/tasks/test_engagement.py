@@ -36,7 +36,13 @@ def test_a_flood_from_one_page_takes_every_free_slot_and_costs_no_bookkeeping(la
     # Given a batch of ten deliveries: eight from a page running a campaign, two from another page
     h = lane("engagement")
     for n in range(8):
-        h.send(h.webhook_row(feed(comment_change(f"flood-{n}", f"win {n}")), tenant="page-flood", lane="engagement"))
+        h.send(
+            h.webhook_row(
+                feed(comment_change(f"flood-{n}", f"win {n}"), page="page-flood"),
+                tenant="page-flood",
+                lane="engagement",
+            )
+        )
     for n in range(2):
         h.send(
             h.webhook_row(

@@ -209,10 +209,10 @@ def test_a_copy_that_finds_an_attempt_in_flight_does_not_send_again(ai_lane, gra
 
 
 def test_a_messenger_reply_goes_through_the_send_api(ai_lane, graph):
-    _message(ai_lane, reply_to={"channel": "messenger", "business_id": "page-77", "recipient": "psid-9"})
+    _message(ai_lane, reply_to={"channel": "messenger", "business_id": "1077", "recipient": "9009"})
     _drain(ai_lane, ai_lane.handler(vendor=FakeVendor(answers=["Hello!"])))
     [sent] = graph.outbox()
-    assert (sent.channel, sent.business_id, sent.recipient, sent.text) == ("send_api", "page-77", "psid-9", "Hello!")
+    assert (sent.channel, sent.business_id, sent.recipient, sent.text) == ("send_api", "1077", "9009", "Hello!")
     reply = _reply(ai_lane)
     assert (reply["send_state"], reply["message_id"]) == (ms.SENT, sent.message_id)
     assert reply["message_id"].startswith("m_")
@@ -222,7 +222,7 @@ def test_a_reply_to_that_names_no_channel_is_refused_with_its_reason(ai_lane, gr
     _message(ai_lane, reply_to={"channel": "sms", "business_id": "x", "recipient": "y"})
     _drain(ai_lane, ai_lane.handler(vendor=FakeVendor()))
     [dead] = ai_lane.dead_letters()
-    assert dead["MessageAttributes"]["reason"]["StringValue"] == "bad_ai_payload"
+    assert dead["MessageAttributes"]["reason"]["StringValue"] == "reply_to_malformed"
     assert graph.outbox() == []
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from pipeline.domain.consumer.ports import (
     Budgets,
@@ -20,6 +20,7 @@ from pipeline.domain.dependencies.failure_rate import FailureWindow
 from pipeline.domain.dependencies.rates import Rate, RateKeeper
 from pipeline.domain.ports import Committer, SenderHasher
 from pipeline.settings.lane_policy import LanePolicy
+from pipeline.settings.tenant_assets import AssetBinding
 
 
 @dataclass(frozen=True)
@@ -33,6 +34,8 @@ class ConsumerConfig:
     """Meta's messages a second per business phone number, on a lane that sends replies."""
     model_rate: Rate | None = None
     """The lane's dependency's requests a minute, shared by every lane that calls it."""
+    assets: AssetBinding = field(default_factory=AssetBinding)
+    """Which Meta assets each tenant owns: a reply goes out only through its tenant's own."""
 
     @property
     def reserve_seconds(self) -> float:

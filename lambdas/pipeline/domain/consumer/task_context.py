@@ -18,6 +18,7 @@ from pipeline.domain.dependencies.rates import Rate, RateKeeper, whatsapp_number
 from pipeline.domain.effects import TASK_TABLES, Table, Write
 from pipeline.domain.envelope import Envelope
 from pipeline.domain.errors import DependencyBusy
+from pipeline.settings.tenant_assets import AssetBinding
 
 
 class TaskRun:
@@ -45,6 +46,7 @@ class TaskRun:
         rates: RateKeeper | None = None,
         send_per_second: int | None = None,
         model_rate: Rate | None = None,
+        assets: AssetBinding | None = None,
     ) -> None:
         self.envelope = envelope
         self.payload = payload
@@ -74,6 +76,7 @@ class TaskRun:
         self._rates = rates
         self._send_per_second = send_per_second
         self._model_rate = model_rate
+        self._assets = assets or AssetBinding()
 
     def option(self, name: str, default: str) -> str:
         return self._options.get(name, default)
@@ -99,8 +102,14 @@ class TaskRun:
             return None
         return whatsapp_number(reply_to.business_id, self._send_per_second)
 
+    def bound(self, reply_to: ReplyTo) -> ReplyTo:
+        """`reply_to` when the envelope's tenant owns the asset it sends from; ReplyToRefused
+        (`reply_asset_not_bound`) otherwise. Checked before the send's rate is counted and again
+        before the call, whatever path the work came by (a job, a redrive, a replay)."""
+        return reply_to.check_bound(self.envelope.tenant, self._assets)
+
     def send_room(self, reply_to: ReplyTo) -> None:
-        rate = self.send_rate(reply_to)
+        rate = self.send_rate(self.bound(reply_to))
         if rate is not None:
             self._take(rate)
 
@@ -179,6 +188,7 @@ class _Sending:
         self._run = run
 
     def send(self, reply_to: ReplyTo, text: str, callback: str, *, timeout: float) -> Sent:
+        self._run.bound(reply_to)
         self._run.called_out = True
         try:
             return self._sender.send(reply_to, text, callback, timeout=timeout)

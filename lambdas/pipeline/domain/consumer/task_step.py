@@ -125,6 +125,7 @@ class TaskStep:
                 rates=self._io.rates,
                 send_per_second=self._config.send_per_second,
                 model_rate=self._config.model_rate,
+                assets=self._config.assets,
             )
             spent.append(context)
             started = self._clock()

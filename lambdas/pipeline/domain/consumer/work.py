@@ -139,10 +139,17 @@ class TaskContext(Protocol):
         landed; False when its condition failed (someone else recorded first)."""
         ...
 
+    def bound(self, reply_to: ReplyTo) -> ReplyTo:
+        """`reply_to` when the envelope's tenant owns the Meta asset it sends from
+        (settings/tenant_assets.py); ReplyToRefused (`reply_asset_not_bound`, permanent) otherwise.
+        `send_room` and `meta.send` check it too, so no path sends through another tenant's asset."""
+        ...
+
     def send_room(self, reply_to: ReplyTo) -> None:
         """Count one send against the sending number's rate budget (domain/dependencies/rates.py), before the
         attempt is recorded; raises DependencyBusy when its second is full, which defers the
-        record without spending an attempt."""
+        record without spending an attempt. Refuses a `reply_to` its tenant does not own (`bound`)
+        before counting anything."""
         ...
 
     def dependency(self) -> AbstractContextManager[None]:

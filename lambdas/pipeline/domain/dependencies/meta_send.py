@@ -46,11 +46,13 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from pipeline.domain.errors import MESSAGE_LIMIT, Pace, PermanentError, TransientError
-
-WHATSAPP = "whatsapp"
-MESSENGER = "messenger"
-INSTAGRAM = "instagram"
-CHANNELS = (WHATSAPP, MESSENGER, INSTAGRAM)
+from pipeline.domain.reply_to import (  # noqa: F401 (where a reply goes, still named through this module)
+    CHANNELS,
+    INSTAGRAM,
+    MESSENGER,
+    WHATSAPP,
+    ReplyTo,
+)
 
 PENDING = "pending"
 """The turn stored the reply: the intent to send it."""
@@ -84,28 +86,6 @@ CALLBACK_PREFIX = "lanes2:"
 CALLBACK_LIMIT = 512
 """Meta's limit on `biz_opaque_callback_data`, in characters."""
 MAC_BYTES = 16
-
-
-@dataclass(frozen=True)
-class ReplyTo:
-    """Where a conversation's replies go: its channel, the business's sending id (WhatsApp's
-    phone-number id, or the Page id for Messenger and Instagram) and the customer's id there."""
-
-    channel: str
-    business_id: str
-    recipient: str
-
-    @classmethod
-    def from_payload(cls, raw: Any) -> ReplyTo | None:
-        if not isinstance(raw, Mapping):
-            return None
-        channel, business, recipient = (str(raw.get(k) or "") for k in ("channel", "business_id", "recipient"))
-        if channel not in CHANNELS or not business or not recipient:
-            return None
-        return cls(channel, business, recipient)
-
-    def plain(self) -> dict[str, str]:
-        return {"channel": self.channel, "business_id": self.business_id, "recipient": self.recipient}
 
 
 @dataclass(frozen=True)

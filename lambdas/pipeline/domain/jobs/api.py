@@ -9,7 +9,7 @@ handler to answer and count, the same way as for a bug.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from pipeline import metric_names, schema
@@ -22,9 +22,11 @@ from pipeline.domain.jobs.admission import LaneProfile
 from pipeline.domain.jobs.ports import JobStore, LaneStates
 from pipeline.domain.jobs.requests import Created, Duplicate, JobRequest, TenantLimited
 from pipeline.domain.ports import CORRELATION_ID, Sender, SenderHasher, Telemetry
+from pipeline.domain.reply_to import REPLY_ASSET_NOT_BOUND, ReplyTo, ReplyToRefused
 from pipeline.domain.senders import SenderKeyUnavailable
 from pipeline.metric_names import JobFailure
 from pipeline.settings.callers import Callers, principal_of
+from pipeline.settings.tenant_assets import AssetBinding
 
 IDEMPOTENCY_HEADER = "idempotency-key"
 
@@ -48,6 +50,8 @@ class JobsApiRules:
     tenant_queued_limit: int
     jobs_seconds: int
     """How long a job's row is kept, from its deadline when that is later (domain/retention.py)."""
+    assets: AssetBinding = field(default_factory=AssetBinding)
+    """Which Meta assets each tenant owns: a job may name only its own tenant's in `reply_to`."""
 
 
 def job_id_from(request: HttpRequest) -> str:
@@ -120,6 +124,9 @@ class JobsApi:
             )
         lane = job_request.lane
         fields = {"lane": lane, "tenant": job_request.tenant, "kind": job_request.kind}
+        refused = self._refuse_reply_to(request, job_request, fields)
+        if refused is not None:
+            return refused
         shed = self._shed(lane, fields)
         if shed is not None:
             return shed
@@ -141,6 +148,21 @@ class JobsApi:
         return http.json_response(
             202, {"id": job_id, "status": schema.RowStatus.QUEUED}, headers={"location": f"/jobs/{job_id}"}
         )
+
+    def _refuse_reply_to(self, request: HttpRequest, job: JobRequest, fields: Mapping[str, str]) -> Reply | None:
+        """A payload's `reply_to` (any kind: a `reply.send` could be posted directly) must have
+        Meta's shapes (400) and name a sender the job's tenant owns (403), before anything is
+        asked or written. The consumer checks both again before it sends (tasks/replies.py)."""
+        raw = job.payload.get("reply_to") if isinstance(job.payload, dict) else None
+        if raw is None:
+            return None
+        try:
+            ReplyTo.parse(raw).check_bound(job.tenant, self._rules.assets)
+        except ReplyToRefused as exc:
+            if exc.reason != REPLY_ASSET_NOT_BOUND:
+                return http.error(400, f"{exc.reason}: {exc}")
+            return self._forbidden(request, f"{exc.reason}: {exc}", reason=exc.reason, **fields)
+        return None
 
     def _shed(self, lane: str, fields: Mapping[str, str]) -> Reply | None:
         """The 503 when the lane cannot start the job within its objective; None to admit it."""

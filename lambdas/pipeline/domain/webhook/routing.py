@@ -80,16 +80,27 @@ def lane_for(payload: Any) -> str:
     return MESSAGES_LANE
 
 
+def entry_tenant(entry: Any) -> str | None:
+    """The business one entry belongs to: its id (the WhatsApp Business Account, Page or Instagram
+    account), a number kept as its digits; unknown for an id that could not be a message group;
+    None when the entry names none."""
+    value = entry.get("id") if isinstance(entry, dict) else None
+    if isinstance(value, int) and not isinstance(value, bool):
+        value = str(value)
+    if value in (None, ""):
+        return None
+    return value if isinstance(value, str) and tenant_ids.is_valid(value) else UNKNOWN_TENANT
+
+
 def tenant_for(payload: Any) -> str:
-    """The business the delivery belongs to: the WhatsApp Business Account or page id of its first
-    entry (Meta batches entries per object; a batch spanning businesses is rare and is processed
-    under the first one's quota). Ids that could not be a message group fall back to unknown."""
+    """The delivery's message group: its first entry's business (`entry_tenant`). Meta batches
+    entries per object, so an app subscribed to several Pages may get several businesses in one
+    POST: each entry's effects are still filed under its own business (tasks/meta.py reads the
+    tenant of each unit from its entry); only the delivery's place in the fair queue is the first's."""
     for entry in _entries(payload):
-        value = entry.get("id")
-        if isinstance(value, int) and not isinstance(value, bool):
-            value = str(value)
-        if value not in (None, ""):
-            return value if isinstance(value, str) and tenant_ids.is_valid(value) else UNKNOWN_TENANT
+        tenant = entry_tenant(entry)
+        if tenant is not None:
+            return tenant
     return UNKNOWN_TENANT
 
 
