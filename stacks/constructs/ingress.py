@@ -88,6 +88,8 @@ class MetaSecret(Construct):
             self,
             "Secret",
             description=f"lanes-{env.name}: Meta app secret(s) and webhook verify token",
+            # Pinned by tests/infra/test_secret_generation.py: any change to the generator makes the
+            # next deploy generate the value again, over the stored one.
             generate_secret_string=secretsmanager.SecretStringGenerator(
                 secret_string_template=json.dumps({"app_secret": "", "previous_app_secret": ""}),
                 generate_string_key="verify_token",

@@ -36,6 +36,8 @@ class SenderKey(Construct):
             self,
             "Secret",
             description=f"lanes-{env.name}: the key sender hashes are made with; never rotate it",
+            # Pinned by tests/infra/test_secret_generation.py: any change to the generator makes the
+            # next deploy generate the value again, over the stored one.
             generate_secret_string=secretsmanager.SecretStringGenerator(
                 secret_string_template=json.dumps({}),
                 generate_string_key=KEY_FIELD,
