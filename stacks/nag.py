@@ -156,6 +156,14 @@ def acknowledge(stack: PipelineStack) -> None:
 
 
 def _acknowledge_on_call(on_call: OnCall) -> None:
+    for rule in on_call.recovery_rules:
+        _ack(
+            rule,
+            "Serverless-EventBusDLQ",
+            "Carries an alarm's return to OK to the on-call topic. EventBridge retries a failed publish for 24 "
+            "hours; after that the notice is stale, and the alarm's own state says the trouble is over, so a "
+            "dead-letter queue would keep only what nobody needs to read.",
+        )
     for channel in on_call.subscribers.chat_channels:
         for rule, reason in CHAT_NOTIFICATION_READS:
             _ack(channel.role, rule, reason)
