@@ -11,7 +11,12 @@ evaluated one period after the runtime starts, as a new alarm waits for its firs
 An action runs as CloudWatch runs it: as the `cloudwatch.amazonaws.com` service principal, for
 this alarm's ARN, under the topic's policy and its key's (local_aws/iam/played.py). A refused
 action notifies nobody; the alarm's history says so (`DescribeAlarmHistory`, item type Action), as
-it does on AWS.
+it does on AWS. A state's actions run on every change into it, the first evaluation's included
+(INSUFFICIENT_DATA to OK runs the OK actions), and none at creation, as on AWS.
+
+EventBridge rules on an alarm's state changes (`AlarmRule`, the template's rules whose source is
+`aws.cloudwatch`) are played here too: on a change their pattern matches, each target topic is
+published to as `events.amazonaws.com`, for the rule's ARN, under the same policies.
 """
 
 from __future__ import annotations
@@ -53,6 +58,23 @@ class ActionRun:
         return f'Failed to execute action {self.target}. Received error: "{self.error}"'
 
 
+@dataclass(frozen=True)
+class AlarmRule:
+    """An EventBridge rule on one alarm's state changes: its ARN, the pattern's `detail` and its
+    targets (topics)."""
+
+    arn: str
+    detail: dict[str, Any]
+    targets: list[str]
+
+    def matches(self, previous: str, state: str) -> bool:
+        def allowed(key: str, value: str) -> bool:
+            values = self.detail.get(key, {}).get("value")
+            return values is None or value in values
+
+        return allowed("previousState", previous) and allowed("state", state)
+
+
 @dataclass
 class AlarmDefinition:
     logical_id: str
@@ -70,6 +92,9 @@ class AlarmDefinition:
     description: str
     alarm_actions: list[str]
     ok_actions: list[str]
+    insufficient_data_actions: list[str] = field(default_factory=list)
+    rules: list[AlarmRule] = field(default_factory=list)
+    """EventBridge rules on this alarm's state changes (wiring.alarm_definitions)."""
     state: str = INSUFFICIENT
     reason: str = "the alarm has not been evaluated yet"
     history: list[tuple[float, str, str, str]] = field(default_factory=list)
@@ -98,6 +123,7 @@ class AlarmDefinition:
             description=properties.get("AlarmDescription", ""),
             alarm_actions=list(properties.get("AlarmActions", [])),
             ok_actions=list(properties.get("OKActions", [])),
+            insufficient_data_actions=list(properties.get("InsufficientDataActions", [])),
         )
 
     def evaluate(self, store: MetricsStore, now: float) -> tuple[str, str]:
@@ -142,13 +168,16 @@ class AlarmEvaluator:
         sns: Any,
         on_change: Callable[[AlarmDefinition, str], None],
         refusal: Callable[[str, str], str | None] = lambda alarm_arn, topic: None,
+        rule_refusal: Callable[[str, str], str | None] = lambda rule_arn, topic: None,
         on_action: Callable[[AlarmDefinition, ActionRun], None] = lambda alarm, run: None,
         deliver: Callable[[str, str, str], object] = lambda topic, subject, message: None,
     ) -> None:
         """`refusal(alarm ARN, topic ARN)` says why CloudWatch may not publish there, or None;
+        `rule_refusal(rule ARN, topic ARN)` says the same of EventBridge for a rule;
         `on_action` hears of every action run, refused or not; `deliver(topic, subject, message)`
         is SNS handing a publish to the topic's subscribers (the local on-call inbox)."""
         self._refusal = refusal
+        self._rule_refusal = rule_refusal
         self._on_action = on_action
         self._deliver = deliver
         self.alarms = alarms
@@ -174,6 +203,7 @@ class AlarmEvaluator:
                 TreatMissingData=alarm.treat_missing,
                 AlarmActions=alarm.alarm_actions,
                 OKActions=alarm.ok_actions,
+                InsufficientDataActions=alarm.insufficient_data_actions,
             )
 
     def evaluate_all(self) -> None:
@@ -192,7 +222,9 @@ class AlarmEvaluator:
     def _notify(self, alarm: AlarmDefinition, previous: str) -> None:
         self._cloudwatch.set_alarm_state(AlarmName=alarm.name, StateValue=alarm.state, StateReason=alarm.reason[:1023])
         alarm_history.record_state(alarm.name, time.time(), previous, alarm.state, alarm.reason)
-        actions = alarm.alarm_actions if alarm.state == ALARM else alarm.ok_actions if alarm.state == OK else []
+        actions = {ALARM: alarm.alarm_actions, OK: alarm.ok_actions, INSUFFICIENT: alarm.insufficient_data_actions}[
+            alarm.state
+        ]
         message = json.dumps(
             {
                 "AlarmName": alarm.name,
@@ -215,6 +247,26 @@ class AlarmEvaluator:
                 alarm.name, run.at, run.summary, {"actionState": "Failed" if error else "Succeeded"}
             )
             self._on_action(alarm, run)
+        for rule in alarm.rules:
+            if rule.matches(previous, alarm.state):
+                for topic in rule.targets:
+                    self._publish_for_rule(alarm, rule, topic, message)
+
+    def _publish_for_rule(self, alarm: AlarmDefinition, rule: AlarmRule, topic: str, message: str) -> None:
+        """EventBridge delivering the alarm's state change to a target topic. The rule's target
+        takes the event as it is; what SNS hands subscribers is, like an action's page, the
+        alarm's name and states."""
+        error = self._rule_refusal(rule.arn, topic)
+        if error is not None:
+            # A refused delivery is the rule's failed invocation; kept beside the alarm's actions so
+            # the runtime says why nobody heard of the recovery.
+            run = ActionRun(at=time.time(), target=topic, state=alarm.state, error=error)
+            alarm.actions.append(run)
+            self._on_action(alarm, run)
+            return
+        subject = f"{alarm.state}: {alarm.name}"[:99]
+        self._sns.publish(TopicArn=topic, Subject=subject, Message=message)
+        self._deliver(topic, subject, message)
 
 
 def alarm_arn(name: str) -> str:

@@ -45,7 +45,21 @@ PLAYED_BY_RUNTIME = frozenset(
 CREATED_DIRECTLY = frozenset(
     {"AWS::SecretsManager::Secret", "AWS::SQS::QueuePolicy", "AWS::SNS::TopicPolicy", "AWS::SNS::Subscription"}
 )
+RUN_AFTER_A_DEPLOY = frozenset({"Custom::AfterDeploy"})
+"""What CloudFormation runs at the end of a deploy (stacks/constructs/after_deploy.py). The local
+environment keeps no data (nothing to protect) and is deployed once, before any pause: nothing to
+run, so it is not deployed."""
 LOCAL_API_ID = "local"
+
+
+def is_alarm_rule(resource: dict[str, Any]) -> bool:
+    """A rule on alarms' state changes: the alarms are the runtime's, so it plays these too
+    (local_aws/alarms.py), and moto, which never sees an alarm change, is not given them."""
+    if resource["Type"] != "AWS::Events::Rule":
+        return False
+    return resource["Properties"].get("EventPattern", {}).get("source") == ["aws.cloudwatch"]
+
+
 LOCAL_APP_SECRET_BYTES = 32
 
 
@@ -136,7 +150,7 @@ def _moto_template(
     removed = {
         logical_id
         for logical_id, resource in template["Resources"].items()
-        if resource["Type"] in PLAYED_BY_RUNTIME | CREATED_DIRECTLY
+        if resource["Type"] in PLAYED_BY_RUNTIME | CREATED_DIRECTLY | RUN_AFTER_A_DEPLOY or is_alarm_rule(resource)
     }
     for logical_id in removed:
         del moto_template["Resources"][logical_id]

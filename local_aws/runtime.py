@@ -336,6 +336,7 @@ class LocalRuntime:
             sns=self._clients["sns"],
             on_change=self._alarm_changed,
             refusal=played.alarm_action_refusal,
+            rule_refusal=played.rule_publish_refusal,
             on_action=self._alarm_action,
             deliver=self.inbox.deliver,
         )

@@ -12,10 +12,10 @@ from typing import Any
 import boto3
 
 from local_aws import lambda_control
-from local_aws.alarms import AlarmDefinition
+from local_aws.alarms import AlarmDefinition, AlarmRule
 from local_aws.api import Route, route_throttles
 from local_aws.capture import OutputCapture
-from local_aws.deploy import REGION, Deployment
+from local_aws.deploy import ACCOUNT, REGION, Deployment, is_alarm_rule
 from local_aws.functions import FunctionConfig, FunctionHost
 from local_aws.iam import played
 from local_aws.iam.enforcer import ENFORCER
@@ -234,7 +234,20 @@ def scheduled_rules(deployment: Deployment) -> list[ScheduledRule]:
 
 
 def alarm_definitions(deployment: Deployment) -> list[AlarmDefinition]:
-    return [
-        AlarmDefinition.from_template(logical_id, deployment.resolve(resource["Properties"]), deployment.app.stack_name)
+    definitions = {
+        logical_id: AlarmDefinition.from_template(
+            logical_id, deployment.resolve(resource["Properties"]), deployment.app.stack_name
+        )
         for logical_id, resource in deployment.resources("AWS::CloudWatch::Alarm").items()
-    ]
+    }
+    for logical_id, resource in deployment.resources("AWS::Events::Rule").items():
+        if not is_alarm_rule(resource):
+            continue
+        pattern = resource["Properties"]["EventPattern"]
+        # Named as CloudFormation names an unnamed rule, without its suffix (as alarms are here)
+        arn = f"arn:aws:events:{REGION}:{ACCOUNT}:rule/{deployment.app.stack_name}-{logical_id}"
+        targets = [str(deployment.resolve(t["Arn"])) for t in resource["Properties"].get("Targets", [])]
+        for watched in pattern.get("resources", []):
+            alarm = definitions[watched["Fn::GetAtt"][0]]
+            alarm.rules.append(AlarmRule(arn, pattern.get("detail", {}), targets))
+    return list(definitions.values())

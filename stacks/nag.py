@@ -60,6 +60,7 @@ def acknowledge(stack: PipelineStack) -> None:
         stack.erasure.door,
         stack.sweeper.sweeper,
         stack.lane_probe.probe,
+        stack.after_deploy.guard,
         *(consumer.consumer for consumer in stack.consumers.values()),
     ]
     for function in functions:
@@ -85,6 +86,12 @@ def acknowledge(stack: PipelineStack) -> None:
         "Serverless-LambdaDLQ",
         "The probe runs on a schedule with no retries; a failed run is made up by the next one, and its errors "
         "alarm pages when runs keep failing.",
+    )
+    _ack(
+        stack.after_deploy.guard.function,
+        "Serverless-LambdaDLQ",
+        "CloudFormation invokes it synchronously as a custom resource and waits for its answer: a failure "
+        "fails the deploy, which says why; there is nothing for a dead-letter queue to keep.",
     )
     for consumer in stack.consumers.values():
         if consumer.pause_policy is not None:
@@ -164,6 +171,14 @@ def acknowledge(stack: PipelineStack) -> None:
 
 
 def _acknowledge_on_call(on_call: OnCall) -> None:
+    for rule in on_call.recovery_rules:
+        _ack(
+            rule,
+            "Serverless-EventBusDLQ",
+            "Carries an alarm's return to OK to the on-call topic. EventBridge retries a failed publish for 24 "
+            "hours; after that the notice is stale, and the alarm's own state says the trouble is over, so a "
+            "dead-letter queue would keep only what nobody needs to read.",
+        )
     for channel in on_call.subscribers.chat_channels:
         for rule, reason in CHAT_NOTIFICATION_READS:
             _ack(channel.role, rule, reason)

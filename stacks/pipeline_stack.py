@@ -11,6 +11,7 @@ from pipeline.domain.erasure import requests as erasure_rules
 from pipeline.domain.webhook.routing import WEBHOOK_LANES
 from stacks import runtime_env
 from stacks.config.environments import Environment
+from stacks.constructs.after_deploy import AfterDeploy
 from stacks.constructs.alarms import OnCall
 from stacks.constructs.consumer_grants import grant_consumer
 from stacks.constructs.edge import Edge
@@ -194,6 +195,17 @@ class PipelineStack(Stack):
             sweeper_function=self.sweeper.sweeper.function,
         )
         self._outputs()
+        # Last, after every other resource: see stacks/constructs/after_deploy.py
+        self.after_deploy = AfterDeploy(
+            self,
+            "AfterDeploy",
+            env=env,
+            shared=shared,
+            tables=self.tables,
+            consumers=self.consumers,
+            environment=runtime_env.after_deploy(env, resources),
+        )
+        self.after_deploy.runs_after(self)
 
     def _outputs(self) -> None:
         """What the operator CLI and the local runtime look up, by these exact keys."""

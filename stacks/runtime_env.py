@@ -198,6 +198,12 @@ def sweeper(env: Environment, resources: Resources, dumps: Dumps) -> dict[str, s
     }
 
 
+def after_deploy(env: Environment, resources: Resources) -> dict[str, str]:
+    """The after-deploy guard's variables: it takes what it works on from its custom resource's
+    properties (stacks/constructs/after_deploy.py), so only what every function has."""
+    return _common(env, resources, "after-deploy")
+
+
 def probed_lanes(env: Environment) -> list[Lane]:
     """The lanes that can pause themselves: those that call a model or send through Meta."""
     return [lane for lane in env.lanes if env.model(lane.name) is not None or lane.policy.task in SENDING_TASKS]

@@ -64,6 +64,20 @@ def rule_refusal(action: str, target_arn: str, rule_arn: str) -> str | None:
     )
 
 
+def rule_publish_refusal(rule_arn: str, topic_arn: str) -> str | None:
+    """EventBridge publishing a rule's event to an encrypted topic: the topic's policy, then its key's."""
+    refused = rule_refusal("sns:Publish", topic_arn, rule_arn)
+    if refused is not None:
+        return refused
+    key = ENFORCER.lookups.topic_key(topic_arn)
+    if key is not None:
+        for action in ("kms:GenerateDataKey", "kms:Decrypt"):
+            refused = rule_refusal(action, key, rule_arn)
+            if refused is not None:
+                return refused
+    return None
+
+
 def alarm_action_refusal(alarm_arn: str, topic_arn: str) -> str | None:
     """CloudWatch's own words, as the alarm's history gives them when the action fails."""
     decision = ENFORCER.service_may("cloudwatch.amazonaws.com", "sns:Publish", topic_arn, source_arn=alarm_arn)

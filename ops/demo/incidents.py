@@ -75,8 +75,10 @@ def poison(d: Demo) -> None:
         f"""The model starts failing (a 500 from Bedrock) on any prompt containing {POISON_MARKER!r}.
         A customer message with it keeps failing, retried with backoff; at the lane's max receives it is
         dead-lettered with its reason and the DLQ alarm fires; the page reaches the on-call inbox only
-        because the topic's policy lets CloudWatch publish. Once Bedrock fixes the fault, on-call
-        looks at it, redrives it at a set rate, and the alarm clears.""",
+        because the topic's policy lets CloudWatch publish. While it fails, most of the lane's model
+        calls fail, so the lane may pause itself for a moment (model_failing, paged) until the probe
+        resumes it. Once Bedrock fixes the fault, on-call looks at it, redrives it at a set rate, and
+        the alarm clears, without a second page: on-call did the clearing.""",
     )
     # The fault is the model's (Bedrock answering 500 for this prompt), set on the local fake of it.
     d.s.configure_model(rejects=POISON_MARKER)

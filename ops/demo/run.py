@@ -7,8 +7,9 @@ page beside a quiet one (ops/demo/webhooks.py), AI jobs until admission control 
 Retry-After, and a poison message that ends in the dead-letter queue, fires its alarm, and is
 redriven with `lanectl` once the fault is cleared (ops/demo/incidents.py), and a replay after a fix:
 one of the customer's deliveries traced, their window listed and replayed, each task re-run once
-(ops/demo/replays.py). It ends with a table of what happened and exits 0 only if every expectation
-held.
+(ops/demo/replays.py). Last, it checks that on-call's inbox holds only the pages the story called
+for (ops/demo/on_call.py). It ends with a table of what happened and exits 0 only if every
+expectation held.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import os
 import sys
 
 from ops.demo import incidents as demo_incidents
+from ops.demo import on_call as demo_on_call
 from ops.demo import replays as demo_replays
 from ops.demo import webhooks as demo_webhooks
 from ops.demo.story import Demo
@@ -33,7 +35,13 @@ def main(args: argparse.Namespace | None = None) -> int:
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
     os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
     return Demo(out=sys.stdout).run(
-        (*demo_webhooks.SCENES, *demo_incidents.SCENES, *demo_replays.SCENES, *demo_webhooks.LAST)
+        (
+            *demo_webhooks.SCENES,
+            *demo_incidents.SCENES,
+            *demo_replays.SCENES,
+            *demo_webhooks.LAST,
+            *demo_on_call.SCENES,
+        )
     )
 
 

@@ -146,9 +146,12 @@ class Session(Changes):
         return self.runtime.inbox.for_alarm(self.alarm(logical_prefix).name)
 
     def alarm_fired_at(self, logical_prefix: str, after: float) -> float | None:
-        """When the alarm last went to ALARM at or after `after` (epoch seconds)."""
-        for at, _previous, state, _reason in self.alarm(logical_prefix).history:
-            if state == "ALARM" and at >= after:
+        """When the alarm first went, at or after `after` (epoch seconds), into a state that pages:
+        ALARM, or INSUFFICIENT_DATA for an alarm on a signal's absence (its only paging state)."""
+        alarm = self.alarm(logical_prefix)
+        paging = "INSUFFICIENT_DATA" if alarm.insufficient_data_actions else "ALARM"
+        for at, _previous, state, _reason in alarm.history:
+            if state == paging and at >= after:
                 return float(at)
         return None
 

@@ -362,8 +362,10 @@ def _build() -> dict[str, Environment]:
             # the cap is what bounds a row there, not patience.
             sweeper=SweeperConfig.every(5, grace_seconds=8, patience_seconds=30, patience_cap_seconds=600),
             probe=LaneProbeConfig(period_seconds=3, ramp_seconds=20, failing_alarm_seconds=30),
+            # Two minutes without a delivery pages locally: longer than the demo's incidents, during
+            # which Meta sends nothing, so a fresh demo's inbox holds only the pages its story calls for.
             alarms=AlarmConfig(
-                period_seconds=10, evaluation_periods=1, webhook_age_seconds=60, webhooks_quiet_seconds=30
+                period_seconds=10, evaluation_periods=1, webhook_age_seconds=60, webhooks_quiet_seconds=120
             ),
             idempotency_ttl_seconds=3600,
             accounts=LOCAL_ACCOUNTS,

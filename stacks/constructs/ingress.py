@@ -22,7 +22,7 @@ from constructs import Construct
 from pipeline import metric_filters, metric_names
 from stacks.config.doors import WEBHOOK_PATH, WEBHOOK_ROUTE
 from stacks.config.environments import Environment, Throttle
-from stacks.constructs.alarms import OnCall
+from stacks.constructs.alarms import Notice, OnCall
 from stacks.constructs.function import FunctionSpec, PipelineFunction, SharedCode, log_group
 from stacks.constructs.grants import DEPTH, SEND, grant_queue, grant_rows, grant_secret
 from stacks.constructs.removal import keeps_data
@@ -88,6 +88,8 @@ class MetaSecret(Construct):
             self,
             "Secret",
             description=f"lanes-{env.name}: Meta app secret(s) and webhook verify token",
+            # Pinned by tests/infra/test_secret_generation.py: any change to the generator makes the
+            # next deploy generate the value again, over the stored one.
             generate_secret_string=secretsmanager.SecretStringGenerator(
                 secret_string_template=json.dumps({"app_secret": "", "previous_app_secret": ""}),
                 generate_string_key="verify_token",
@@ -214,6 +216,7 @@ class Ingress(Construct):
         self.signature_alarm = on_call.alarm(
             self,
             "WebhookSignaturesRejected",
+            notice=Notice.CONDITION,
             metric=rejected_signatures(env, on_call.period()),
             threshold=env.alarms.rejected_signatures,
             comparison=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
@@ -224,14 +227,16 @@ class Ingress(Construct):
 
     def _quiet_alarm(self, env: Environment, on_call: OnCall) -> cloudwatch.Alarm | None:
         """No webhook enqueued on any lane for the environment's quiet time. A period with no line
-        has no datapoint at all, so missing data is what breaches: a deploy with no traffic yet
-        pages after the quiet time too, as it should where traffic is expected."""
+        has no datapoint at all, so a period with one is OK and the quiet time without any leaves
+        the alarm no data, which pages (`Notice.SILENCE`). A deploy before Meta's first delivery
+        (which cannot come before the app secret is set) stays in INSUFFICIENT_DATA and pages nobody."""
         if env.alarms.webhooks_quiet_seconds is None:
             return None
         minutes = env.alarms.webhooks_quiet_seconds / 60
         return on_call.alarm(
             self,
             "WebhooksQuiet",
+            notice=Notice.SILENCE,
             metric=cloudwatch.Metric(
                 namespace=metrics_namespace(env),
                 metric_name=metric_names.WEBHOOK_ENQUEUED_TOTAL,
@@ -242,7 +247,6 @@ class Ingress(Construct):
             threshold=1,
             comparison=cloudwatch.ComparisonOperator.LESS_THAN_THRESHOLD,
             evaluation_periods=env.alarms.quiet_periods,
-            missing=cloudwatch.TreatMissingData.BREACHING,
             description=f"No webhook was enqueued for {minutes:g} min: Meta stopped sending (a subscription "
             "disabled after an hour of failures, a changed callback URL, removed permissions) or the door stopped "
             "taking deliveries. See docs/RUNBOOK.md#webhooks-quiet.",
@@ -297,6 +301,7 @@ class Ingress(Construct):
                     on_call.alarm(
                         self,
                         f"{metric}{''.join(part.capitalize() for part in reason.split('_'))}",
+                        notice=Notice.EVENT,
                         metric=cloudwatch.Metric(
                             namespace=namespace,
                             metric_name=metric,

@@ -12,7 +12,7 @@ from constructs import Construct
 from pipeline import metric_filters, metric_names
 from stacks.config.environments import Environment
 from stacks.config.lanes import DLQ_RETENTION_DAYS, QUEUE_RETENTION_DAYS, Lane
-from stacks.constructs.alarms import OnCall
+from stacks.constructs.alarms import Notice, OnCall
 from stacks.constructs.function import FunctionSpec, PipelineFunction, SharedCode
 from stacks.constructs.grants import CONSUME, SEND, grant_queue
 from stacks.constructs.removal import keeps_data
@@ -148,6 +148,7 @@ class LaneConsumer(Construct):
         self.age_alarm = on_call.alarm(
             self,
             "OldestMessageAge",
+            notice=Notice.CONDITION,
             metric=queues.queue.metric_approximate_age_of_oldest_message(period=period, statistic="Maximum"),
             threshold=lane.policy.objective_seconds,
             description=f"{lane.name}: the oldest message has waited longer than the lane's "
@@ -156,6 +157,7 @@ class LaneConsumer(Construct):
         self.quiet_age_alarm = on_call.alarm(
             self,
             "QuietTenantsAge",
+            notice=Notice.CONDITION,
             # What a well-behaved tenant waits: SQS fair queues (every message carries its tenant as
             # MessageGroupId) leave one tenant's flood out of this age, so it pages only when
             # tenants who are not flooding wait past the objective.
@@ -168,6 +170,7 @@ class LaneConsumer(Construct):
         self.dlq_alarm = on_call.alarm(
             self,
             "DeadLetters",
+            notice=Notice.EVENT,
             # Depth, not NumberOfMessagesSent: messages SQS moves by redrive never count as "sent".
             metric=queues.dead_letters.metric_approximate_number_of_messages_visible(
                 period=period, statistic="Maximum"
@@ -181,6 +184,7 @@ class LaneConsumer(Construct):
         self.errors_alarm = on_call.alarm(
             self,
             "ConsumerErrors",
+            notice=Notice.CONDITION,
             metric=function.metric_errors(period=period, statistic="Sum"),
             threshold=env.alarms.errors_threshold,
             comparison=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
@@ -190,6 +194,7 @@ class LaneConsumer(Construct):
         self.throttles_alarm = on_call.alarm(
             self,
             "ConsumerThrottles",
+            notice=Notice.EVENT,
             metric=function.metric_throttles(period=period, statistic="Sum"),
             threshold=0,
             evaluation_periods=1,
@@ -200,6 +205,7 @@ class LaneConsumer(Construct):
             on_call.alarm(
                 self,
                 "UnansweredReplies",
+                notice=Notice.EVENT,
                 metric=cloudwatch.Metric(
                     namespace=metrics_namespace(env),
                     metric_name=metric_names.REPLIES_UNANSWERED,
@@ -222,6 +228,7 @@ class LaneConsumer(Construct):
         self.out_of_time_alarm = on_call.alarm(
             self,
             "OutOfTime",
+            notice=Notice.EVENT,
             metric=cloudwatch.Metric(
                 namespace=metrics_namespace(env),
                 metric_name=metric_names.OUT_OF_TIME,

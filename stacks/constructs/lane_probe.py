@@ -4,8 +4,9 @@ paused itself once the dependency that stopped it answers (pipeline/handlers/lan
 Its role may read and update exactly the mappings of the lanes that can pause themselves, read and
 delete items of the state table (the pause marks), read Meta's access token, and invoke exactly the
 watched lanes' models: the calls its probe and its ramp make, nothing else. An alarm per watched lane
-pages when the probe has found that lane's dependency failing on every run for
-`LaneProbeConfig.failing_alarm_seconds`.
+pages when the probe has found that lane's dependency failing through
+`LaneProbeConfig.failing_alarm_seconds` (`failing_datapoints` of its periods: a late run may leave one
+in five without a report).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from constructs import Construct
 
 from pipeline import metric_names
 from stacks.config.environments import Environment
-from stacks.constructs.alarms import OnCall
+from stacks.constructs.alarms import Notice, OnCall
 from stacks.constructs.consumer_grants import grant_model
 from stacks.constructs.function import FunctionSpec, PipelineFunction, SharedCode
 from stacks.constructs.grants import grant_rows, grant_secret
@@ -43,6 +44,13 @@ def probe_alarm_period(env: Environment) -> int:
         if wanted <= short:
             return short
     return math.ceil(wanted / 60) * 60
+
+
+def failing_datapoints(periods: int) -> int:
+    """Of `periods` alarm periods, how many with a failed probe page. EventBridge may deliver a
+    run late, leaving one period without a report and the next with two; a period without one is
+    not a success either (missing data is not breaching), so one in five may be empty."""
+    return periods - periods // 5
 
 
 class LaneProbe(Construct):
@@ -110,6 +118,7 @@ class LaneProbe(Construct):
             lane.name: on_call.alarm(
                 self,
                 f"{lane_id(lane.name)}ProbeFailing",
+                notice=Notice.CONDITION,
                 metric=cloudwatch.Metric(
                     namespace=metrics_namespace(env),
                     metric_name=metric_names.PROBE_FAILED,
@@ -120,9 +129,10 @@ class LaneProbe(Construct):
                 threshold=1,
                 comparison=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
                 evaluation_periods=periods,
-                description=f"{lane.name}: the lane paused itself and its dependency has failed the probe on "
-                f"every run for {periods * period} s; it stays paused, its records wait in its queue. "
-                "See docs/RUNBOOK.md#lane-probe-failing.",
+                datapoints_to_alarm=failing_datapoints(periods),
+                description=f"{lane.name}: the lane paused itself and its dependency has failed the probe in "
+                f"{failing_datapoints(periods)} of the last {periods} periods of {period} s; it stays paused, its "
+                "records wait in its queue. See docs/RUNBOOK.md#lane-probe-failing.",
             )
             for lane in lanes
         }
@@ -131,10 +141,12 @@ class LaneProbe(Construct):
         self.errors_alarm = on_call.alarm(
             self,
             "ProbeErrors",
+            notice=Notice.CONDITION,
             metric=function.metric_errors(period=Duration.seconds(period), statistic="Sum"),
             threshold=1,
             comparison=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
             evaluation_periods=periods,
-            description=f"The lane probe has failed on every run for {periods * period} s: a lane that paused "
-            "itself is not being resumed. See docs/RUNBOOK.md#lane-probe-failing.",
+            datapoints_to_alarm=failing_datapoints(periods),
+            description=f"The lane probe has failed in {failing_datapoints(periods)} of the last {periods} periods of "
+            f"{period} s: a lane that paused itself is not being resumed. See docs/RUNBOOK.md#lane-probe-failing.",
         )

@@ -25,6 +25,8 @@ class MetaAccessToken(Construct):
             self,
             "Secret",
             description=f"lanes-{env.name}: Meta access token the ai lane sends replies with",
+            # Pinned by tests/infra/test_secret_generation.py: any change to the generator makes the
+            # next deploy generate the value again, over the stored one.
             generate_secret_string=secretsmanager.SecretStringGenerator(
                 # The generated field is never used: the token is Meta's, set by an operator.
                 secret_string_template=json.dumps({"access_token": ""}),

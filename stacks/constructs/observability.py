@@ -14,7 +14,7 @@ from constructs import Construct
 from pipeline import metric_names
 from pipeline.metric_names import Outcome
 from stacks.config.environments import Environment
-from stacks.constructs.alarms import OnCall
+from stacks.constructs.alarms import Notice, OnCall
 from stacks.constructs.ingress import rejected_signatures
 from stacks.constructs.lane import NOISY_GROUPS, QUIET_GROUPS_AGE, LaneConsumer, LaneQueues
 from stacks.runtime_env import metrics_namespace
@@ -44,6 +44,7 @@ class Observability(Construct):
             on_call.alarm(
                 self,
                 f"JobsShed{consumer.node.id}",
+                notice=Notice.CONDITION,
                 metric=self._custom(metric_names.JOB_SHED, "jobs", {metric_names.LANE: consumer.lane.name}, "Sum"),
                 threshold=env.alarms.jobs_shed_threshold,
                 comparison=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
@@ -56,6 +57,7 @@ class Observability(Construct):
         self.unparseable_alarm = on_call.alarm(
             self,
             "WebhooksUnparseable",
+            notice=Notice.EVENT,
             metric=self._custom(metric_names.WEBHOOK_UNPARSEABLE, "ingress", {}, "Sum"),
             threshold=env.alarms.unparseable_deliveries,
             comparison=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,

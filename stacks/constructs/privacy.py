@@ -14,7 +14,7 @@ from constructs import Construct
 from pipeline import metric_names, schema
 from pipeline.adapters.sender_key import KEY_FIELD
 from stacks.config.environments import Environment
-from stacks.constructs.alarms import OnCall
+from stacks.constructs.alarms import Notice, OnCall
 from stacks.constructs.function import FunctionSpec, PipelineFunction, SharedCode
 from stacks.constructs.grants import SEND, grant_index_query, grant_queue, grant_rows, grant_secret
 from stacks.constructs.removal import keeps_data
@@ -36,6 +36,8 @@ class SenderKey(Construct):
             self,
             "Secret",
             description=f"lanes-{env.name}: the key sender hashes are made with; never rotate it",
+            # Pinned by tests/infra/test_secret_generation.py: any change to the generator makes the
+            # next deploy generate the value again, over the stored one.
             generate_secret_string=secretsmanager.SecretStringGenerator(
                 secret_string_template=json.dumps({}),
                 generate_string_key=KEY_FIELD,
@@ -95,6 +97,7 @@ class ErasureDoor(Construct):
             on_call.alarm(
                 self,
                 f"{metric_names.ERASURE_FAILED}{''.join(part.capitalize() for part in reason.split('_'))}",
+                notice=Notice.EVENT,
                 metric=cloudwatch.Metric(
                     namespace=namespace,
                     metric_name=metric_names.ERASURE_FAILED,

@@ -16,7 +16,7 @@ from pipeline import metric_names, schema
 from pipeline.domain.sweep.run import SWEPT_SOURCES, source_lanes
 from stacks.config.environments import Environment
 from stacks.config.lanes import Lane
-from stacks.constructs.alarms import OnCall
+from stacks.constructs.alarms import Notice, OnCall
 from stacks.constructs.function import FunctionSpec, PipelineFunction, SharedCode
 from stacks.constructs.grants import DEPTH, SEND, grant_index_query, grant_queue, grant_rows
 from stacks.constructs.tables import PipelineTables
@@ -24,8 +24,16 @@ from stacks.runtime_env import PERIOD_METADATA, lane_id, metrics_namespace
 
 SILENT_PERIODS = 3
 """Report-less alarm periods in a row before a silent sweeper pages. Each period is at least a
-sweep, so a healthy sweeper leaves none empty; a first deploy (the first sweep comes a sweep period
-after the schedule is made) or one missed or late sweep leaves at most two."""
+sweep, so a healthy sweeper leaves none empty; one missed or late sweep leaves at most two. Before
+the first sweep nothing pages: the alarm waits in INSUFFICIENT_DATA for its first report
+(`Notice.SILENCE`)."""
+
+
+def recovery_seconds(env: Environment) -> float:
+    """How old a row the sweeper recovers as designed gets before it is sent again: a row is lost
+    only past the sweeper's grace, and the next sweep comes at most a period later. An age alarm
+    below this pages on every send failure the sweeper repairs on its own."""
+    return env.sweeper.settings.grace_seconds + env.sweeper.period_seconds
 
 
 def sweep_alarm_period(env: Environment) -> int:
@@ -118,9 +126,16 @@ class Sweeper(Construct):
 
         # A period without a report is neither an age nor its absence: the age alarms keep their
         # state through it, and a sweeper that stopped is the silence alarms' to page.
+        recovery = recovery_seconds(env)
+        if env.alarms.webhook_age_seconds <= recovery:
+            raise ValueError(
+                f"{env.name}: alarms webhook_age_seconds ({env.alarms.webhook_age_seconds}) must exceed the "
+                f"sweeper's grace and period ({recovery:g} s), or every send failure it recovers pages"
+            )
         self.webhook_age_alarm = on_call.alarm(
             self,
             "UnprocessedWebhookAge",
+            notice=Notice.CONDITION,
             metric=metric(metric_names.OLDEST_UNPROCESSED_AGE, "webhook", "Maximum"),
             threshold=env.alarms.webhook_age_seconds,
             missing=cloudwatch.TreatMissingData.IGNORE,
@@ -128,18 +143,21 @@ class Sweeper(Construct):
             "See docs/RUNBOOK.md#unprocessed-webhooks.",
         )
         # Per lane, against the lane's own objective: one threshold for every job would sit in
-        # ALARM through a normal bulk import (half an hour) and so page nobody on a real loss.
+        # ALARM through a normal bulk import (half an hour) and so page nobody on a real loss. A row
+        # the sweeper recovers waits its recovery before it is sent again, then the lane's objective.
         lanes = [lane.name for lane in env.lanes]
-        objectives = {lane.name: lane.policy.objective_seconds for lane in env.lanes}
+        objectives = {lane.name: lane.policy.objective_seconds + recovery for lane in env.lanes}
         self.lane_age_alarms = [
             on_call.alarm(
                 self,
                 f"Unprocessed{source.capitalize()}Age{lane_id(lane)}",
+                notice=Notice.CONDITION,
                 metric=metric(metric_names.OLDEST_UNPROCESSED_AGE, source, "Maximum", lane),
                 threshold=objectives[lane],
                 missing=cloudwatch.TreatMissingData.IGNORE,
-                description=f"A {source} on lane {lane} has waited unprocessed past the lane's "
-                f"{objectives[lane]:g} s objective. See docs/RUNBOOK.md#unprocessed-{source}s-on-a-lane.",
+                description=f"A {source} on lane {lane} has waited unprocessed {objectives[lane]:g} s: the lane's "
+                f"objective past what the sweeper takes to send a lost one again ({recovery:g} s). "
+                f"See docs/RUNBOOK.md#unprocessed-{source}s-on-a-lane.",
             )
             for source in SWEPT_SOURCES
             for lane in source_lanes(source, lanes)
@@ -148,6 +166,7 @@ class Sweeper(Construct):
             on_call.alarm(
                 self,
                 f"Expired{source.capitalize()}s",
+                notice=Notice.EVENT,
                 metric=metric(metric_names.EXPIRED_UNPROCESSED, source, "Sum"),
                 threshold=1,
                 comparison=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
@@ -158,17 +177,18 @@ class Sweeper(Construct):
             for source in SWEPT_SOURCES
         ]
         # The sweeper publishes each source's age on every run, 0 when nothing is pending, so its
-        # reports are a heartbeat: a watchdog gone silent is as bad as the age it watches. Every
-        # report-less period counts, but only SILENT_PERIODS of them in a row page.
+        # reports are a heartbeat: a watchdog gone silent is as bad as the age it watches. A period
+        # with a report is OK whatever it says; SILENT_PERIODS without one in a row leave the alarm
+        # no data at all, and that (INSUFFICIENT_DATA) is what pages.
         self.silent_alarms = [
             on_call.alarm(
                 self,
                 f"SilentOn{source.capitalize()}s",
+                notice=Notice.SILENCE,
                 metric=metric(metric_names.OLDEST_UNPROCESSED_AGE, source, "SampleCount"),
                 threshold=1,
                 comparison=cloudwatch.ComparisonOperator.LESS_THAN_THRESHOLD,
                 evaluation_periods=SILENT_PERIODS,
-                missing=cloudwatch.TreatMissingData.BREACHING,
                 description=f"The sweeper has reported no {source} ages for {SILENT_PERIODS} periods of "
                 f"{sweep_alarm_period(env)} s: it is not running, or fails before it reports, and lost "
                 f"{source}s are not being replayed. See docs/RUNBOOK.md#sweeper-silent.",
@@ -180,6 +200,7 @@ class Sweeper(Construct):
             on_call.alarm(
                 self,
                 f"Abandoned{source.capitalize()}s",
+                notice=Notice.EVENT,
                 metric=metric(metric_names.ABANDONED, source, "Sum"),
                 threshold=1,
                 comparison=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
@@ -200,6 +221,7 @@ class Sweeper(Construct):
         return on_call.alarm(
             self,
             "QuietAccounts",
+            notice=Notice.CONDITION,
             metric=cloudwatch.Metric(
                 namespace=metrics_namespace(env),
                 metric_name=metric_names.QUIET_ACCOUNTS,

@@ -18,7 +18,7 @@ from aws_cdk import aws_iam as iam
 from pipeline import metric_names
 from pipeline.domain.dependencies.lane_pause import META_FAILING, MODEL_FAILING, MODEL_REFUSED, TOKEN_INVALID
 from stacks.config.environments import Environment
-from stacks.constructs.alarms import OnCall
+from stacks.constructs.alarms import Notice, OnCall
 from stacks.constructs.lane import LaneConsumer
 from stacks.runtime_env import metrics_namespace
 
@@ -61,6 +61,7 @@ def pause_on_refusal(consumer: LaneConsumer, env: Environment, reasons: Iterable
         consumer.paused_alarms[reason] = on_call.alarm(
             consumer,
             f"Paused{''.join(part.title() for part in reason.split('_'))}",
+            notice=Notice.EVENT,
             metric=cloudwatch.Metric(
                 namespace=metrics_namespace(env),
                 metric_name=metric_names.LANE_PAUSED,

@@ -115,7 +115,8 @@ class PipelineTables(Construct):
             ),
             time_to_live_attribute=schema.TTL,
             encryption=dynamodb.TableEncryption.AWS_MANAGED,
-            deletion_protection=env.retain_stateful,
+            # Not here: a protected table refuses the delete of a failed first create's rollback.
+            # Turned on at the end of every deploy instead (stacks/constructs/after_deploy.py).
             removal_policy=keeps_data(env),
             **keys,  # type: ignore[arg-type]
         )

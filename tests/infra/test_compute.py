@@ -44,8 +44,8 @@ def _mapping_for(synthesized, lane_name: str) -> dict:
 
 def test_every_function_is_arm64_on_the_latest_python_with_powertools(synthesized):
     functions = synthesized.resources("AWS::Lambda::Function")
-    # consumers, webhook, jobs, erasure, sweeper, lane probe
-    assert len(functions) == len(synthesized.env.lanes) + 5
+    # consumers, webhook, jobs, erasure, sweeper, lane probe, after-deploy guard
+    assert len(functions) == len(synthesized.env.lanes) + 6
     for function in functions.values():
         props = function["Properties"]
         assert props["Runtime"] == "python3.14"

@@ -23,10 +23,11 @@ def _mapping_id(synthesized, lane: str) -> str:
 
 def _mapping_updates(synthesized) -> dict[str, list]:
     """By policy logical id: the resources its lambda:UpdateEventSourceMapping statements name (the
-    lane probe's aside: tests/infra/test_permissions.py pins it)."""
+    lane probe's and the after-deploy guard's aside: tests/infra/test_permissions.py and
+    tests/infra/test_after_deploy.py pin them)."""
     found: dict[str, list] = {}
     for logical_id, policy in synthesized.resources("AWS::IAM::Policy").items():
-        if logical_id.startswith("LaneProbe"):
+        if logical_id.startswith(("LaneProbe", "AfterDeploy")):
             continue
         for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
             actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]

@@ -1,5 +1,6 @@
-"""A lane's event source mapping through Lambda's API: the consumer pausing its own lane, and the
-probe reading and raising a lane's mapping on its ramp.
+"""A lane's event source mapping through Lambda's API: the consumer pausing its own lane, the
+probe reading and raising a lane's mapping on its ramp, and the end of a deploy stopping again a
+paused lane's mapping the deploy set running (handlers/after_deploy.py).
 
 The mapping's id cannot be in the consumer's own variables (the mapping is made from the function,
 so the template would loop); the consumer finds it by its own function name, once per instance.
@@ -65,6 +66,10 @@ class LaneMappings:
         mapping = self._client.get_event_source_mapping(UUID=uuid)
         concurrency = (mapping.get("ScalingConfig") or {}).get("MaximumConcurrency")
         return MappingState(str(mapping.get("State") or ""), None if concurrency is None else int(concurrency))
+
+    def stop(self, uuid: str) -> None:
+        """Disables the mapping, leaving its mark as it is (the deploy guard's pause kept)."""
+        self._client.update_event_source_mapping(UUID=uuid, Enabled=False)
 
     def run_at(self, uuid: str, level: int) -> None:
         self._client.update_event_source_mapping(UUID=uuid, Enabled=True, ScalingConfig={"MaximumConcurrency": level})
