@@ -10,7 +10,8 @@ Each check prints PASS, FAIL or SKIP with what it saw; any FAIL exits 1 (so `mak
 - Meta secret: set, with the keys the webhook door reads, and a previous secret (during a rotation)
   dated as the door requires (only once the stack exists);
 - Meta access token: set and non-empty, when a lane sends replies (only once the stack exists);
-- models: each lane's Bedrock model (or inference profile) offered in the target region and the
+- models: each lane's Bedrock model (or inference profile) offered in the target region, callable
+  on demand when named by its own id (else the profile to use is named), and the
   account given access (ops/commands/preflight_models.py);
 - jobs callers: at least one IAM principal granted tenants in the environment's config (with none,
   the jobs API refuses every request);
