@@ -15,12 +15,14 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from pipeline.domain.erasure import requests as erasure_rules
+from pipeline.domain.webhook.routing import WEBHOOK_LANES
 from pipeline.settings import (
     EnvVar,
     ErasureSettings,
     RetentionSettings,
     codec,
 )
+from pipeline.settings.lane_policy import LaneCapacity
 from pipeline.settings.lane_probe import ProbedLane, ProbeSettings
 from stacks.config.environments import Environment
 from stacks.config.lanes import Lane
@@ -75,8 +77,12 @@ def _common(env: Environment, resources: Resources, service: str) -> dict[str, s
     }
 
 
-def _all_lanes(env: Environment) -> str:
-    return codec.dumps({lane.name: lane.policy for lane in env.lanes})
+def _capacities(env: Environment) -> str:
+    return codec.dumps({lane.name: LaneCapacity.of(lane.policy) for lane in env.lanes})
+
+
+def _objectives(env: Environment) -> str:
+    return codec.dumps({lane.name: lane.policy.objective_seconds for lane in env.lanes})
 
 
 def _dependencies(env: Environment) -> str:
@@ -102,7 +108,8 @@ def ingress(env: Environment, resources: Resources, dumps: Dumps) -> dict[str, s
         **_account_silence(env, resources),
         **_retention(env),
         EnvVar.SENDER_KEY_ARN: resources.sender_key_arn,
-        EnvVar.LANE_QUEUES: dumps(dict(resources.queue_urls)),
+        # Only the lanes the door routes to: it reads no other lane's queue.
+        EnvVar.LANE_QUEUES: dumps({lane: url for lane, url in resources.queue_urls.items() if lane in WEBHOOK_LANES}),
         EnvVar.META_SECRET_ARN: resources.secret_arn,
         EnvVar.WEBHOOK: codec.dumps(
             replace(env.webhook, client_subject=None if env.mutual_tls is None else env.mutual_tls.client_subject)
@@ -115,7 +122,7 @@ def jobs(env: Environment, resources: Resources, dumps: Dumps) -> dict[str, str]
         **_common(env, resources, "jobs"),
         **_retention(env),
         EnvVar.SENDER_KEY_ARN: resources.sender_key_arn,
-        EnvVar.LANES: _all_lanes(env),
+        EnvVar.LANES: _capacities(env),
         EnvVar.LANE_QUEUES: dumps(dict(resources.queue_urls)),
         EnvVar.JOBS: codec.dumps(env.jobs.settings),
     }
@@ -177,7 +184,7 @@ def sweeper(env: Environment, resources: Resources, dumps: Dumps) -> dict[str, s
     return {
         **_common(env, resources, "sweeper"),
         **_account_silence(env, resources),
-        EnvVar.LANES: _all_lanes(env),
+        EnvVar.LANE_OBJECTIVES: _objectives(env),
         EnvVar.LANE_QUEUES: dumps(dict(resources.queue_urls)),
         EnvVar.SWEEPER: codec.dumps(env.sweeper.settings),
     }

@@ -70,7 +70,7 @@ class JobsApiSettings:
             name: LaneProfile(
                 name=name,
                 objective_seconds=lane.objective_seconds,
-                slots=lane.max_concurrency * lane.batch_size,
+                slots=lane.slots,
                 capacity_per_second=lane.capacity_per_second,
             )
             for name, lane in lanes.items()

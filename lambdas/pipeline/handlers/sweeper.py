@@ -65,7 +65,7 @@ def create_handler(
     clients: Clients | None = None,
 ) -> Handler:
     sweeper_settings = settings.sweeper(environ)
-    lanes = settings.lanes(environ)
+    objectives = settings.lane_objectives(environ)
     queue_urls = settings.lane_queues(environ)
     tables = settings.Tables.from_environ(environ)
     clients = clients or Clients(region=settings.region(environ), credentials=settings.credentials(environ))
@@ -85,7 +85,7 @@ def create_handler(
         }
     )
     patience_by_lane = {
-        lane: patience_for(sweeper_settings, lanes[lane].objective_seconds if lane in lanes else 0.0)
+        lane: patience_for(sweeper_settings, objectives.get(lane, 0.0))
         for lane in queue_urls
     }
 
