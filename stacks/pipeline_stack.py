@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from aws_cdk import CfnOutput, Stack
+from aws_cdk import Annotations, CfnOutput, Stack
 from aws_cdk import Environment as CdkEnvironment
 from constructs import Construct
 
@@ -40,6 +40,11 @@ class PipelineStack(Stack):
             **kwargs,  # type: ignore[arg-type]
         )
         self.config = env
+        if env.unattended is not None:
+            # Printed by `cdk synth` and `cdk deploy`: the deploy goes ahead because the config says why.
+            Annotations.of(self).add_warning_v2(
+                "lanes:unattended", f"{env.name} pages nobody or grants no jobs caller: {env.unattended.reason}"
+            )
         dumps = self.to_json_string
         shared = SharedCode(self, "Code", env=env)
         self.tables = PipelineTables(self, "Tables", env=env)

@@ -22,7 +22,7 @@ from botocore.validate import validate_parameters
 from ops.aws import Aws
 from ops.resolve import output_prefix
 from pipeline.adapters.sender_key import KEY_FIELD
-from stacks.config.environments import Environment
+from stacks.config.environments import EmailEndpoint, Environment, HttpsEndpoint
 from tests.support.aws import REGION, SENDER_KEY
 
 ASSUME_LAMBDA = {
@@ -186,6 +186,11 @@ def deploy_stack(
         Capabilities=["CAPABILITY_IAM"],
     )
     outputs = {o["OutputKey"]: o["OutputValue"] for o in cfn.describe_stacks(StackName=name)["Stacks"][0]["Outputs"]}
+    # The stack subscribes each email address and HTTPS endpoint it pages (moto's confirm at once).
+    for endpoint in env.on_call:
+        if isinstance(endpoint, EmailEndpoint | HttpsEndpoint):
+            where = endpoint.address if isinstance(endpoint, EmailEndpoint) else endpoint.url
+            client("sns").subscribe(TopicArn=outputs["AlarmTopicArn"], Protocol=endpoint.kind, Endpoint=where)
     lanes = {}
     for lane in env.lanes:
         prefix = output_prefix(lane.name)
