@@ -102,6 +102,7 @@ class OnCall(Construct):
         comparison: cloudwatch.ComparisonOperator = cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
         evaluation_periods: int | None = None,
         missing: cloudwatch.TreatMissingData = cloudwatch.TreatMissingData.NOT_BREACHING,
+        ok_action: bool = True,
     ) -> cloudwatch.Alarm:
         alarm = cloudwatch.Alarm(
             scope,
@@ -114,7 +115,8 @@ class OnCall(Construct):
             alarm_description=description,
         )
         alarm.add_alarm_action(self._action)
-        alarm.add_ok_action(self._action)
+        if ok_action:
+            alarm.add_ok_action(self._action)
         return alarm
 
     def period(self) -> Duration:

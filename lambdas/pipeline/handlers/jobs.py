@@ -23,7 +23,7 @@ from aws_lambda_powertools import Logger
 from aws_lambda_powertools.metrics import EphemeralMetrics
 
 from pipeline import metric_names, settings
-from pipeline.adapters.clients import Clients
+from pipeline.adapters.clients import DOOR, Clients
 from pipeline.adapters.jobs_table import JobsTable
 from pipeline.adapters.lane_queue import QueueSender
 from pipeline.adapters.lane_views import CachedLaneState, LaneStateReader
@@ -111,7 +111,9 @@ def create_handler(
     call is made here: lane state is read on the first job for each lane."""
     config = JobsApiSettings.from_environ(environ)
     tables = settings.Tables.from_environ(environ)
-    clients = clients or Clients(region=settings.region(environ), credentials=settings.credentials(environ))
+    clients = clients or Clients(
+        region=settings.region(environ), credentials=settings.credentials(environ), budget=DOOR
+    )
     logger = logger_for(environ, SERVICE)
 
     def lane_state_failed(lane: str, exc: Exception) -> None:

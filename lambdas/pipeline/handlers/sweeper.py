@@ -84,10 +84,7 @@ def create_handler(
             Table.DATA: tables.data,
         }
     )
-    patience_by_lane = {
-        lane: patience_for(sweeper_settings, objectives.get(lane, 0.0))
-        for lane in queue_urls
-    }
+    patience_by_lane = {lane: patience_for(sweeper_settings, objectives.get(lane, 0.0)) for lane in queue_urls}
 
     pool = ThreadPoolExecutor(max_workers=REPLAY_WORKERS, thread_name_prefix="sweeper")
 
