@@ -16,6 +16,7 @@ from stacks.constructs.consumer_grants import grant_consumer
 from stacks.constructs.edge import Edge
 from stacks.constructs.function import SharedCode
 from stacks.constructs.ingress import Ingress, MetaSecret
+from stacks.constructs.jobs_callers import JobsCallers
 from stacks.constructs.lane import LaneConsumer, LaneQueues
 from stacks.constructs.lane_probe import LaneProbe
 from stacks.constructs.meta_send import MetaAccessToken
@@ -52,6 +53,7 @@ class PipelineStack(Stack):
         self.secret = MetaSecret(self, "Meta", env=env).secret
         self.sender_key = SenderKey(self, "Privacy", env=env).secret
         self.access_token = MetaAccessToken(self, "MetaSend", env=env).secret
+        self.jobs_callers = JobsCallers(self, "JobsCallers", env=env).secret
 
         self.lane_queues = {
             lane.name: LaneQueues(self, f"{lane_id(lane.name)}Queues", env=env, lane=lane) for lane in env.lanes
@@ -67,6 +69,7 @@ class PipelineStack(Stack):
             sender_key_arn=self.sender_key.secret_arn,
             access_token_arn=self.access_token.secret_arn,
             accounts_table=self.tables.accounts.table_name,
+            jobs_callers_arn=self.jobs_callers.secret_arn,
         )
         self.consumers: dict[str, LaneConsumer] = {}
         self.schedule_rules = []
@@ -120,6 +123,7 @@ class PipelineStack(Stack):
             webhook_lanes=WEBHOOK_LANES,
             secret=self.secret,
             sender_key=self.sender_key,
+            jobs_callers=self.jobs_callers,
             ingress_environment=runtime_env.ingress(env, resources, dumps),
             jobs_environment=runtime_env.jobs(env, resources, dumps),
             on_call=self.on_call,

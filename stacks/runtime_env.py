@@ -10,6 +10,8 @@ them here. No CDK import here.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
@@ -49,6 +51,8 @@ class Resources:
     """Meta's access token for sending replies (the lanes in SENDING_LANES are given it)."""
     accounts_table: str = ""
     """Source accounts' last-seen items (the door and the sweeper, where accounts are watched)."""
+    jobs_callers_arn: str = ""
+    """The jobs API's callers (`jobs_callers`), kept out of its environment."""
 
 
 def stack_name(env: Environment) -> str:
@@ -117,14 +121,22 @@ def ingress(env: Environment, resources: Resources, dumps: Dumps) -> dict[str, s
     }
 
 
+def jobs_callers(env: Environment) -> str:
+    """The jobs API's callers as their secret holds them: {principal: [tenant, ...]}."""
+    return json.dumps({principal: list(tenants) for principal, tenants in sorted(env.jobs.settings.callers.items())})
+
+
 def jobs(env: Environment, resources: Resources, dumps: Dumps) -> dict[str, str]:
+    callers = jobs_callers(env)
     return {
         **_common(env, resources, "jobs"),
         **_retention(env),
         EnvVar.SENDER_KEY_ARN: resources.sender_key_arn,
         EnvVar.LANES: _capacities(env),
         EnvVar.LANE_QUEUES: dumps(dict(resources.queue_urls)),
-        EnvVar.JOBS: codec.dumps(env.jobs.settings),
+        EnvVar.JOBS: codec.dumps(replace(env.jobs.settings, callers={})),
+        EnvVar.JOBS_CALLERS_ARN: resources.jobs_callers_arn,
+        EnvVar.JOBS_CALLERS_DIGEST: hashlib.sha256(callers.encode()).hexdigest()[:16],
     }
 
 

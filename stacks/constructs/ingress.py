@@ -119,6 +119,7 @@ class Ingress(Construct):
         webhook_lanes: frozenset[str],
         secret: secretsmanager.ISecret,
         sender_key: secretsmanager.ISecret,
+        jobs_callers: secretsmanager.ISecret,
         ingress_environment: dict[str, str],
         jobs_environment: dict[str, str],
         on_call: OnCall,
@@ -172,6 +173,7 @@ class Ingress(Construct):
         grant_rows(jobs_fn, tables.jobs, ("dynamodb:PutItem", "dynamodb:GetItem", "dynamodb:UpdateItem"))
         grant_rows(jobs_fn, tables.state, ("dynamodb:UpdateItem", "dynamodb:BatchGetItem"))
         grant_secret(jobs_fn, sender_key)
+        grant_secret(jobs_fn, jobs_callers)  # read at each cold start
         # A job may name any lane: admission reads its depth, the job is sent to it.
         for queue in queues.values():
             grant_queue(jobs_fn, queue, (*SEND, *DEPTH))

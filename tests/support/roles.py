@@ -105,6 +105,8 @@ def _resolver(template: dict[str, Any], deployed: Deployed) -> Resolver:
             return deployed.resources.sender_key_arn
         if logical_id == "MetaAccessToken":
             return deployed.resources.access_token_arn
+        if logical_id == "JobsCallers":
+            return deployed.resources.jobs_callers_arn
         if logical_id not in resources:
             raise KeyError(f"{logical_id} is not in the local template")
         pattern = _SYNTHETIC_REFS.get(resources[logical_id]["Type"], "{name}")

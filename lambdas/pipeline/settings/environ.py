@@ -35,6 +35,13 @@ class EnvVar:
     """The secret holding the key sender hashes are made with (adapters/sender_key.py)."""
     WEBHOOK = "WEBHOOK_SETTINGS"
     JOBS = "JOBS_SETTINGS"
+    """JSON: the jobs API's JobsSettings, without its callers (JOBS_CALLERS_ARN holds them)."""
+    JOBS_CALLERS_ARN = "JOBS_CALLERS_ARN"
+    """The secret holding the jobs API's callers, {principal: [tenant, ...]}: 200 callers take about
+    12 KB, three times what Lambda allows a whole environment."""
+    JOBS_CALLERS_DIGEST = "JOBS_CALLERS_DIGEST"
+    """A digest of those callers: a change to them changes the function's configuration, so Lambda
+    replaces the warm instances that read the old ones at their cold start."""
     SWEEPER = "SWEEPER_SETTINGS"
     ACCOUNTS_TABLE = "ACCOUNTS_TABLE"
     """Source accounts' last-seen items; set with ACCOUNT_SILENCE."""
