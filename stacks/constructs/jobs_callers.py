@@ -11,12 +11,13 @@ instances.
 
 from __future__ import annotations
 
-from aws_cdk import RemovalPolicy, SecretValue
+from aws_cdk import SecretValue
 from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
 
 from stacks import runtime_env
 from stacks.config.environments import Environment
+from stacks.constructs.removal import keeps_data
 
 JOBS_CALLERS_ID = "JobsCallers"
 
@@ -29,8 +30,8 @@ class JobsCallers(Construct):
             "Secret",
             description=f"lanes-{env.name}: the jobs API's callers and the tenants each may act for",
             secret_string_value=SecretValue.unsafe_plain_text(runtime_env.jobs_callers(env)),
-            # Written from the config at every deploy: nothing in it is lost with the stack.
-            removal_policy=RemovalPolicy.DESTROY,
+            # Kept as every secret of an environment that keeps its data, though the config writes it.
+            removal_policy=keeps_data(env),
         )
         child = self.secret.node.default_child
         assert isinstance(child, secretsmanager.CfnSecret)
