@@ -215,11 +215,15 @@ class ApiServer:
         on_request: Callable[[str, int, float], None],
         refusal: Callable[[Route, str], str | None] = lambda route, method: None,
         on_refused: Callable[[str], None] = lambda reason: None,
+        on_answered: Callable[[Route, int], None] = lambda route, status: None,
     ) -> None:
         """`refusal(route, method)` says why API Gateway may not invoke the route's function (its
         permissions do not allow this API), or None; refused, the caller gets 500 and
-        `on_refused` the reason, as the access log's integrationErrorMessage would say it."""
+        `on_refused` the reason, as the access log's integrationErrorMessage would say it.
+        `on_answered(route, status)` hears every answer on a route, as API Gateway counts a route's
+        metrics."""
         self.routes = routes
+        self._on_answered = on_answered
         self._on_request = on_request
         self._refusal = refusal
         self._on_refused = on_refused
@@ -249,23 +253,37 @@ class ApiServer:
             parameters = route.match(method, path)
             if parameters is None:
                 continue
-            if not route.throttle.take():
-                return _message(429, "Too Many Requests")
-            identity = iam_identity(headers.get("authorization", "")) if route.iam else None
-            if route.iam and identity is None:
-                return _message(403, "Forbidden")
-            refused = self._refusal(route, method)
-            if refused is not None:
-                self._on_refused(refused)
-                return _message(500, "Internal Server Error")
-            event = build_event(route, method, target, headers, body, source_ip, parameters, identity)
-            outcome = route.function.invoke(event)
-            if not outcome.ok:
-                if outcome.error and outcome.error.startswith("Task timed out"):
-                    return _message(503, "Service Unavailable")
-                return _message(500, "Internal Server Error")
-            return response_from(outcome.result)
+            answer = self._on_route(route, parameters, method, target, headers, body, source_ip)
+            self._on_answered(route, answer[0])
+            return answer
         return _message(404, "Not Found")
+
+    def _on_route(
+        self,
+        route: Route,
+        parameters: dict[str, str],
+        method: str,
+        target: str,
+        headers: dict[str, str],
+        body: bytes,
+        source_ip: str,
+    ) -> tuple[int, dict[str, str], bytes]:
+        if not route.throttle.take():
+            return _message(429, "Too Many Requests")
+        identity = iam_identity(headers.get("authorization", "")) if route.iam else None
+        if route.iam and identity is None:
+            return _message(403, "Forbidden")
+        refused = self._refusal(route, method)
+        if refused is not None:
+            self._on_refused(refused)
+            return _message(500, "Internal Server Error")
+        event = build_event(route, method, target, headers, body, source_ip, parameters, identity)
+        outcome = route.function.invoke(event)
+        if not outcome.ok:
+            if outcome.error and outcome.error.startswith("Task timed out"):
+                return _message(503, "Service Unavailable")
+            return _message(500, "Internal Server Error")
+        return response_from(outcome.result)
 
     def _handler_class(self) -> type[BaseHTTPRequestHandler]:
         api = self

@@ -17,7 +17,9 @@ How it behaves is set per run (`configure`, or the drive session's `configure_mo
 - `tokens_per_minute`: per model, a call whose input tokens plus its maxTokens would take the
   model past it in the last 60 s is refused with a ThrottlingException saying too many tokens
   (Bedrock counts maxTokens against the quota when a call starts);
-- `refuse`: every call is refused as for a model the account has not enabled.
+- `refuse`: every call is refused as for a model the account has not enabled;
+- `on_demand`: False plays a model offered only through inference profiles: a call naming the
+  model itself (not a profile, `us.`, `eu.`, ...) is refused with Bedrock's ValidationException.
 
 Every call is recorded (start, end, outcome) for the scenarios, which measure the model's own
 view of its traffic from it.
@@ -45,6 +47,13 @@ ERRORS: Mapping[str, str] = {
     "ValidationException": "The provided model identifier is invalid.",
 }
 """Bedrock's error codes and the messages it answers them with."""
+ON_DEMAND_UNSUPPORTED = (
+    "Invocation of model ID {model_id} with on-demand throughput isn\u2019t supported. Retry your request with "
+    "the ID or ARN of an inference profile that contains this model."
+)
+"""Bedrock's ValidationException message for a model offered only through inference profiles."""
+PROFILE_PREFIXES = ("us.", "eu.", "apac.", "us-gov.", "global.")
+"""A model id starting so names a cross-region inference profile (stacks/config/models.py)."""
 TOO_MANY_TOKENS = "Too many tokens, please wait before trying again."
 """Bedrock's ThrottlingException message when a model's tokens a minute are spent."""
 
@@ -85,6 +94,7 @@ class ModelBehaviour:
     requests_per_minute: float | None = None
     tokens_per_minute: int | None = None
     refuse: bool = False
+    on_demand: bool = True
 
     def __post_init__(self) -> None:
         if self.latency_ms < 0 or not 0.0 <= self.failure_rate <= 1.0:
@@ -195,6 +205,8 @@ class ConverseFake:
     def _admit(self, behaviour: ModelBehaviour, now: float, model_id: str, reserved: int) -> None:
         if behaviour.refuse:
             raise ConverseError("AccessDeniedException")
+        if not behaviour.on_demand and not model_id.startswith(PROFILE_PREFIXES):
+            raise ConverseError("ValidationException", ON_DEMAND_UNSUPPORTED.format(model_id=model_id))
         with self._lock:
             while self._window and self._window[0] <= now - 1.0:
                 self._window.popleft()

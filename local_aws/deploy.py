@@ -127,6 +127,13 @@ def _public_parameters(template: dict[str, Any]) -> dict[str, str]:
 
 
 def _create_secret(logical_id: str, properties: dict[str, Any], stack_name: str, client: Any) -> str:
+    if isinstance(properties.get("SecretString"), str):  # a value the template gives (the jobs API's callers)
+        given = client.create_secret(
+            Name=f"{stack_name}-{logical_id}",
+            Description=properties.get("Description", ""),
+            SecretString=properties["SecretString"],
+        )
+        return str(given["ARN"])
     generator = properties.get("GenerateSecretString") or {}
     value: dict[str, Any] = json.loads(generator.get("SecretStringTemplate", "{}"))
     if generator.get("GenerateStringKey"):

@@ -27,7 +27,7 @@ import boto3
 
 from local_aws import background, moto_patches, sdk_models, wiring
 from local_aws.alarms import INSUFFICIENT, OK, ActionRun, AlarmDefinition, AlarmEvaluator
-from local_aws.api import ApiServer, throttle
+from local_aws.api import ApiServer, Route, throttle
 from local_aws.capture import OutputCapture
 from local_aws.converse_fake import FAKE as MODEL
 from local_aws.deploy import ACCOUNT, LOCAL_API_ID, REGION, Deployment, deploy
@@ -295,8 +295,15 @@ class LocalRuntime:
                 route.function.config.arn, LOCAL_API_ID, ACCOUNT, REGION, STAGE, method, route.path
             ),
             on_refused=self.error,
+            on_answered=self._on_answered,
         )
         self.api.start()
+
+    def _on_answered(self, route: Route, status: int) -> None:
+        """API Gateway's own count per route (detailed metrics), which the route's 5xx alarm reads."""
+        dimensions = {"ApiId": LOCAL_API_ID, "Stage": STAGE, "Method": route.method, "Resource": route.path}
+        self.metrics.put("AWS/ApiGateway", "Count", dimensions, 1, "Count")
+        self.metrics.put("AWS/ApiGateway", "5xx", dimensions, 1 if 500 <= status < 600 else 0, "Count")
 
     def _on_request(self, route: str, status: int, seconds: float) -> None:
         self.metrics.put("Local/API", "Requests", {"Route": route, "Status": str(status)}, 1, "Count")

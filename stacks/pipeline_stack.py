@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from aws_cdk import CfnOutput, Stack
+from aws_cdk import Annotations, CfnOutput, Stack
 from aws_cdk import Environment as CdkEnvironment
 from constructs import Construct
 
@@ -17,6 +17,7 @@ from stacks.constructs.consumer_grants import grant_consumer
 from stacks.constructs.edge import Edge
 from stacks.constructs.function import SharedCode
 from stacks.constructs.ingress import Ingress, MetaSecret
+from stacks.constructs.jobs_callers import JobsCallers
 from stacks.constructs.lane import LaneConsumer, LaneQueues
 from stacks.constructs.lane_probe import LaneProbe
 from stacks.constructs.meta_send import MetaAccessToken, ReplyCallbackKey
@@ -41,6 +42,11 @@ class PipelineStack(Stack):
             **kwargs,  # type: ignore[arg-type]
         )
         self.config = env
+        if env.unattended is not None:
+            # Printed by `cdk synth` and `cdk deploy`: the deploy goes ahead because the config says why.
+            Annotations.of(self).add_warning_v2(
+                "lanes:unattended", f"{env.name} pages nobody or grants no jobs caller: {env.unattended.reason}"
+            )
         dumps = self.to_json_string
         shared = SharedCode(self, "Code", env=env)
         self.tables = PipelineTables(self, "Tables", env=env)
@@ -49,6 +55,7 @@ class PipelineStack(Stack):
         self.sender_key = SenderKey(self, "Privacy", env=env).secret
         self.access_token = MetaAccessToken(self, "MetaSend", env=env).secret
         self.callback_key = ReplyCallbackKey(self, "ReplyCallbacks", env=env).secret
+        self.jobs_callers = JobsCallers(self, "JobsCallers", env=env).secret
 
         self.lane_queues = {
             lane.name: LaneQueues(self, f"{lane_id(lane.name)}Queues", env=env, lane=lane) for lane in env.lanes
@@ -65,6 +72,7 @@ class PipelineStack(Stack):
             access_token_arn=self.access_token.secret_arn,
             callback_key_arn=self.callback_key.secret_arn,
             accounts_table=self.tables.accounts.table_name,
+            jobs_callers_arn=self.jobs_callers.secret_arn,
         )
         self.consumers: dict[str, LaneConsumer] = {}
         self.schedule_rules = []
@@ -119,6 +127,7 @@ class PipelineStack(Stack):
             webhook_lanes=WEBHOOK_LANES,
             secret=self.secret,
             sender_key=self.sender_key,
+            jobs_callers=self.jobs_callers,
             ingress_environment=runtime_env.ingress(env, resources, dumps),
             jobs_environment=runtime_env.jobs(env, resources, dumps),
             on_call=self.on_call,

@@ -10,17 +10,21 @@ them here. No CDK import here.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
 from pipeline.domain.erasure import requests as erasure_rules
+from pipeline.domain.webhook.routing import WEBHOOK_LANES
 from pipeline.settings import (
     EnvVar,
     ErasureSettings,
     RetentionSettings,
     codec,
 )
+from pipeline.settings.lane_policy import LaneCapacity
 from pipeline.settings.lane_probe import ProbedLane, ProbeSettings
 from stacks.config.environments import Environment
 from stacks.config.lanes import Lane
@@ -49,6 +53,8 @@ class Resources:
     """The key replies' references are signed with (the lanes in SIGNING_TASKS are given it)."""
     accounts_table: str = ""
     """Source accounts' last-seen items (the door and the sweeper, where accounts are watched)."""
+    jobs_callers_arn: str = ""
+    """The jobs API's callers (`jobs_callers`), kept out of its environment."""
 
 
 def stack_name(env: Environment) -> str:
@@ -77,8 +83,12 @@ def _common(env: Environment, resources: Resources, service: str) -> dict[str, s
     }
 
 
-def _all_lanes(env: Environment) -> str:
-    return codec.dumps({lane.name: lane.policy for lane in env.lanes})
+def _capacities(env: Environment) -> str:
+    return codec.dumps({lane.name: LaneCapacity.of(lane.policy) for lane in env.lanes})
+
+
+def _objectives(env: Environment) -> str:
+    return codec.dumps({lane.name: lane.policy.objective_seconds for lane in env.lanes})
 
 
 def _dependencies(env: Environment) -> str:
@@ -104,7 +114,8 @@ def ingress(env: Environment, resources: Resources, dumps: Dumps) -> dict[str, s
         **_account_silence(env, resources),
         **_retention(env),
         EnvVar.SENDER_KEY_ARN: resources.sender_key_arn,
-        EnvVar.LANE_QUEUES: dumps(dict(resources.queue_urls)),
+        # Only the lanes the door routes to: it reads no other lane's queue.
+        EnvVar.LANE_QUEUES: dumps({lane: url for lane, url in resources.queue_urls.items() if lane in WEBHOOK_LANES}),
         EnvVar.META_SECRET_ARN: resources.secret_arn,
         EnvVar.WEBHOOK: codec.dumps(
             replace(env.webhook, client_subject=None if env.mutual_tls is None else env.mutual_tls.client_subject)
@@ -112,14 +123,22 @@ def ingress(env: Environment, resources: Resources, dumps: Dumps) -> dict[str, s
     }
 
 
+def jobs_callers(env: Environment) -> str:
+    """The jobs API's callers as their secret holds them: {principal: [tenant, ...]}."""
+    return json.dumps({principal: list(tenants) for principal, tenants in sorted(env.jobs.settings.callers.items())})
+
+
 def jobs(env: Environment, resources: Resources, dumps: Dumps) -> dict[str, str]:
+    callers = jobs_callers(env)
     return {
         **_common(env, resources, "jobs"),
         **_retention(env),
         EnvVar.SENDER_KEY_ARN: resources.sender_key_arn,
-        EnvVar.LANES: _all_lanes(env),
+        EnvVar.LANES: _capacities(env),
         EnvVar.LANE_QUEUES: dumps(dict(resources.queue_urls)),
-        EnvVar.JOBS: codec.dumps(env.jobs.settings),
+        EnvVar.JOBS: codec.dumps(replace(env.jobs.settings, callers={})),
+        EnvVar.JOBS_CALLERS_ARN: resources.jobs_callers_arn,
+        EnvVar.JOBS_CALLERS_DIGEST: hashlib.sha256(callers.encode()).hexdigest()[:16],
         EnvVar.TENANT_ASSETS: env.tenant_assets.to_text(),
     }
 
@@ -192,7 +211,7 @@ def sweeper(env: Environment, resources: Resources, dumps: Dumps) -> dict[str, s
     return {
         **_common(env, resources, "sweeper"),
         **_account_silence(env, resources),
-        EnvVar.LANES: _all_lanes(env),
+        EnvVar.LANE_OBJECTIVES: _objectives(env),
         EnvVar.LANE_QUEUES: dumps(dict(resources.queue_urls)),
         EnvVar.SWEEPER: codec.dumps(env.sweeper.settings),
     }

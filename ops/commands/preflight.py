@@ -10,11 +10,15 @@ Each check prints PASS, FAIL or SKIP with what it saw; any FAIL exits 1 (so `mak
 - Meta secret: set, with the keys the webhook door reads, and a previous secret (during a rotation)
   dated as the door requires (only once the stack exists);
 - Meta access token: set and non-empty, when a lane sends replies (only once the stack exists);
-- models: each lane's Bedrock model (or inference profile) offered in the target region and the
+- models: each lane's Bedrock model (or inference profile) offered in the target region, callable
+  on demand when named by its own id (else the profile to use is named), and the
   account given access (ops/commands/preflight_models.py);
 - jobs callers: at least one IAM principal granted tenants in the environment's config (with none,
   the jobs API refuses every request);
 - on-call: at least one endpoint the alarms page (with none, every alarm reaches nobody);
+- on-call subscriptions and chat channels: each email address and HTTPS endpoint confirmed its
+  subscription (once the stack exists), each Slack workspace and Teams team is authorised in AWS
+  Chatbot (ops/commands/preflight_on_call.py);
 - mutual TLS (when the environment turns it on): the ACM certificate is issued and covers the
   domain, and the truststore object exists and holds PEM certificates (API Gateway refuses the
   domain otherwise, and a truststore without Meta's CA would lock Meta out).
@@ -31,6 +35,7 @@ from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
 
 from ops.aws import describe_error
 from ops.commands.preflight_models import check_models
+from ops.commands.preflight_on_call import CHAT, SUBSCRIPTIONS, check_chat_channels, check_subscriptions
 from ops.commands.preflight_result import FAIL, PASS, SKIP, Result
 from ops.context import Context
 from ops.cost.plan_checks import PROBE_RESERVATION, SWEEPER_RESERVATION, UNRESERVED_MINIMUM
@@ -313,7 +318,7 @@ def run_preflight(ctx: Context) -> int:
     record(check_on_call(ctx))
     if account is None:
         names = ("cdk bootstrap", "powertools layer", "concurrency", "meta secret", "meta access token")
-        for name in (*names, *(f"model {model.lane}" for model in ctx.env.models), "mutual tls"):
+        for name in (*names, *(f"model {model.lane}" for model in ctx.env.models), "mutual tls", SUBSCRIPTIONS, CHAT):
             record(Result(SKIP, name, "needs credentials"))
     else:
         deployment, problem = _stack(ctx)
@@ -331,6 +336,8 @@ def run_preflight(ctx: Context) -> int:
         for result in check_models(ctx):
             record(result)
         record(check_mutual_tls(ctx))
+        record(check_subscriptions(ctx, deployment))
+        record(check_chat_channels(ctx))
     failed = [r for r in results if r.status == FAIL]
     ctx.console.line(f"{len(failed)} check(s) failed: do not deploy yet" if failed else "ready to deploy")
     return FAILED if failed else OK

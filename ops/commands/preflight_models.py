@@ -4,7 +4,10 @@ A model the account has no access to deploys cleanly and then stops its lane at 
 this is checked before the deploy, one line per lane that calls a model. Bedrock's own answer
 (GetFoundationModelAvailability) covers the region, the account's authorization, the model's
 agreement (the console's "Model access") and the entitlement; an inference profile is looked up
-first (GetInferenceProfile), and its model checked the same way.
+first (GetInferenceProfile), and its model checked the same way. A model named by its own id must be
+callable on demand in the region (GetFoundationModel's inferenceTypesSupported): one Bedrock offers
+only through inference profiles answers every call with a ValidationException, which pauses its
+lane, so preflight fails instead and names the region's profile for it (ListInferenceProfiles).
 """
 
 from __future__ import annotations
@@ -64,6 +67,10 @@ def check_model(ctx: Context, model: LaneModel) -> Result:
     except BotoCoreError as exc:
         return Result(FAIL, name, _cannot_check(foundation, exc))
     problems = _availability_problems(answer, foundation, region)
+    if not model.inference_profile:
+        on_demand = _on_demand_problem(client, foundation, region)
+        if on_demand:
+            problems.append(on_demand)
     if problems:
         return Result(FAIL, name, "; ".join(problems))
     via = f" through inference profile {model_id}" if model.inference_profile else ""
@@ -73,8 +80,47 @@ def check_model(ctx: Context, model: LaneModel) -> Result:
 def _cannot_check(model_id: str, exc: Exception) -> str:
     return (
         f"cannot check {model_id}: {describe_error(exc)}. Run preflight as a principal allowed "
-        "bedrock:GetFoundationModelAvailability and bedrock:GetInferenceProfile"
+        "bedrock:GetFoundationModelAvailability, bedrock:GetFoundationModel, bedrock:GetInferenceProfile "
+        "and bedrock:ListInferenceProfiles"
     )
+
+
+ON_DEMAND = "ON_DEMAND"
+_GEOGRAPHY = (("us-gov-", "us-gov."), ("us-", "us."), ("eu-", "eu."), ("ap-", "apac."), ("ca-", "ca."))
+"""A region's geography, as the prefix of the system-defined inference profiles that route within it."""
+
+
+def _on_demand_problem(client: Any, model_id: str, region: str) -> str | None:
+    """Why the model cannot be called by its own id in the region, naming the profile to use."""
+    try:
+        details = client.get_foundation_model(modelIdentifier=model_id)["modelDetails"]
+        types = details.get("inferenceTypesSupported") or []
+        if ON_DEMAND in types:
+            return None
+        profiles = _profiles_of(client, model_id)
+    except (BotoCoreError, ClientError) as exc:
+        return _cannot_check(model_id, exc)
+    offered = ", ".join(types) or "none"
+    problem = f"{model_id} is not offered on demand in {region} (inference types: {offered}), so every call would fail"
+    prefix = next((p for start, p in _GEOGRAPHY if region.startswith(start)), None)
+    ranked = sorted(profiles, key=lambda p: (not (prefix and p.startswith(prefix)), not p.startswith("global."), p))
+    if not ranked:
+        return (
+            f"{problem}, and no inference profile in {region} routes to it: pick another model listed by "
+            f"{_list_hint(region, 'foundation-models')} --by-inference-type ON_DEMAND, in {WHERE_MODELS_ARE_SET}"
+        )
+    return f"{problem}: set the lane's model_id to the inference profile {ranked[0]} in {WHERE_MODELS_ARE_SET}"
+
+
+def _profiles_of(client: Any, model_id: str) -> list[str]:
+    """The system-defined inference profiles that route to the model (in any of their regions)."""
+    found = []
+    for page in client.get_paginator("list_inference_profiles").paginate(typeEquals="SYSTEM_DEFINED"):
+        for profile in page.get("inferenceProfileSummaries") or []:
+            routed = {str(m.get("modelArn", "")).rsplit("/", 1)[-1] for m in profile.get("models") or []}
+            if model_id in routed:
+                found.append(profile["inferenceProfileId"])
+    return found
 
 
 def _profile_problem(client: Any, profile_id: str, region: str) -> str | None:

@@ -109,7 +109,8 @@ def _cost_lines(env: Environment, average_fraction: float) -> list[str | Table]:
     lines.append(
         f"fixed: idle SQS polling {money(fixed.idle_polling)}, sweeper {money(fixed.sweeper)}, "
         f"lane probe {money(fixed.lane_probe)}, "
-        f"{fixed.alarm_count} alarms {money(fixed.alarms)}, dashboard {money(fixed.dashboard)}"
+        f"{fixed.alarm_count} alarms {money(fixed.alarms)}, route metrics {money(fixed.route_metrics)}, "
+        f"dashboard {money(fixed.dashboard)}"
     )
     if model_rows:
         lines.append("model tokens (Bedrock on-demand; one call per message, as each lane's model plans it)")

@@ -85,6 +85,7 @@ def document(env: Environment, plans: list[LanePlan], *, utilisation: float, ave
                 "lane_probe": _money(fixed.lane_probe),
                 "alarms": _money(fixed.alarms),
                 "alarm_count": fixed.alarm_count,
+                "route_metrics": _money(fixed.route_metrics),
                 "dashboard": _money(fixed.dashboard),
                 "total": _money(fixed.total),
             },

@@ -280,6 +280,14 @@ def lane_cost(
     )
 
 
+DOOR_FUNCTIONS = 3
+"""The webhook door, the jobs API and the data-deletion callback."""
+DOOR_ROUTES = 5
+"""POST /webhooks/meta, POST /jobs, GET /jobs/{id}, POST /meta/data-deletion and its GET status page."""
+ROUTE_METRICS = 6
+"""What API Gateway writes per route with detailed metrics on: 4xx, 5xx, Count, Latency,
+IntegrationLatency, DataProcessed."""
+
 PROBE_RUN_SECONDS = 0.2
 """A lane probe run with nothing paused: one BatchGetItem, and its log line."""
 
@@ -294,10 +302,13 @@ class FixedCost:
     lane_probe: float = 0.0
     """The lane probe's runs: its invocations and its read of the pause marks (Bedrock's and Meta's
     calls only while a lane is paused, too few to price)."""
+    route_metrics: float = 0.0
+    """API Gateway's detailed metrics on each throttled route (which the routes' 5xx alarms read),
+    each priced as a custom metric."""
 
     @property
     def total(self) -> float:
-        return self.idle_polling + self.sweeper + self.lane_probe + self.alarms + self.dashboard
+        return self.idle_polling + self.sweeper + self.lane_probe + self.alarms + self.dashboard + self.route_metrics
 
 
 def fixed_cost(
@@ -326,7 +337,9 @@ def fixed_cost(
     # watches source accounts, the quiet accounts (one series, whatever their number); per lane that
     # sends replies through Meta, its unanswered replies; per lane that applies WhatsApp's statuses,
     # the replies Meta reported failed; per lane that pauses itself, one per reason, and its probe
-    # failing for long; the probe's own errors.
+    # failing for long; the probe's own errors. Per HTTP door's function (webhook, jobs API,
+    # data-deletion callback): Lambda's errors, throttles and a run near its timeout; per route they
+    # serve, API Gateway's 5xx.
     doors = (
         len(metric_names.WebhookFailure.ALL) + len(metric_names.JobFailure.ALL) + len(metric_names.ErasureFailure.ALL)
     )
@@ -335,6 +348,8 @@ def fixed_cost(
         + len(WEBHOOK_LANES)
         + 9
         + doors
+        + DOOR_FUNCTIONS * 3
+        + DOOR_ROUTES
         + int(undelivered_pages_alarm)
         + int(quiet_webhooks_alarm)
         + int(quiet_accounts_alarm)
@@ -358,4 +373,5 @@ def fixed_cost(
         dashboard=prices.dashboard_per_month,
         alarm_count=alarm_count,
         lane_probe=lane_probe,
+        route_metrics=DOOR_ROUTES * ROUTE_METRICS * prices.metric_per_month,
     )

@@ -1,5 +1,6 @@
 """The demo's incidents, handled by on-call with `lanectl`: an model outage that admission
-control turns into 503s, and a poison message that is dead-lettered, alarmed on and redriven."""
+control turns into 503s, a poison message that is dead-lettered, alarmed on and redriven, and a
+webhook door that cannot start, which only Lambda's and API Gateway's own counts can page on."""
 
 from __future__ import annotations
 
@@ -7,8 +8,10 @@ import time
 import uuid
 from typing import TYPE_CHECKING
 
+from ops.drive import meta_payloads as meta
 from ops.drive import poll
 from pipeline.adapters import lane_queue
+from pipeline.settings.environ import EnvVar
 
 if TYPE_CHECKING:
     from ops.demo.story import Demo
@@ -16,6 +19,9 @@ if TYPE_CHECKING:
 POISON_MARKER = "POISON-PILL"
 AI_LANE = "ai"
 DLQ_ALARM = "AiLaneDeadLetters"
+DOOR_ERRORS_ALARM = "IngressWebhookLambdaErrors"
+DOOR_ROUTE_ALARM = "IngressRoutePostWebhooksMeta5xx"
+SECRET_VARIABLE = EnvVar.META_SECRET_ARN
 
 
 def admission(d: Demo) -> None:
@@ -124,4 +130,34 @@ def poison(d: Demo) -> None:
     d.expect("poison", "the DLQ alarm returns to OK", cleared, d.s.alarm_state(DLQ_ALARM))
 
 
-SCENES = (admission, poison)
+def door_cannot_start(d: Demo) -> None:
+    d.step(
+        "The webhook door cannot start",
+        f"""A change ships the door without {SECRET_VARIABLE}: every cold start fails before any handler
+        runs, so Meta gets a 500 and the door's own failure counts say nothing. Lambda counts each as
+        an error and API Gateway each 5xx on the route, and those page on-call. Once the setting is
+        back, Meta's redelivery of the same message is taken.""",
+    )
+    kept: dict[str, str] = {}
+    d.s.update_environment("ingress", lambda variables: kept.update(arn=variables.pop(SECRET_VARIABLE)))
+    delivery = meta.whatsapp_message(f"waba-{uuid.uuid4().hex[:6]}", "wamid.demo-unstarted", "anyone there?")
+    status = d.s.client.deliver(delivery).status
+    d.expect("door", "a delivery the door cannot start for is answered 500", status == 500, f"{status}")
+    alarm = poll(lambda: d.s.alarm_state(DOOR_ERRORS_ALARM) == "ALARM", 30, interval=1)
+    d.expect("door", "Lambda's Errors alarm on the door goes to ALARM", alarm, d.s.alarm_state(DOOR_ERRORS_ALARM))
+    paged = poll(lambda: any(p.state == "ALARM" for p in d.s.pages(DOOR_ERRORS_ALARM)), 10, interval=0.5)
+    pages = d.s.pages(DOOR_ERRORS_ALARM)
+    d.expect(
+        "door",
+        "on-call is paged for the door's Lambda errors",
+        paged,
+        f"{pages[-1].subject!r} to {pages[-1].endpoint}" if pages else "no page in the inbox",
+    )
+    route = poll(lambda: d.s.alarm_state(DOOR_ROUTE_ALARM) == "ALARM", 10, interval=0.5)
+    d.expect("door", "the route's 5xx alarm goes to ALARM", route, d.s.alarm_state(DOOR_ROUTE_ALARM))
+    d.s.update_environment("ingress", lambda variables: variables.update({SECRET_VARIABLE: kept["arn"]}))
+    redelivered = d.s.client.deliver(delivery).status
+    d.expect("door", "with the setting back, Meta's redelivery is taken", redelivered == 200, f"{redelivered}")
+
+
+SCENES = (admission, poison, door_cannot_start)

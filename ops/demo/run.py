@@ -5,7 +5,8 @@ ops/drive like every scenario), then plays a narrated scenario through HTTP only
 messages and out-of-order statuses, a forged and a redelivered webhook, a comment flood from one
 page beside a quiet one (ops/demo/webhooks.py), AI jobs until admission control answers 503 with
 Retry-After, and a poison message that ends in the dead-letter queue, fires its alarm, and is
-redriven with `lanectl` once the fault is cleared (ops/demo/incidents.py), and a replay after a fix:
+redriven with `lanectl` once the fault is cleared, a webhook door that cannot start paging through
+Lambda's own error count (ops/demo/incidents.py), and a replay after a fix:
 one of the customer's deliveries traced, their window listed and replayed, each task re-run once
 (ops/demo/replays.py). Last, it checks that on-call's inbox holds only the pages the story called
 for (ops/demo/on_call.py). It ends with a table of what happened and exits 0 only if every

@@ -37,6 +37,8 @@ from stacks.config.on_call import (
     OnCallEndpoint,
     SlackChannel,
     TeamsChannel,
+    Unattended,
+    check_attended,
     check_endpoints,
 )
 from stacks.config.privacy import ErasureConfig, Retention
@@ -58,6 +60,13 @@ LOCAL_ASSETS = AssetBinding(
     }
 )
 """Which Meta assets the local tenants own (settings/tenant_assets.py)."""
+
+
+UNWRITTEN = Unattended(
+    "this repository holds no real on-call endpoint or producer role for it: write them in on_call "
+    "and jobs.settings.callers, and remove this, before its first deploy (lanectl preflight refuses it until then)"
+)
+"""Why staging and prod, as this repository ships them, synthesize with nobody paged and no caller."""
 
 
 MAX_META_MESSAGES_PER_SECOND = 1000
@@ -194,7 +203,10 @@ class Environment:
     on_call: tuple[OnCallEndpoint, ...] = ()
     """Who every alarm pages (stacks/config/on_call.py): email addresses, HTTPS endpoints, Slack or
     Teams channels. `lanectl preflight` refuses an environment with none: its alarms would reach
-    nobody."""
+    nobody; and one that keeps data does not synthesize with none unless `unattended` says why."""
+    unattended: Unattended | None = None
+    """Why an environment that keeps data is deployed with no on-call endpoint or no jobs caller
+    (stacks/config/on_call.py); None: it is not, and synthesis refuses it without them."""
     powertools_version: str = "3.37.0"
     tracing_active: bool = False
     """X-Ray active tracing on every function. Lambda samples the first request each second and 5%
@@ -225,6 +237,7 @@ class Environment:
         if erasure_rules.LANE not in names:
             raise ValueError(f"{self.name}: erasures run on lane {erasure_rules.LANE!r}, which it lacks")
         check_endpoints(self.name, self.on_call, self.region)
+        check_attended(self.name, self.retain_stateful, self.on_call, len(self.jobs.settings.callers), self.unattended)
         if not 3 <= self.meta_messages_per_second <= MAX_META_MESSAGES_PER_SECOND:
             raise ValueError(
                 f"{self.name}: meta_messages_per_second must be 3..{MAX_META_MESSAGES_PER_SECOND} (Meta's highest tier)"
@@ -270,8 +283,10 @@ class Environment:
 def _build() -> dict[str, Environment]:
     lanes = catalogue()
     # dev, staging and prod page nobody until their on-call endpoints are written here
-    # (on_call=(EmailEndpoint("..."), HttpsEndpoint("https://..."), ...)); `lanectl preflight`
-    # refuses each until then, so none is deployed with alarms that reach no one.
+    # (on_call=(EmailEndpoint("..."), HttpsEndpoint("https://..."), ...)), and grant no producer
+    # until its role is; `lanectl preflight` (make deploy) refuses each until then. staging and
+    # prod keep data, so they synthesize only because they say so (UNWRITTEN); write the endpoints
+    # and callers, and delete it.
     return {
         "dev": Environment(
             name="dev",
@@ -301,6 +316,7 @@ def _build() -> dict[str, Environment]:
             retain_stateful=True,
             termination_protection=False,
             tracing_active=True,
+            unattended=UNWRITTEN,
             retention=Retention(
                 raw_deliveries_days=7, jobs_days=14, effects_days=30, erasure_requests_days=30, backup_days=14
             ),
@@ -317,6 +333,7 @@ def _build() -> dict[str, Environment]:
             log_retention_days=90,
             retain_stateful=True,
             termination_protection=True,
+            unattended=UNWRITTEN,
             # Prod hears from Meta around the clock; half an hour of silence leaves half of Meta's
             # hour before a failing Page subscription is disabled.
             alarms=AlarmConfig(webhooks_quiet_seconds=1800),
@@ -424,6 +441,7 @@ __all__ = [
     "SweeperSettings",
     "TeamsChannel",
     "Throttle",
+    "Unattended",
     "UnknownEnvironment",
     "WebhookSettings",
     "get_environment",

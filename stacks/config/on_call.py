@@ -172,6 +172,43 @@ class TeamsChannel:
 OnCallEndpoint = EmailEndpoint | HttpsEndpoint | SlackChannel | TeamsChannel
 
 
+@dataclass(frozen=True)
+class Unattended:
+    """Why an environment that keeps data (`retain_stateful`) is deployed paging nobody, or with no
+    jobs caller granted. Without this, such an environment fails to synthesize: its alarms would
+    publish into a topic nobody reads, or its jobs API would refuse every request, and a plain
+    `cdk deploy` (which runs no `lanectl preflight`) would not say so."""
+
+    reason: str
+
+    def __post_init__(self) -> None:
+        if len(self.reason.strip()) < 10:
+            raise ValueError(f"an unattended environment says why, in words (not {self.reason!r})")
+
+
+def check_attended(
+    environment: str,
+    keeps_data: bool,
+    endpoints: tuple[OnCallEndpoint, ...],
+    callers: int,
+    unattended: Unattended | None,
+) -> None:
+    """Refuses an environment that keeps data with no on-call endpoint or no jobs caller, unless it
+    says why (`unattended`)."""
+    if not keeps_data or unattended is not None:
+        return
+    missing = [
+        *(["no on-call endpoint (on_call): every alarm would reach nobody"] if not endpoints else []),
+        *(["no jobs caller (jobs.settings.callers): the jobs API would refuse every request"] if not callers else []),
+    ]
+    if missing:
+        raise ValueError(
+            f"{environment} keeps data and has {'; and '.join(missing)}. Add them in "
+            "stacks/config/environments.py, or deploy it so on purpose with "
+            'unattended=Unattended("why")'
+        )
+
+
 def sns_delivers(endpoints: tuple[OnCallEndpoint, ...]) -> bool:
     """Whether SNS itself delivers to any of them (email, https), so that an undelivered page can
     land in a dead-letter queue of the stack's; Chatbot's deliveries are its own."""

@@ -7,13 +7,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from aws_cdk import Duration
+import jsii
+from aws_cdk import CfnResource, Duration, Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_ssm as ssm
-from constructs import Construct
+from constructs import Construct, IValidation
 
 from pipeline.metric_filters import LineMetric
 from stacks.config.environments import Environment
@@ -21,6 +22,8 @@ from stacks.config.lambda_runtime import ARCHITECTURE as ARCHITECTURE_NAME
 from stacks.config.lambda_runtime import PYTHON_RUNTIME, powertools_parameter
 from stacks.constructs.grants import keep_unexercised
 from stacks.constructs.removal import keeps_data
+from stacks.environment_size import LAMBDA_ENVIRONMENT_BYTES, StandIns, measured
+from stacks.runtime_env import stack_name
 
 LAMBDA_SOURCE = Path(__file__).resolve().parents[2] / "lambdas"
 RUNTIME = next(runtime for runtime in lambda_.Runtime.ALL if runtime.name == PYTHON_RUNTIME)
@@ -84,6 +87,7 @@ class PipelineFunction(Construct):
     def __init__(self, scope: Construct, construct_id: str, *, shared: SharedCode, spec: FunctionSpec) -> None:
         super().__init__(scope, construct_id)
         env = shared.env
+        self.env = env
         self.log_group = log_group(self, "Logs", env)
         # A role of its own with no managed policy: it may write to its own log group and nothing
         # else until a construct grants exactly what the function calls.
@@ -126,6 +130,8 @@ class PipelineFunction(Construct):
                 "Lambda sends the function's trace segments to X-Ray with its role; the local runtime records none",
             )
 
+        self.node.add_validation(_EnvironmentFits(self, spec.environment))
+
     def count_lines(self, metrics: Sequence[LineMetric], namespace: str) -> list[logs.MetricFilter]:
         """Metric filters on this function's log group: each counts the lines its pattern matches
         (pipeline/metric_filters.py says why these counts are not written as lines of their own)."""
@@ -142,4 +148,44 @@ class PipelineFunction(Construct):
                 unit=cloudwatch.Unit.COUNT,
             )
             for metric in metrics
+        ]
+
+
+_NAME_PROPERTIES = {
+    "AWS::SQS::Queue": ("queue_name", "QueueName"),
+    "AWS::SecretsManager::Secret": ("name", "Name"),
+    "AWS::DynamoDB::Table": ("table_name", "TableName"),
+}
+"""The name a resource may be given in the template, which its references then resolve to."""
+
+
+@jsii.implements(IValidation)
+class _EnvironmentFits:
+    """Fails synthesis when the function's variables, resolved as long as they can be once
+    deployed, pass Lambda's 4 KB (stacks/environment_size.py): the deploy would fail on it."""
+
+    def __init__(self, function: PipelineFunction, variables: Mapping[str, str]) -> None:
+        self._function = function
+        self._variables = dict(variables)
+
+    def validate(self) -> list[str]:
+        stack = Stack.of(self._function)
+        resources: dict[str, tuple[str, dict[str, str]]] = {}
+        for node in stack.node.find_all():
+            if isinstance(node, CfnResource):
+                kind = node.cfn_resource_type
+                attribute, key = _NAME_PROPERTIES.get(kind, ("", ""))
+                given = stack.resolve(getattr(node, attribute, None)) if attribute else None
+                resources[stack.resolve(node.logical_id)] = (kind, {key: given} if isinstance(given, str) else {})
+        env = self._function.env
+        stand_ins = StandIns(stack_name(env), resources.get, env.region)
+        variables = {name: stack.resolve(value) for name, value in self._variables.items()}
+        size = measured(variables, stand_ins)
+        if size <= LAMBDA_ENVIRONMENT_BYTES:
+            return []
+        each = {name: len(stand_ins.resolved(value)) for name, value in variables.items()}
+        largest = ", ".join(f"{name} {each[name]}" for name in sorted(each, key=lambda n: -each[n])[:3])
+        return [
+            f"function {self._function.node.path}: its environment measures {size} bytes as Lambda counts it, "
+            f"over Lambda's {LAMBDA_ENVIRONMENT_BYTES}, so the deploy would fail (largest variables: {largest})"
         ]

@@ -24,6 +24,7 @@ from stacks.config.doors import WEBHOOK_PATH, WEBHOOK_ROUTE
 from stacks.config.environments import Environment, Throttle
 from stacks.constructs.alarms import Notice, OnCall
 from stacks.constructs.function import FunctionSpec, PipelineFunction, SharedCode, log_group
+from stacks.constructs.function_alarms import function_alarms, route_5xx_alarm, route_alarm_id
 from stacks.constructs.grants import DEPTH, SEND, grant_queue, grant_rows, grant_secret
 from stacks.constructs.removal import keeps_data
 from stacks.constructs.tables import PipelineTables
@@ -103,6 +104,10 @@ class MetaSecret(Construct):
         child.override_logical_id(META_SECRET_ID)
 
 
+WEBHOOK_TIMEOUT_SECONDS = 10
+JOBS_TIMEOUT_SECONDS = 10
+
+
 class Ingress(Construct):
     def __init__(
         self,
@@ -116,6 +121,7 @@ class Ingress(Construct):
         webhook_lanes: frozenset[str],
         secret: secretsmanager.ISecret,
         sender_key: secretsmanager.ISecret,
+        jobs_callers: secretsmanager.ISecret,
         ingress_environment: dict[str, str],
         jobs_environment: dict[str, str],
         on_call: OnCall,
@@ -128,7 +134,7 @@ class Ingress(Construct):
             spec=FunctionSpec(
                 handler="pipeline.handlers.ingress.handler",
                 environment=ingress_environment,
-                timeout_seconds=10,
+                timeout_seconds=WEBHOOK_TIMEOUT_SECONDS,
                 # More memory is more CPU: the door verifies an HMAC over up to 3 MB and must
                 # answer in milliseconds.
                 memory_mb=1024,
@@ -156,7 +162,7 @@ class Ingress(Construct):
             spec=FunctionSpec(
                 handler="pipeline.handlers.jobs.handler",
                 environment=jobs_environment,
-                timeout_seconds=10,
+                timeout_seconds=JOBS_TIMEOUT_SECONDS,
                 memory_mb=512,
                 description="Jobs API: admission control, job rows, enqueue, status",
                 # Its own slots, so a webhook flood scaling the door cannot starve it.
@@ -169,6 +175,7 @@ class Ingress(Construct):
         grant_rows(jobs_fn, tables.jobs, ("dynamodb:PutItem", "dynamodb:GetItem", "dynamodb:UpdateItem"))
         grant_rows(jobs_fn, tables.state, ("dynamodb:UpdateItem", "dynamodb:BatchGetItem"))
         grant_secret(jobs_fn, sender_key)
+        grant_secret(jobs_fn, jobs_callers)  # read at each cold start
         # A job may name any lane: admission reads its depth, the job is sent to it.
         for queue in queues.values():
             grant_queue(jobs_fn, queue, (*SEND, *DEPTH))
@@ -205,13 +212,20 @@ class Ingress(Construct):
                 path="/jobs/{id}", methods=[apigw.HttpMethod.GET], integration=jobs_integration, authorizer=iam
             ),
         ]
-        self._route_settings: dict[str, dict[str, float]] = {}
+        self._on_call = on_call
+        self._shed_threshold = env.alarms.jobs_shed_threshold
+        self.route_alarms: list[cloudwatch.Alarm] = []
+        self._route_settings: dict[str, dict[str, float | bool]] = {}
         self._throttle(
             [*self.webhook_routes, *self.jobs_routes],
             {WEBHOOK_ROUTE: env.api.webhook, "POST /jobs": env.api.jobs, "GET /jobs/{id}": env.api.jobs},
         )
 
         self._failure_alarms(env, on_call)
+        self.function_alarms = [
+            *function_alarms(self, on_call, "Webhook", webhook_fn, WEBHOOK_TIMEOUT_SECONDS, "The webhook door"),
+            *function_alarms(self, on_call, "Jobs", jobs_fn, JOBS_TIMEOUT_SECONDS, "The jobs API"),
+        ]
         self.quiet_alarm = self._quiet_alarm(env, on_call)
         self.signature_alarm = on_call.alarm(
             self,
@@ -282,7 +296,14 @@ class Ingress(Construct):
             self._route_settings[key] = {
                 "ThrottlingRateLimit": throttle.rate_limit,
                 "ThrottlingBurstLimit": throttle.burst_limit,
+                # Per-route metrics (API Gateway's 5xx by route), which the route's alarm reads.
+                "DetailedMetricsEnabled": True,
             }
+            # POST /jobs answers 503 when admission sheds, which is the design working.
+            threshold = self._shed_threshold if key == "POST /jobs" else 1
+            self.route_alarms.append(
+                route_5xx_alarm(self, self._on_call, route_alarm_id(key), self.api.api_id, key, threshold)
+            )
         stage = self.stage.node.default_child
         assert isinstance(stage, apigw.CfnStage)
         stage.add_property_override("RouteSettings", dict(self._route_settings))

@@ -16,11 +16,13 @@ from pipeline.adapters.sender_key import KEY_FIELD
 from stacks.config.environments import Environment
 from stacks.constructs.alarms import Notice, OnCall
 from stacks.constructs.function import FunctionSpec, PipelineFunction, SharedCode
+from stacks.constructs.function_alarms import function_alarms
 from stacks.constructs.grants import SEND, grant_index_query, grant_queue, grant_rows, grant_secret
 from stacks.constructs.removal import keeps_data
 from stacks.constructs.tables import PipelineTables
 from stacks.runtime_env import metrics_namespace
 
+ERASURE_TIMEOUT_SECONDS = 10
 SENDER_KEY_ID = "SenderKey"
 
 
@@ -78,7 +80,7 @@ class ErasureDoor(Construct):
             spec=FunctionSpec(
                 handler="pipeline.handlers.erasure.handler",
                 environment=environment,
-                timeout_seconds=10,
+                timeout_seconds=ERASURE_TIMEOUT_SECONDS,
                 memory_mb=256,
                 description="Meta data-deletion callback: verify, request the erasure, answer with its status page",
             ),
@@ -92,6 +94,9 @@ class ErasureDoor(Construct):
         grant_secret(function, meta_secret)
         grant_secret(function, sender_key)
         grant_queue(function, queue, SEND)
+        self.function_alarms = function_alarms(
+            self, on_call, "Erasure", function, ERASURE_TIMEOUT_SECONDS, "Meta's data-deletion callback"
+        )
         namespace = metrics_namespace(env)
         self.failure_alarms = [
             on_call.alarm(

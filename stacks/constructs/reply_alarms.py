@@ -11,7 +11,7 @@ from constructs import Construct
 from pipeline import metric_names
 from stacks.config.environments import Environment
 from stacks.config.lanes import Lane
-from stacks.constructs.alarms import OnCall
+from stacks.constructs.alarms import Notice, OnCall
 from stacks.runtime_env import STATUS_TASKS, metrics_namespace
 
 
@@ -33,6 +33,7 @@ def failed_replies_alarm(scope: Construct, env: Environment, lane: Lane, on_call
             statistic="Sum",
         ),
         threshold=threshold,
+        notice=Notice.CONDITION,
         comparison=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
         description=f"{lane.name}: {threshold} or more replies a period that Meta took were then reported failed "
         "(RepliesFailed by Code says which of Meta's codes: 131047 outside the service window, 131026 "

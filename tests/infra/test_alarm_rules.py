@@ -16,6 +16,7 @@ from local_aws.alarms import ALARM, INSUFFICIENT, OK, AlarmDefinition
 from local_aws.metrics import MetricsStore
 from pipeline import metric_names
 from stacks.constructs.alarms import RECOVERY_EVENT
+from stacks.constructs.function_alarms import DURATION_SHARE
 from stacks.constructs.lane_probe import probe_alarm_period
 from stacks.constructs.schedules import SILENT_PERIODS, recovery_seconds, sweep_alarm_period
 
@@ -138,6 +139,18 @@ def _webhooks_quiet(synthesized, alarm: Alarm) -> None:
     assert alarm["TreatMissingData"] == "missing"
 
 
+def _near_timeout(synthesized, alarm: Alarm) -> None:
+    """A door's slowest run in a period against its own function's timeout: past DURATION_SHARE
+    of it, one run pages (the next slower call times out); no run is no data, not a breach."""
+    (dimension,) = alarm["Dimensions"]
+    function = synthesized.resources("AWS::Lambda::Function")[dimension["Value"]["Ref"]]
+    timeout_ms = function["Properties"]["Timeout"] * 1000
+    assert (alarm["Statistic"], alarm["ComparisonOperator"]) == ("Maximum", "GreaterThanOrEqualToThreshold")
+    assert alarm["Threshold"] == round(timeout_ms * DURATION_SHARE) < timeout_ms
+    assert alarm["EvaluationPeriods"] == 1
+    assert alarm["TreatMissingData"] == "notBreaching"
+
+
 EVENT_COUNTS = frozenset(
     {
         metric_names.REPLIES_UNANSWERED,
@@ -158,6 +171,12 @@ FAMILIES: dict[tuple[str, str | None], Family] = {
     ("AWS/Lambda", "Throttles"): Family("event", _count_of_what_happened),
     ("AWS/Lambda", "Errors"): Family("condition", _sustained_count(lambda env: env.alarms.errors_threshold)),
     ("AWS/Lambda", "ProbeErrors"): Family("condition", _probe_span),
+    ("AWS/Lambda", "DoorErrors"): Family("event", _count_of_what_happened),
+    ("AWS/Lambda", "Duration"): Family("event", _near_timeout),
+    ("AWS/ApiGateway", "5xx"): Family("event", _count_of_what_happened),
+    ("", metric_names.REPLIES_FAILED): Family(
+        "condition", _sustained_count(lambda env: env.alarms.replies_failed_per_period)
+    ),
     ("", metric_names.PROBE_FAILED): Family("condition", _probe_span),
     ("", metric_names.OLDEST_UNPROCESSED_AGE): Family("condition", _unprocessed_age),
     ("", "SweeperReports"): Family("silence", _sweeper_silent),
@@ -169,8 +188,12 @@ FAMILIES: dict[tuple[str, str | None], Family] = {
     ("", metric_names.WEBHOOK_ENQUEUED_TOTAL): Family("silence", _webhooks_quiet),
     **{("", name): Family("event", _count_of_what_happened) for name in EVENT_COUNTS},
 }
-"""By (namespace, metric): AWS's namespaces as they are, the stack's own as ""; the probe's
-errors and the sweeper's report count are told apart from their metric's other alarms."""
+"""By (namespace, metric): AWS's namespaces as they are, the stack's own as ""; the probe's and
+the HTTP doors' errors and the sweeper's report count are told apart from their metric's other
+alarms."""
+DOOR_FUNCTIONS = tuple(f"[{{'Name': 'FunctionName', 'Value': {{'Ref': '{door}" for door in ("Ingress", "Erasure"))
+"""An alarm's dimensions on a function of the HTTP doors (the webhook, the jobs API, the data
+deletion callback), whose every error pages (stacks/constructs/function_alarms.py)."""
 
 
 def family_of(alarm: Alarm) -> Family | None:
@@ -179,6 +202,8 @@ def family_of(alarm: Alarm) -> Family | None:
         namespace = ""
     if name == "Errors" and "LaneProbe" in str(alarm.get("Dimensions")):
         name = "ProbeErrors"
+    if name == "Errors" and str(alarm.get("Dimensions")).startswith(DOOR_FUNCTIONS):
+        name = "DoorErrors"
     if name == metric_names.OLDEST_UNPROCESSED_AGE and alarm.get("Statistic") == "SampleCount":
         name = "SweeperReports"
     return FAMILIES.get((namespace, name))

@@ -13,7 +13,7 @@ from ops.cost.environment_cost import environment_cost
 from pipeline import metric_names
 from pipeline.domain.webhook.routing import WEBHOOK_LANES
 from stacks.constructs.lane import dlq_logical_id, queue_logical_id
-from stacks.runtime_env import PERIOD_METADATA
+from stacks.runtime_env import PERIOD_METADATA, lane_id
 
 pytestmark = pytest.mark.xdist_group("synth")
 
@@ -64,12 +64,16 @@ def test_each_lane_alarms_on_age_dead_letters_errors_and_throttles(synthesized):
             "GreaterThanOrEqualToThreshold",
             1,
         )
-    lambda_alarms = [a for a in alarms if a.get("Namespace") == "AWS/Lambda"]
-    throttles = [a for a in lambda_alarms if a["MetricName"] == "Throttles"]
-    # Per lane; the lane probe's errors alarm aside (tests/infra/test_self_pause.py)
-    errors = [
-        a for a in lambda_alarms if a["MetricName"] == "Errors" and "LaneProbe" not in json.dumps(a["Dimensions"])
+    # Per lane's consumer; the lane probe's errors alarm aside (tests/infra/test_self_pause.py), and
+    # the doors' (tests/infra/test_door_alarms.py)
+    consumers = [f"{lane_id(lane.name)}Lane" for lane in synthesized.env.lanes]
+    lambda_alarms = [
+        a
+        for a in alarms
+        if a.get("Namespace") == "AWS/Lambda" and any(c in json.dumps(a["Dimensions"]) for c in consumers)
     ]
+    throttles = [a for a in lambda_alarms if a["MetricName"] == "Throttles"]
+    errors = [a for a in lambda_alarms if a["MetricName"] == "Errors"]
     assert len(throttles) == len(errors) == len(synthesized.env.lanes)
     assert all(a["Threshold"] == 0 and a["ComparisonOperator"] == "GreaterThanThreshold" for a in throttles)
 

@@ -6,10 +6,11 @@ import json
 
 import pytest
 
-from local_aws import aws_limits
 from pipeline import settings
 from pipeline.domain.webhook.routing import WEBHOOK_LANES
+from pipeline.settings.lane_policy import LaneCapacity
 from stacks.constructs.lane import queue_logical_id
+from stacks.environment_size import LAMBDA_ENVIRONMENT_BYTES, StandIns, measured
 from stacks.runtime_env import PERIOD_METADATA, stack_name
 
 pytestmark = pytest.mark.xdist_group("synth")
@@ -105,9 +106,15 @@ def test_function_environments_parse_into_handler_settings(synthesized):
     for lane in env.lanes:
         _, props = _consumer(synthesized, lane.name)
         assert settings.lane(props["Environment"]["Variables"]) == lane.policy
-    for handler in ("pipeline.handlers.jobs.handler", "pipeline.handlers.sweeper.handler"):
-        (function,) = _functions_by_handler(synthesized, handler)
-        assert settings.lanes(function["Environment"]["Variables"]) == {lane.name: lane.policy for lane in env.lanes}
+    # The jobs API and the sweeper carry, of every lane, only what they read
+    (jobs,) = _functions_by_handler(synthesized, "pipeline.handlers.jobs.handler")
+    assert settings.lanes(jobs["Environment"]["Variables"]) == {
+        lane.name: LaneCapacity.of(lane.policy) for lane in env.lanes
+    }
+    (sweeper,) = _functions_by_handler(synthesized, "pipeline.handlers.sweeper.handler")
+    objectives = {lane.name: lane.policy.objective_seconds for lane in env.lanes}
+    assert settings.lane_objectives(sweeper["Environment"]["Variables"]) == objectives
+    assert "LANES" not in sweeper["Environment"]["Variables"]
 
 
 def test_the_jobs_api_is_told_maximum_concurrency_once(synthesized):
@@ -117,77 +124,41 @@ def test_the_jobs_api_is_told_maximum_concurrency_once(synthesized):
     assert jobs["Environment"]["Variables"]["LANES"].count('"max_concurrency"') == len(synthesized.env.lanes)
 
 
-REGION_STAND_IN = "ap-southeast-5"
-"""As long as any commercial region's name: no environment pins its region."""
-ACCOUNT_STAND_IN = "123456789012"
-GENERATED_SUFFIX = "X" * 13
-"""The random part of a name CloudFormation generates (`<stack>-<logical id>-<suffix>`)."""
+def _stand_ins(synthesized) -> StandIns:
+    def resource(logical_id: str):
+        found = synthesized.template["Resources"].get(logical_id)
+        return None if found is None else (found["Type"], found.get("Properties", {}))
 
-
-def _generated_name(synthesized, logical_id: str, limit: int) -> str:
-    return f"{stack_name(synthesized.env)}-{logical_id}-{GENERATED_SUFFIX}"[:limit]
-
-
-def _stand_in(synthesized, reference: dict) -> str:
-    """What a reference in a variable resolves to once deployed, as long as it can be."""
-    ((intrinsic, logical_id),) = reference.items()
-    resource = synthesized.template["Resources"].get(logical_id) if intrinsic == "Ref" else None
-    kind = resource["Type"] if resource else None
-    if kind == "AWS::SQS::Queue":
-        name = resource["Properties"].get("QueueName")
-        name = name if isinstance(name, str) else _generated_name(synthesized, logical_id, 80)
-        return f"https://sqs.{REGION_STAND_IN}.amazonaws.com/{ACCOUNT_STAND_IN}/{name}"
-    if kind == "AWS::DynamoDB::Table":
-        return _generated_name(synthesized, logical_id, 255)
-    if kind == "AWS::SecretsManager::Secret":
-        return f"arn:aws:secretsmanager:{REGION_STAND_IN}:{ACCOUNT_STAND_IN}:secret:{logical_id}-{'X' * 12}-XXXXXX"
-    if kind == "AWS::KMS::Key":
-        return "00000000-0000-0000-0000-000000000000"
-    if kind == "AWS::Lambda::EventSourceMapping":
-        return "00000000-0000-0000-0000-000000000000"  # a UUID (the lane probe's mapping ids)
-    raise AssertionError(f"no stand-in for {reference} ({kind}): say what it resolves to before measuring it")
-
-
-def _resolved(synthesized, value) -> str:
-    if isinstance(value, str):
-        return value
-    if isinstance(value, dict) and "Fn::Join" in value:
-        separator, parts = value["Fn::Join"]
-        return separator.join(_resolved(synthesized, part) for part in parts)
-    return _stand_in(synthesized, value)
+    return StandIns(stack_name(synthesized.env), resource, synthesized.env.region)
 
 
 def environment_bytes(synthesized) -> dict[str, int]:
     """Each function's environment as Lambda measures it, its references resolved."""
+    stand_ins = _stand_ins(synthesized)
     return {
-        logical_id: aws_limits.lambda_environment_bytes(
-            {
-                name: _resolved(synthesized, value)
-                for name, value in resource["Properties"]["Environment"]["Variables"].items()
-            }
-        )
+        logical_id: measured(resource["Properties"]["Environment"]["Variables"], stand_ins)
         for logical_id, resource in synthesized.resources("AWS::Lambda::Function").items()
     }
 
 
 def test_every_function_environment_fits_lambda_s_limit(synthesized):
-    # The lane policies travel whole in LANE and LANES; the jobs API and the sweeper carry every
-    # lane's, so a catalogue that grows must still fit. Lambda measures the variables as one JSON
-    # object: the quotes a policy's JSON carries are escaped there, and count.
+    # Lambda measures the variables as one JSON object: the quotes a policy's JSON carries are
+    # escaped there, and count.
     sizes = environment_bytes(synthesized)
-    over = {logical_id: size for logical_id, size in sizes.items() if size > aws_limits.LAMBDA_ENVIRONMENT_BYTES}
-    assert over == {}, f"{synthesized.env.name}: over Lambda's {aws_limits.LAMBDA_ENVIRONMENT_BYTES} bytes: {over}"
+    over = {logical_id: size for logical_id, size in sizes.items() if size > LAMBDA_ENVIRONMENT_BYTES}
+    assert over == {}, f"{synthesized.env.name}: over Lambda's {LAMBDA_ENVIRONMENT_BYTES} bytes: {over}"
 
 
 def test_a_reference_resolves_to_the_name_cloudformation_would_give_it(synth_env):
     synthesized = synth_env("prod")
-    assert _resolved(synthesized, {"Fn::Join": ["", ["a/", {"Ref": "MessagesQueue"}]]}) == (
+    stand_ins = _stand_ins(synthesized)
+    assert stand_ins.resolved({"Fn::Join": ["", ["a/", {"Ref": "MessagesQueue"}]]}) == (
         "a/https://sqs.ap-southeast-5.amazonaws.com/123456789012/"
         + synthesized.resource("MessagesQueue")["Properties"]["QueueName"]
     )
-    assert _resolved(synthesized, {"Ref": "JobsTable"}) == "lanes-prod-JobsTable-XXXXXXXXXXXXX"
-    with pytest.raises(AssertionError, match="no stand-in"):
-        _resolved(synthesized, {"Fn::GetAtt": ["JobsTable", "Arn"]})
+    assert stand_ins.resolved({"Ref": "JobsTable"}) == "lanes-prod-JobsTable-XXXXXXXXXXXXX"
+    with pytest.raises(ValueError, match="cannot measure"):
+        stand_ins.resolved({"Fn::Sub": "${JobsTable}"})
 
 
 def test_sweeper_runs_on_its_own_schedule(synthesized):

@@ -42,13 +42,15 @@ def test_each_route_is_throttled_on_its_own_and_the_stage_logs_access(synthesize
     def bucket(throttle):
         return {"ThrottlingBurstLimit": throttle.burst_limit, "ThrottlingRateLimit": throttle.rate_limit}
 
-    # The webhook and the jobs routes have their own buckets; the handshake has the stage default
+    # The webhook and the jobs routes have their own buckets; the handshake has the stage default.
+    # Each route with a bucket also has its detailed metrics (its 5xx alarm reads them).
+    detailed = {"DetailedMetricsEnabled": True}
     assert props["RouteSettings"] == {
-        "POST /webhooks/meta": bucket(api.webhook),
-        "POST /jobs": bucket(api.jobs),
-        "GET /jobs/{id}": bucket(api.jobs),
-        "POST /meta/data-deletion": bucket(api.erasure),
-        "GET /meta/data-deletion/{code}": bucket(api.erasure),
+        "POST /webhooks/meta": {**bucket(api.webhook), **detailed},
+        "POST /jobs": {**bucket(api.jobs), **detailed},
+        "GET /jobs/{id}": {**bucket(api.jobs), **detailed},
+        "POST /meta/data-deletion": {**bucket(api.erasure), **detailed},
+        "GET /meta/data-deletion/{code}": {**bucket(api.erasure), **detailed},
     }
     assert props["DefaultRouteSettings"] == bucket(api.other)
     # And the stage is created after the routes it names (API Gateway refuses unknown route keys)

@@ -31,6 +31,14 @@ PINNED = {
         "PasswordLength": 16,
         "SecretStringTemplate": json.dumps({"access_token": ""}),
     },
+    "ReplyCallbackKey": {
+        "ExcludePunctuation": True,
+        "GenerateStringKey": "callback_key",
+        "PasswordLength": 64,
+        "SecretStringTemplate": "{}",
+    },
+    # Written whole from the config at every deploy (SecretString), nothing generated: it must stay so.
+    "JobsCallers": None,
 }
 
 WHY = {
@@ -38,6 +46,9 @@ WHY = {
     "MetaSecret": "the app secret an operator set is wiped (the door refuses every delivery) and the "
     "verify token Meta holds changes",
     "MetaAccessToken": "the access token an operator set is wiped, so every send through Meta is refused",
+    "ReplyCallbackKey": "the key the replies in flight were signed with is gone, so their statuses no longer "
+    "verify and those turns end outcome_unknown; a key an operator rotated in is overwritten",
+    "JobsCallers": "a generated value would stand where the config's callers belong, refusing every producer",
 }
 
 

@@ -19,7 +19,7 @@ import botocore.session
 from pipeline import schema, settings
 from pipeline.adapters.clients import Clients
 from stacks.config.environments import Environment
-from stacks.runtime_env import Resources
+from stacks.runtime_env import Resources, jobs_callers
 
 REGION = "us-east-1"
 META_APP_SECRET = "test-app-secret"
@@ -188,6 +188,8 @@ def deploy(env: Environment) -> Deployed:
     callback_key_arn = secrets.create_secret(
         Name="reply-callback-key", SecretString=json.dumps({"callback_key": REPLY_CALLBACK_KEY})
     )["ARN"]
+    # The jobs API's callers, kept as the stack keeps them (stacks/constructs/jobs_callers.py).
+    jobs_callers_arn = secrets.create_secret(Name="jobs-callers", SecretString=jobs_callers(env))["ARN"]
     resources = Resources(
         webhook_table="webhook-log",
         jobs_table="jobs",
@@ -200,6 +202,7 @@ def deploy(env: Environment) -> Deployed:
         sender_key_arn=sender_key_arn,
         access_token_arn=access_token_arn,
         callback_key_arn=callback_key_arn,
+        jobs_callers_arn=jobs_callers_arn,
     )
     return Deployed(resources=resources, dlq_arns=dlq_arns, queue_arns=queue_arns)
 

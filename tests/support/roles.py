@@ -78,6 +78,16 @@ def local_template() -> dict[str, Any]:
     return _template
 
 
+SECRETS = {
+    "MetaSecret": "secret_arn",
+    "SenderKey": "sender_key_arn",
+    "MetaAccessToken": "access_token_arn",
+    "ReplyCallbackKey": "callback_key_arn",
+    "JobsCallers": "jobs_callers_arn",
+}
+"""Each secret's logical id, and the Resources field holding its ARN where tests deploy it."""
+
+
 def _resolver(template: dict[str, Any], deployed: Deployed) -> Resolver:
     resources = template["Resources"]
     queues: dict[str, tuple[str, str]] = {}
@@ -99,14 +109,8 @@ def _resolver(template: dict[str, Any], deployed: Deployed) -> Resolver:
             return str(getattr(deployed.resources, TABLES[logical_id]))
         if logical_id in queues:
             return queues[logical_id][0]
-        if logical_id == "MetaSecret":
-            return deployed.resources.secret_arn
-        if logical_id == "SenderKey":
-            return deployed.resources.sender_key_arn
-        if logical_id == "MetaAccessToken":
-            return deployed.resources.access_token_arn
-        if logical_id == "ReplyCallbackKey":
-            return deployed.resources.callback_key_arn
+        if logical_id in SECRETS:
+            return str(getattr(deployed.resources, SECRETS[logical_id]))
         if logical_id not in resources:
             raise KeyError(f"{logical_id} is not in the local template")
         pattern = _SYNTHETIC_REFS.get(resources[logical_id]["Type"], "{name}")

@@ -67,9 +67,9 @@ def test_a_function_names_the_variable_that_holds_a_bad_policy(consumer_environ)
         settings.lane({**environ, "LANE": json.dumps(plain)})
 
 
-def test_lanes_keyed_by_another_name_are_refused(sweeper_environ):
-    lanes = json.loads(sweeper_environ["LANES"])
-    lanes["other"] = lanes.pop("bulk")
+def test_an_objective_that_is_not_whole_seconds_is_refused_naming_the_lane(sweeper_environ):
+    objectives = json.loads(sweeper_environ["LANE_OBJECTIVES"])
+    objectives["bulk"] = "soon"
 
-    with pytest.raises(settings.SettingsError, match="keys differ from their lanes' names: other"):
-        settings.lanes({**sweeper_environ, "LANES": json.dumps(lanes)})
+    with pytest.raises(settings.SettingsError, match="LANE_OBJECTIVES: objectives must be whole seconds > 0: bulk"):
+        settings.lane_objectives({**sweeper_environ, "LANE_OBJECTIVES": json.dumps(objectives)})

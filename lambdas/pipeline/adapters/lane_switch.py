@@ -67,16 +67,13 @@ class LaneMappings:
         concurrency = (mapping.get("ScalingConfig") or {}).get("MaximumConcurrency")
         return MappingState(str(mapping.get("State") or ""), None if concurrency is None else int(concurrency))
 
-    def stop(self, uuid: str) -> None:
-        """Disables the mapping, leaving its mark as it is (the deploy guard's pause kept)."""
-        self._client.update_event_source_mapping(UUID=uuid, Enabled=False)
-
     def run_at(self, uuid: str, level: int) -> None:
         self._client.update_event_source_mapping(UUID=uuid, Enabled=True, ScalingConfig={"MaximumConcurrency": level})
 
     def stop(self, uuid: str) -> None:
-        """Disable the mapping, even one Lambda is still raising (it refuses any change to a mapping
-        mid-change): tried again each second, a few times, within the probe's run."""
+        """Disable the mapping, leaving its mark as it is (the deploy guard's pause kept), even one
+        Lambda is still raising (it refuses any change to a mapping mid-change): tried again each
+        second, a few times, within the probe's run."""
         for attempt in range(1, STOP_TRIES + 1):
             try:
                 self._client.update_event_source_mapping(UUID=uuid, Enabled=False)

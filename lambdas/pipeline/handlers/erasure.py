@@ -28,7 +28,7 @@ from aws_lambda_powertools import Logger
 from aws_lambda_powertools.metrics import EphemeralMetrics
 
 from pipeline import metric_names, settings
-from pipeline.adapters.clients import Clients
+from pipeline.adapters.clients import DOOR, Clients
 from pipeline.adapters.erasure_requests import ErasureRequests
 from pipeline.adapters.identity_links import IdentityLinks
 from pipeline.adapters.jobs_table import JobsTable
@@ -79,7 +79,9 @@ def create_handler(
     if config.lane not in queue_urls:
         raise settings.SettingsError(f"{settings.EnvVar.LANE_QUEUES} lacks the erasure lane {config.lane}")
     tables = settings.Tables.from_environ(environ)
-    clients = clients or Clients(region=settings.region(environ), credentials=settings.credentials(environ))
+    clients = clients or Clients(
+        region=settings.region(environ), credentials=settings.credentials(environ), budget=DOOR
+    )
     sender_key = SenderKey(clients.secretsmanager, settings.require(environ, settings.EnvVar.SENDER_KEY_ARN))
     ports = ErasureCallbackPorts(
         secrets=MetaSecretSource(

@@ -31,7 +31,7 @@ from aws_lambda_powertools.metrics import EphemeralMetrics
 
 from pipeline import metric_names, settings
 from pipeline.adapters.accounts_seen import AccountsSeen
-from pipeline.adapters.clients import Clients
+from pipeline.adapters.clients import DOOR, Clients
 from pipeline.adapters.lane_queue import QueueSender
 from pipeline.adapters.observability import logger_for, metrics_for
 from pipeline.adapters.secrets import MetaSecretSource
@@ -94,7 +94,9 @@ def create_handler(
     call is made here: the secret is read on the first request that needs it."""
     config = IngressConfig.from_environ(environ)
     tables = settings.Tables.from_environ(environ)
-    clients = clients or Clients(region=settings.region(environ), credentials=settings.credentials(environ))
+    clients = clients or Clients(
+        region=settings.region(environ), credentials=settings.credentials(environ), budget=DOOR
+    )
     silence = settings.account_silence(environ)
     ports = WebhookDoorPorts(
         secrets=MetaSecretSource(

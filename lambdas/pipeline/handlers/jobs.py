@@ -2,7 +2,8 @@
 domain/jobs/api.py; this module reads the function's settings, builds the ports and wires them.
 
 Every request is bound to its caller's IAM identity: the environment's config grants each
-principal the tenants it may act for (settings/callers.py). A caller with no grant is refused 403
+principal the tenants it may act for (settings/callers.py), which the function reads from their
+secret at its cold start (adapters/jobs_callers.py). A caller with no grant is refused 403
 on both routes; `POST` for a tenant it is not granted is refused 403 before admission is asked or
 anything is written, and `GET` of another tenant's job is refused 403 without its status. A
 payload's `reply_to` must have Meta's id shapes (400 `reply_to_malformed`) and send from an asset the
@@ -20,13 +21,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.metrics import EphemeralMetrics
 
 from pipeline import metric_names, settings
-from pipeline.adapters.clients import Clients
+from pipeline.adapters.clients import DOOR, Clients
+from pipeline.adapters.jobs_callers import read_callers
 from pipeline.adapters.jobs_table import JobsTable
 from pipeline.adapters.lane_queue import QueueSender
 from pipeline.adapters.lane_views import CachedLaneState, LaneStateReader
@@ -74,7 +76,7 @@ class JobsApiSettings:
             name: LaneProfile(
                 name=name,
                 objective_seconds=lane.objective_seconds,
-                slots=lane.max_concurrency * lane.batch_size,
+                slots=lane.slots,
                 capacity_per_second=lane.capacity_per_second,
             )
             for name, lane in lanes.items()
@@ -116,11 +118,15 @@ def build_handler(
 def create_handler(
     environ: Mapping[str, str], *, clients: Clients | None = None, clock: Callable[[], float] = time.time
 ) -> Handler:
-    """The handler for one instance, from the variables the template gives the function. No AWS
-    call is made here: lane state is read on the first job for each lane."""
+    """The handler for one instance, from the variables the template gives the function. The one
+    AWS call made here reads the callers; lane state is read on the first job for each lane."""
     config = JobsApiSettings.from_environ(environ)
     tables = settings.Tables.from_environ(environ)
-    clients = clients or Clients(region=settings.region(environ), credentials=settings.credentials(environ))
+    clients = clients or Clients(
+        region=settings.region(environ), credentials=settings.credentials(environ), budget=DOOR
+    )
+    callers = read_callers(clients.secretsmanager, settings.require(environ, settings.EnvVar.JOBS_CALLERS_ARN))
+    config = replace(config, settings=replace(config.settings, callers=callers))
     logger = logger_for(environ, SERVICE)
 
     def lane_state_failed(lane: str, exc: Exception) -> None:

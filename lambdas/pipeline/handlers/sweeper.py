@@ -65,7 +65,7 @@ def create_handler(
     clients: Clients | None = None,
 ) -> Handler:
     sweeper_settings = settings.sweeper(environ)
-    lanes = settings.lanes(environ)
+    objectives = settings.lane_objectives(environ)
     queue_urls = settings.lane_queues(environ)
     tables = settings.Tables.from_environ(environ)
     clients = clients or Clients(region=settings.region(environ), credentials=settings.credentials(environ))
@@ -84,10 +84,7 @@ def create_handler(
             Table.DATA: tables.data,
         }
     )
-    patience_by_lane = {
-        lane: patience_for(sweeper_settings, lanes[lane].objective_seconds if lane in lanes else 0.0)
-        for lane in queue_urls
-    }
+    patience_by_lane = {lane: patience_for(sweeper_settings, objectives.get(lane, 0.0)) for lane in queue_urls}
 
     pool = ThreadPoolExecutor(max_workers=REPLAY_WORKERS, thread_name_prefix="sweeper")
 

@@ -56,7 +56,9 @@ _HOME = {
         "pipeline.settings.environ",
     ),
     "RetentionSettings": "pipeline.settings.kept",
-    **dict.fromkeys(("ConsumerSettings", "dependencies", "lane", "lanes"), "pipeline.settings.lane_settings"),
+    **dict.fromkeys(
+        ("ConsumerSettings", "dependencies", "lane", "lane_objectives", "lanes"), "pipeline.settings.lane_settings"
+    ),
     "DependencyBudget": "pipeline.settings.dependency_budget",
     "ModelSettings": "pipeline.settings.model",
     "AssetBinding": "pipeline.settings.tenant_assets",

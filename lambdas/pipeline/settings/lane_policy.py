@@ -1,8 +1,10 @@
 """A lane's policy: the part of a catalogue lane (stacks/config/lanes.py) that its functions act on.
 
-The stack's `Lane` holds one; the consumer is given its own lane's (the `LANE` variable), the jobs
-API and the sweeper every lane's (`LANES`). What follows from these values is derived here, once,
-for the stack and the functions alike.
+The stack's `Lane` holds one; the consumer is given its own lane's (the `LANE` variable). The jobs
+API is given only what its admission reads of every lane (`LaneCapacity`, the `LANES` variable)
+and the sweeper only every lane's objective (`LANE_OBJECTIVES`): a whole policy is about 400
+bytes, and Lambda holds a function's environment to 4 KB. What follows from these values is
+derived here, once, for the stack and the functions alike.
 """
 
 from __future__ import annotations
@@ -139,3 +141,27 @@ class LanePolicy:
     @property
     def options(self) -> Mapping[str, str]:
         return dict(self.task_options)
+
+
+@dataclass(frozen=True)
+class LaneCapacity:
+    """What the jobs API's admission reads of a lane: its objective and how fast it drains."""
+
+    objective_seconds: int
+    max_concurrency: int
+    batch_size: int
+    service_seconds: float
+
+    @classmethod
+    def of(cls, policy: LanePolicy) -> LaneCapacity:
+        return cls(policy.objective_seconds, policy.max_concurrency, policy.batch_size, policy.service_seconds)
+
+    @property
+    def slots(self) -> int:
+        """Messages the lane's consumers can hold at once."""
+        return self.max_concurrency * self.batch_size
+
+    @property
+    def capacity_per_second(self) -> float:
+        """As LanePolicy.capacity_per_second."""
+        return self.max_concurrency / self.service_seconds

@@ -6,19 +6,25 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from pipeline.settings.dependency_budget import DependencyBudget
-from pipeline.settings.environ import EnvVar, SettingsError, Tables, policies, policy, region, require
+from pipeline.settings.environ import EnvVar, SettingsError, Tables, policies, policy, region, require, section
 from pipeline.settings.kept import RetentionSettings
-from pipeline.settings.lane_policy import LanePolicy
+from pipeline.settings.lane_policy import LaneCapacity, LanePolicy
 from pipeline.settings.model import ModelSettings
 from pipeline.settings.readers import model, retention
 
 
-def lanes(environ: Mapping[str, str]) -> dict[str, LanePolicy]:
-    parsed = policies(environ, EnvVar.LANES, LanePolicy)
-    misnamed = sorted(key for key, lane in parsed.items() if key != lane.name)
-    if misnamed:
-        raise SettingsError(f"{EnvVar.LANES} keys differ from their lanes' names: {', '.join(misnamed)}")
-    return parsed
+def lanes(environ: Mapping[str, str]) -> dict[str, LaneCapacity]:
+    """Every lane's capacity, by name (the jobs API)."""
+    return policies(environ, EnvVar.LANES, LaneCapacity)
+
+
+def lane_objectives(environ: Mapping[str, str]) -> dict[str, int]:
+    """Every lane's objective in seconds, by name (the sweeper)."""
+    raw = section(environ, EnvVar.LANE_OBJECTIVES)
+    bad = sorted(name for name, seconds in raw.items() if not isinstance(seconds, int) or seconds <= 0)
+    if bad:
+        raise SettingsError(f"{EnvVar.LANE_OBJECTIVES}: objectives must be whole seconds > 0: {', '.join(bad)}")
+    return {str(name): int(seconds) for name, seconds in raw.items()}
 
 
 def lane(environ: Mapping[str, str]) -> LanePolicy:

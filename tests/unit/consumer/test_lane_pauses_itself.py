@@ -91,6 +91,21 @@ def test_a_refused_model_pauses_the_lane_and_keeps_the_turn(paused_lane, metrics
     assert (item["by"]["S"], item["reason"]["S"]) == ("lane", "model_refused")
 
 
+def test_a_model_not_callable_on_demand_pauses_the_lane_and_dead_letters_nothing(engagement_lane, metrics, model):
+    # Given the engagement lane's model offered in the region only through an inference profile
+    h, uuid = engagement_lane
+    model.configure(on_demand=False)
+    h.send(h.webhook_row(feed(comment_change("c-1", "When do you open?")), tenant=SHOP, lane="engagement"))
+    response, _ = h.poll(h.handler(h.environ))
+    # Then the record waits in the lane, and the lane pauses itself (which pages) instead of
+    # sending every record to the DLQ
+    assert response["batchItemFailures"] == []
+    assert h.dead_letters() == []
+    assert h.depth() == 1
+    assert boto3.client("lambda", region_name=REGION).get_event_source_mapping(UUID=uuid)["State"] == "Disabled"
+    assert ("LanePaused", {"Lane": "engagement", "Reason": "model_refused"}) in metrics()
+
+
 def test_a_model_failing_most_calls_pauses_the_lane_with_its_reason(engagement_lane, metrics, model):
     # Given the engagement lane watching its model's failures over 2 calls, and Bedrock unavailable
     h, uuid = engagement_lane

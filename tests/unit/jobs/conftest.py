@@ -73,10 +73,15 @@ def aws_calls(clients) -> AwsCalls:
 
 @pytest.fixture
 def make_api(jobs_environ, clients, clock):
-    """A factory: the jobs handler, optionally with some JOBS_SETTINGS changed."""
+    """A factory: the jobs handler, optionally with some JOBS_SETTINGS changed (the callers in
+    their secret, where the stack keeps them)."""
 
     def make(**changes):
         environ = dict(jobs_environ)
+        if "callers" in changes:
+            boto3.client("secretsmanager", region_name=REGION).put_secret_value(
+                SecretId=environ["JOBS_CALLERS_ARN"], SecretString=json.dumps(changes.pop("callers"))
+            )
         if changes:
             environ["JOBS_SETTINGS"] = json.dumps({**json.loads(environ["JOBS_SETTINGS"]), **changes})
         return jobs_handler.create_handler(environ, clients=clients, clock=clock)

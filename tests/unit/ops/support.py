@@ -22,7 +22,7 @@ from botocore.validate import validate_parameters
 from ops.aws import Aws
 from ops.resolve import output_prefix
 from pipeline.adapters.sender_key import KEY_FIELD
-from stacks.config.environments import Environment
+from stacks.config.environments import EmailEndpoint, Environment, HttpsEndpoint
 from tests.support.aws import REGION, SENDER_KEY
 
 ASSUME_LAMBDA = {
@@ -186,6 +186,11 @@ def deploy_stack(
         Capabilities=["CAPABILITY_IAM"],
     )
     outputs = {o["OutputKey"]: o["OutputValue"] for o in cfn.describe_stacks(StackName=name)["Stacks"][0]["Outputs"]}
+    # The stack subscribes each email address and HTTPS endpoint it pages (moto's confirm at once).
+    for endpoint in env.on_call:
+        if isinstance(endpoint, EmailEndpoint | HttpsEndpoint):
+            where = endpoint.address if isinstance(endpoint, EmailEndpoint) else endpoint.url
+            client("sns").subscribe(TopicArn=outputs["AlarmTopicArn"], Protocol=endpoint.kind, Endpoint=where)
     lanes = {}
     for lane in env.lanes:
         prefix = output_prefix(lane.name)
@@ -323,15 +328,18 @@ AVAILABLE = {
 
 @dataclass
 class BedrockCatalogue:
-    """Bedrock's control plane as preflight reads it. moto implements neither
-    GetFoundationModelAvailability nor GetInferenceProfile, so they are answered here per model id
-    (each answer validated against botocore's service model, as Stubber validates its responses);
-    an id not named answers as AWS does for an unknown one."""
+    """Bedrock's control plane as preflight reads it. moto implements none of
+    GetFoundationModelAvailability, GetFoundationModel, GetInferenceProfile and
+    ListInferenceProfiles, so they are answered here per model id (each answer validated against
+    botocore's service model, as Stubber validates its responses); an id not named answers as AWS
+    does for an unknown one."""
 
     models: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Foundation model id: its availability, or {"Error": {...}} for the error Bedrock answers."""
     profiles: dict[str, str] = field(default_factory=dict)
     """Inference profile id: its status."""
+    profile_only: set[str] = field(default_factory=set)
+    """Foundation model ids offered only through inference profiles (every other is on demand too)."""
     asked: list[str] = field(default_factory=list)
 
     def client(self, region: str) -> Any:
@@ -342,29 +350,31 @@ class BedrockCatalogue:
 
     @staticmethod
     def _remember_id(params: dict[str, Any], context: dict[str, Any], **_: Any) -> None:
-        context["catalogue_id"] = params.get("modelId") or params.get("inferenceProfileIdentifier")
+        context["catalogue_id"] = (
+            params.get("modelId") or params.get("modelIdentifier") or params.get("inferenceProfileIdentifier")
+        )
 
     def _answer(self, model: Any, context: dict[str, Any], **_: Any) -> tuple[AWSResponse, dict[str, Any]]:
         asked = context["catalogue_id"]
-        self.asked.append(asked)
+        if asked is not None:
+            self.asked.append(asked)
         if model.name == "GetFoundationModelAvailability":
             answer = self.models.get(asked) or bedrock_error(
                 "ValidationException", "The provided model identifier is invalid."
             )
             body = answer if "Error" in answer else {"modelId": asked, **answer}
+        elif model.name == "GetFoundationModel":
+            types = ["INFERENCE_PROFILE"] if asked in self.profile_only else ["ON_DEMAND"]
+            arn = f"arn:aws:bedrock:{REGION}::foundation-model/{asked}"
+            body = {"modelDetails": {"modelArn": arn, "modelId": asked, "inferenceTypesSupported": types}}
+        elif model.name == "ListInferenceProfiles":
+            body = {"inferenceProfileSummaries": [self._profile(p, status) for p, status in self.profiles.items()]}
         elif model.name == "GetInferenceProfile":
             status = self.profiles.get(asked)
             body = (
                 bedrock_error("ResourceNotFoundException", "The specified inference profile does not exist.")
                 if status is None
-                else {
-                    "inferenceProfileName": asked,
-                    "inferenceProfileArn": f"arn:aws:bedrock:{REGION}:123456789012:inference-profile/{asked}",
-                    "inferenceProfileId": asked,
-                    "models": [{"modelArn": f"arn:aws:bedrock:{REGION}::foundation-model/{asked.split('.', 1)[1]}"}],
-                    "status": status,
-                    "type": "SYSTEM_DEFINED",
-                }
+                else self._profile(asked, status)
             )
         else:
             raise AssertionError(f"preflight called {model.name}, which this catalogue does not answer")
@@ -372,6 +382,20 @@ class BedrockCatalogue:
             return AWSResponse(None, body["ResponseMetadata"]["HTTPStatusCode"], {}, None), body
         validate_parameters(body, model.output_shape)
         return AWSResponse(None, 200, {}, None), {**body, "ResponseMetadata": {"HTTPStatusCode": 200}}
+
+    @staticmethod
+    def _profile(profile_id: str, status: str) -> dict[str, Any]:
+        model = profile_id.split(".", 1)[1]
+        return {
+            "inferenceProfileName": profile_id,
+            "inferenceProfileArn": f"arn:aws:bedrock:{REGION}:123456789012:inference-profile/{profile_id}",
+            "inferenceProfileId": profile_id,
+            "models": [
+                {"modelArn": f"arn:aws:bedrock:{region}::foundation-model/{model}"} for region in (REGION, "us-west-2")
+            ],
+            "status": status,
+            "type": "SYSTEM_DEFINED",
+        }
 
 
 def bedrock_error(code: str, message: str, status: int = 400) -> dict[str, Any]:

@@ -83,8 +83,11 @@ def test_plan_cost_section(lanectl):
     # quiet, the ai lane's unanswered replies, the messages lane's failed replies, a pause alarm per
     # reason on the ai lane (model refused and failing, token refused, Meta failing) and the
     # engagement lane (model refused and failing), the probe failing for long on each, the probe's
-    # own errors, and the quiet accounts.
-    assert "75 alarms $7.50" in result.out
+    # own errors, the quiet accounts, and the doors' Lambda errors, throttles and runs near the
+    # timeout (three functions) and 5xx per route (five).
+    assert "89 alarms $8.90" in result.out
+    # Five routes' detailed metrics, six each, at $0.30 a metric
+    assert "route metrics $9.00" in result.out
     # The probe, once a minute: 43,800 runs, each 0.05 GB-s ($0.029), a request ($0.009) and a read
     # of two marks at 0.5 read units each ($0.005)
     assert "lane probe $0.04" in result.out

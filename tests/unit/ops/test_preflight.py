@@ -99,7 +99,9 @@ def test_everything_ready(prod_stack, lanectl):
         == "PASS  model engagement: amazon.nova-micro-v1:0 is available in us-east-1 and the account has access"
     )
     assert lines[11] == "SKIP  mutual tls: off in prod"
-    assert lines[12] == "ready to deploy"
+    assert lines[12] == "PASS  on-call subscriptions: 1 endpoint(s) subscribed and confirmed"
+    assert lines[13] == "SKIP  chat channels: prod pages no Slack or Teams channel"
+    assert lines[14] == "ready to deploy"
     assert "s3cr3t" not in result.out
 
 
@@ -206,6 +208,8 @@ def test_no_credentials_fails_and_skips_the_rest(monkeypatch, tmp_path, lanectl)
         "SKIP  model ai: needs credentials",
         "SKIP  model engagement: needs credentials",
         "SKIP  mutual tls: needs credentials",
+        "SKIP  on-call subscriptions: needs credentials",
+        "SKIP  chat channels: needs credentials",
         "1 check(s) failed: do not deploy yet",
     ]
 
@@ -313,4 +317,68 @@ def test_against_an_emulator_the_layer_is_not_looked_up(lanectl, emulator_endpoi
 
     assert f"SKIP  powertools layer: {endpoint} is an emulator, which holds none of AWS's public parameters" in (
         result.out.splitlines()
+    )
+
+
+# Who the alarms reach once deployed
+
+
+def _pending_sns(topic: str, confirmed: list[tuple[str, str]], pending: list[tuple[str, str]]):
+    """SNS's answer for the topic, as AWS gives it: an unconfirmed subscription has no ARN yet
+    (moto confirms every subscription at once)."""
+    client = boto3.client("sns", region_name=REGION)
+    stubber = Stubber(client)
+    subscriptions = [
+        {"SubscriptionArn": f"{topic}:{n}", "Protocol": p, "Endpoint": e, "TopicArn": topic, "Owner": "123456789012"}
+        for n, (p, e) in enumerate(confirmed)
+    ] + [
+        {"SubscriptionArn": "PendingConfirmation", "Protocol": p, "Endpoint": e, "TopicArn": topic, "Owner": "1"}
+        for p, e in pending
+    ]
+    stubber.add_response("list_subscriptions_by_topic", {"Subscriptions": subscriptions}, {"TopicArn": topic})
+    stubber.activate()
+    return client
+
+
+def test_after_the_deploy_an_endpoint_that_never_confirmed_is_reported(aws, lanectl, monkeypatch):
+    # Given dev deployed, paging an address that confirmed and a PagerDuty URL that did not
+    _bootstrap()
+    pager = HttpsEndpoint("https://events.pagerduty.com/integration/0123456789abcdef/enqueue")
+    monkeypatch.setitem(ENVIRONMENTS, "dev", replace(ENVIRONMENTS["dev"], on_call=(ON_CALL, pager)))
+    deploy_stack(ENVIRONMENTS["dev"])
+    topic = boto3.client("cloudformation", region_name=REGION).describe_stacks(StackName="lanes-dev")["Stacks"][0]
+    topic_arn = next(o["OutputValue"] for o in topic["Outputs"] if o["OutputKey"] == "AlarmTopicArn")
+    sns = _pending_sns(topic_arn, [("email", ON_CALL.address)], [("https", pager.url)])
+
+    result = lanectl("preflight", "dev", aws=lambda target: StubbedAws(target, {"sns": sns}))
+
+    # Then preflight fails naming it (by host only) and what to do
+    assert result.code == 1
+    assert (
+        "FAIL  on-call subscriptions: https events.pagerduty.com has not confirmed its subscription (confirm it at "
+        "the service); it is paged nothing" in result.out.splitlines()
+    )
+    assert "0123456789abcdef" not in result.out
+
+
+def test_a_chat_workspace_chatbot_was_never_authorised_for_is_reported(aws, lanectl, monkeypatch):
+    # Given dev paging a Slack channel in a workspace Chatbot knows and one in a workspace it does not
+    _bootstrap()
+    known = SlackChannel(workspace_id="T012AB3CD", channel_id="C0123ABCD")
+    unknown = SlackChannel(workspace_id="T999ZZ9ZZ", channel_id="C0999ZZZZ")
+    monkeypatch.setitem(ENVIRONMENTS, "dev", replace(ENVIRONMENTS["dev"], on_call=(ON_CALL, known, unknown)))
+    chatbot = boto3.client("chatbot", region_name=REGION)
+    stubber = Stubber(chatbot)
+    stubber.add_response(
+        "describe_slack_workspaces", {"SlackWorkspaces": [{"SlackTeamId": "T012AB3CD", "SlackTeamName": "shop"}]}
+    )
+    stubber.activate()
+
+    result = lanectl("preflight", "dev", aws=lambda target: StubbedAws(target, {"chatbot": chatbot}))
+
+    assert result.code == 1
+    assert (
+        "FAIL  chat channels: AWS Chatbot is not authorised for Slack workspace T999ZZ9ZZ in this account: authorise "
+        "each once in the Chatbot console (https://console.aws.amazon.com/chatbot/, configure a client), or the "
+        "deploy fails creating its channel" in result.out.splitlines()
     )

@@ -56,7 +56,8 @@ def test_deployed_with_token_and_models_granted_everything_passes(aws, lanectl, 
     assert "PASS  meta access token: access_token set for the ai lane(s)" in lines
     assert f"PASS  model ai: {REPLY} is available in us-east-1 and the account has access" in lines
     assert f"PASS  model engagement: {TRIAGE} is available in us-east-1 and the account has access" in lines
-    assert sorted(bedrock.asked) == sorted([REPLY, TRIAGE])
+    # each model asked its availability, then whether it is callable on demand
+    assert sorted(bedrock.asked) == sorted([REPLY, REPLY, TRIAGE, TRIAGE])
     assert TOKEN not in result.out
 
 
@@ -246,6 +247,23 @@ def test_an_inference_profile_that_does_not_exist_fails_before_its_model_is_aske
     assert REPLY not in bedrock.asked
 
 
+def test_a_model_offered_only_through_inference_profiles_fails_naming_the_regions_profile(aws, lanectl, bedrock):
+    # Given the reply model offered in us-east-1 only through inference profiles, us. and eu. ones
+    deploy_stack(ENVIRONMENTS["dev"])
+    bedrock.models[REPLY] = AVAILABLE
+    bedrock.profile_only.add(REPLY)
+    bedrock.profiles.update({f"eu.{REPLY}": "ACTIVE", f"us.{REPLY}": "ACTIVE"})
+
+    result = lanectl("preflight", "dev")
+
+    # Then preflight fails naming the profile that routes within the region's geography
+    assert failures(result.out) == [
+        f"FAIL  model ai: {REPLY} is not offered on demand in us-east-1 (inference types: INFERENCE_PROFILE), so "
+        f"every call would fail: set the lane's model_id to the inference profile us.{REPLY} in "
+        "stacks/config/models.py (the environment's models in stacks/config/environments.py)"
+    ]
+
+
 def test_a_caller_not_allowed_to_ask_bedrock_fails_naming_the_permissions(aws, lanectl, bedrock):
     deploy_stack(ENVIRONMENTS["dev"])
     denied = bedrock_error("AccessDeniedException", "User is not authorized to perform this action", 403)
@@ -255,8 +273,8 @@ def test_a_caller_not_allowed_to_ask_bedrock_fails_naming_the_permissions(aws, l
 
     assert failures(result.out) == [
         f"FAIL  model engagement: cannot check {TRIAGE}: AccessDeniedException: User is not authorized to perform "
-        "this action. Run preflight as a principal allowed bedrock:GetFoundationModelAvailability and "
-        "bedrock:GetInferenceProfile"
+        "this action. Run preflight as a principal allowed bedrock:GetFoundationModelAvailability, "
+        "bedrock:GetFoundationModel, bedrock:GetInferenceProfile and bedrock:ListInferenceProfiles"
     ]
 
 

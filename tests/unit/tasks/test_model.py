@@ -62,6 +62,18 @@ def test_a_model_the_account_may_not_use_says_the_lane_should_stop(converse, mod
     assert "You don't have access to the model" in str(raised.value)
 
 
+def test_a_model_offered_only_through_inference_profiles_stops_the_lane_instead_of_failing_the_record(converse, model):
+    # Given a model Bedrock serves only through an inference profile, named by its own id
+    model.configure(on_demand=False)
+    with pytest.raises((TransientError, PermanentError)) as raised:
+        converse.complete("hello", timeout=5.0)
+    # Then the record is not at fault (it would go to the DLQ, and so would every other): the lane
+    # stops, with Bedrock's reason, until its model id is fixed
+    classified = classify(raised.value)
+    assert (classified.transient, classified.reason, classified.stops_lane) == (True, "model_refused", True)
+    assert "inference profile" in classified.message
+
+
 def test_a_stalled_connection_is_a_model_timeout():
     class Stalled:
         def converse(self, **_):

@@ -8,9 +8,10 @@ Bedrock's Converse errors (by the error code its API answers with) fall in three
 - the request is wrong (`ValidationException`): permanent, dead-lettered with Bedrock's reason,
   since the same request gets the same answer;
 - the lane may not use the model (`AccessDeniedException`: no grant, or the model not enabled in
-  the account; `ResourceNotFoundException`: no such model or profile in the region): no record can
-  succeed until someone fixes the account, so the error says the lane should stop (`stops_lane`)
-  rather than spend every record's receives on it.
+  the account; `ResourceNotFoundException`: no such model or profile in the region; a
+  `ValidationException` saying the model is not offered with on-demand throughput, only through an
+  inference profile): no record can succeed until someone fixes the configuration, so the error
+  says the lane should stop (`stops_lane`) rather than spend every record's receives on it.
 
 No AWS SDK import here: the adapter (adapters/bedrock.py) hands over the code and message.
 """
@@ -64,6 +65,11 @@ _TRANSIENT: dict[str, type[TransientError]] = {
     "ModelTimeoutException": ModelTimeout,
 }
 _REFUSED = frozenset({"AccessDeniedException", "ResourceNotFoundException", "UnrecognizedClientException"})
+ON_DEMAND_UNSUPPORTED = "with on-demand throughput"
+"""What Bedrock's ValidationException says when the model id names a model offered only through
+inference profiles ("Invocation of model ID ... with on-demand throughput isn't supported. Retry
+your request with the ID or ARN of an inference profile that contains this model."): the lane's
+configuration is wrong, not the record, and every record would get the same answer."""
 
 
 def error_for(code: str, status: int, message: str) -> Exception:
@@ -75,6 +81,8 @@ def error_for(code: str, status: int, message: str) -> Exception:
     if code in _REFUSED:
         return ModelRefused(text)
     if code == "ValidationException":
+        if ON_DEMAND_UNSUPPORTED in message.lower():
+            return ModelRefused(text)
         return ModelRejectedInput(text)
     if status == 429:
         return ModelThrottled(text)

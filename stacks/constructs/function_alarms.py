@@ -1,0 +1,104 @@
+"""Alarms on what Lambda and API Gateway count for an HTTP door, not what the door counts itself.
+
+A door's own failure counts (WebhookFailed, JobFailed, ErasureFailed) are emitted inside its
+handler; a timeout, an out-of-memory kill, a failed initialisation or a throttle answers 5xx and
+emits none of them. Lambda counts those as the function's `Errors` and `Throttles`, a run near its
+timeout shows in `Duration`, and API Gateway counts every 5xx answered on a route (detailed
+metrics, turned on per route in stacks/constructs/ingress.py). Each is a `Notice.EVENT`:
+each is an incident on-call looks at, not a state whose end must page again; missing data (no
+traffic) is not breaching.
+"""
+
+from __future__ import annotations
+
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_lambda as lambda_
+from constructs import Construct
+
+from stacks.constructs.alarms import Notice, OnCall
+
+DURATION_SHARE = 0.8
+"""A run past this share of the timeout pages: the next slower call times it out."""
+API_NAMESPACE = "AWS/ApiGateway"
+API_STAGE = "$default"
+
+_AT_LEAST = cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD
+
+
+def function_alarms(
+    scope: Construct, on_call: OnCall, prefix: str, function: lambda_.Function, timeout_seconds: int, what: str
+) -> list[cloudwatch.Alarm]:
+    """Errors, throttles and a run near the timeout, for one door's function."""
+    period = on_call.period()
+    near = round(timeout_seconds * 1000 * DURATION_SHARE)
+    see = "See docs/RUNBOOK.md#door-lambda-errors."
+    return [
+        on_call.alarm(
+            scope,
+            f"{prefix}LambdaErrors",
+            metric=function.metric_errors(period=period, statistic="Sum"),
+            threshold=1,
+            comparison=_AT_LEAST,
+            evaluation_periods=1,
+            notice=Notice.EVENT,
+            description=f"{what}: Lambda counted the function failing (a timeout, an out-of-memory kill, a failed "
+            f"start or a crash outside the handler's own error handling), each answered 5xx. {see}",
+        ),
+        on_call.alarm(
+            scope,
+            f"{prefix}LambdaThrottles",
+            metric=function.metric_throttles(period=period, statistic="Sum"),
+            threshold=1,
+            comparison=_AT_LEAST,
+            evaluation_periods=1,
+            notice=Notice.EVENT,
+            description=f"{what}: Lambda throttled the function (its reservation or the account's concurrency is "
+            f"spent); each throttled request was answered 5xx. {see}",
+        ),
+        on_call.alarm(
+            scope,
+            f"{prefix}LambdaNearTimeout",
+            metric=function.metric_duration(period=period, statistic="Maximum"),
+            threshold=near,
+            comparison=_AT_LEAST,
+            evaluation_periods=1,
+            notice=Notice.EVENT,
+            description=f"{what}: a run took at least {near} ms of its {timeout_seconds} s timeout: AWS is slow "
+            f"for it, and a slower call times it out. {see}",
+        ),
+    ]
+
+
+def route_5xx_alarm(
+    scope: Construct, on_call: OnCall, construct_id: str, api_id: str, route_key: str, threshold: int = 1
+) -> cloudwatch.Alarm:
+    """Every 5xx API Gateway answered on one route, whoever made it: the function, Lambda, or API
+    Gateway itself (an integration it could not invoke). `threshold` a period: one, but on a route
+    whose function answers 503 by design (the jobs API shedding) as many as its shed alarm's."""
+    method, resource = route_key.split(" ", 1)
+    return on_call.alarm(
+        scope,
+        construct_id,
+        metric=cloudwatch.Metric(
+            namespace=API_NAMESPACE,
+            metric_name="5xx",
+            dimensions_map={"ApiId": api_id, "Stage": API_STAGE, "Method": method, "Resource": resource},
+            period=on_call.period(),
+            statistic="Sum",
+        ),
+        threshold=threshold,
+        comparison=_AT_LEAST,
+        evaluation_periods=1,
+        notice=Notice.EVENT,
+        description=f"{route_key} answered {threshold} or more 5xx in a period (API Gateway's count, whatever "
+        "failed). See docs/RUNBOOK.md#route-5xx.",
+    )
+
+
+def route_alarm_id(route_key: str) -> str:
+    """`POST /webhooks/meta` -> `RoutePostWebhooksMeta5xx`."""
+    words = "".join(c if c.isalnum() else " " for c in route_key).split()
+    return "Route" + "".join(word.capitalize() for word in words) + "5xx"
+
+
+__all__ = ["function_alarms", "route_5xx_alarm", "route_alarm_id"]
