@@ -62,22 +62,10 @@ def comment_key(tenant: str, comment_id: str, person: str | None) -> dict[str, s
     return _key("comment", tenant, comment_id, person)
 
 
-def traced(kind: str, meta_id: str, delivery: str | None) -> dict[str, bytes | str]:
-    """The attributes that put an item in the by_unit index: on a write the task makes anyway, so
-    no write of its own (the index entry is one write unit when the item is created)."""
-    if not delivery:
-        return {}
-    return {schema.UNIT: schema.unit_key(kind, meta_id), schema.DELIVERY: schema.delivery_bytes(delivery)}
-
-
-def store_message(
-    tenant: str, message: meta.InboundMessage, now: float, sender_hash: str | None = None, delivery: str | None = None
-) -> Put:
-    """`sender_hash`: the hash of the customer the message is about (`message.person`); `delivery`:
-    the log row's or job's id."""
+def store_message(tenant: str, message: meta.InboundMessage, now: float, sender_hash: str | None = None) -> Put:
+    """`sender_hash`: the hash of the customer the message is about (`message.person`)."""
     item: dict[str, Any] = {
         **message_key(tenant, message.id, sender_hash),
-        **traced("msg", message.id, delivery),
         "channel": message.channel,
         "sender": message.sender,
         "type": message.type,
@@ -124,14 +112,11 @@ def apply_status(tenant: str, update: meta.StatusUpdate, now: float, sender_hash
     )
 
 
-def store_untriaged(
-    tenant: str, comment: meta.Comment, now: float, sender_hash: str | None = None, delivery: str | None = None
-) -> Put:
+def store_untriaged(tenant: str, comment: meta.Comment, now: float, sender_hash: str | None = None) -> Put:
     return Put(
         table=Table.DATA,
         item={
             **comment_key(tenant, comment.id, sender_hash),
-            **traced("comment", comment.id, delivery),
             "post_id": comment.post_id,
             "author": comment.author,
             "text": stored_text.stored(comment.text),
@@ -161,13 +146,9 @@ def run(ctx: TaskContext) -> TaskResult:
         if held is None or STATUS_RANK[update.status] > STATUS_RANK[held.status]:
             statuses[update.message_id] = update
     comments = {c.id: c for c in units.comments}
-    writes: list[Write] = [
-        store_message(tenant, m, ctx.now, ctx.sender_hash(m.person), ctx.envelope.id) for m in messages.values()
-    ]
+    writes: list[Write] = [store_message(tenant, m, ctx.now, ctx.sender_hash(m.person)) for m in messages.values()]
     writes += [apply_status(tenant, s, ctx.now, ctx.sender_hash(s.recipient)) for s in statuses.values()]
-    writes += [
-        store_untriaged(tenant, c, ctx.now, ctx.sender_hash(c.author), ctx.envelope.id) for c in comments.values()
-    ]
+    writes += [store_untriaged(tenant, c, ctx.now, ctx.sender_hash(c.author)) for c in comments.values()]
     # A status of a reply the ai lane sent resolves that reply's send (tasks/replies.py).
     resolved = [
         replace(resolution, standalone=True)
