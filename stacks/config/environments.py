@@ -13,6 +13,7 @@ from pipeline.settings.dependency_budget import DependencyBudget
 from pipeline.settings.doors import MIB, JobsSettings, WebhookSettings
 from pipeline.settings.sweeper_policy import SweeperSettings
 from stacks.config.account_silence import LOCAL_ACCOUNTS, PROD_ACCOUNTS, AccountWatch
+from stacks.config.cold_start import CodeStart
 from stacks.config.doors import (
     EDGE_REGION,
     ApiConfig,
@@ -175,6 +176,9 @@ class Environment:
     Teams channels. `lanectl preflight` refuses an environment with none: its alarms would reach
     nobody."""
     powertools_version: str = "3.37.0"
+    code_start: CodeStart = CodeStart.SOURCE
+    """Whether the functions' asset ships bytecode compiled for their runtime
+    (stacks/config/cold_start.py says which environment does and why)."""
     tracing_active: bool = False
     """X-Ray active tracing on every function. Lambda samples the first request each second and 5%
     of the rest, not configurably, so at production volume it traces nearly every invocation (about
@@ -280,6 +284,7 @@ def _build() -> dict[str, Environment]:
             retain_stateful=True,
             termination_protection=False,
             tracing_active=True,
+            code_start=CodeStart.BYTECODE,
             retention=Retention(
                 raw_deliveries_days=7, jobs_days=14, effects_days=30, erasure_requests_days=30, backup_days=14
             ),
@@ -296,6 +301,7 @@ def _build() -> dict[str, Environment]:
             log_retention_days=90,
             retain_stateful=True,
             termination_protection=True,
+            code_start=CodeStart.BYTECODE,
             # Prod hears from Meta around the clock; half an hour of silence leaves half of Meta's
             # hour before a failing Page subscription is disabled.
             alarms=AlarmConfig(webhooks_quiet_seconds=1800),
