@@ -19,7 +19,7 @@ def main() -> None:
     except UnknownEnvironment as exc:
         sys.stderr.write(f"error: {exc}\n")
         raise SystemExit(2) from None
-    app, _ = build_app(env)
+    app, _ = build_app(env, bundle=True)
     app.synth()
 
 

@@ -158,6 +158,15 @@ def _replay_or_meta(args: argparse.Namespace, ctx: Context) -> int:
 def _trace(args: argparse.Namespace, ctx: Context) -> int:
     from ops.commands import trace, trace_window
 
+    if args.id is not None and trace.is_meta_id(args.id):
+        if args.kind or args.status or args.source or args.lane:
+            raise OpsError("with Meta's id, only --tenant, --since and --until narrow the search", errors.USAGE)
+        window = selection(
+            now=ctx.clock(), since=args.since or "0", until=args.until, tenant=args.tenant, lanes=ctx.env.lane_names
+        )
+        return trace.trace(
+            ctx, args.id, personal=args.show_personal, output=args.output, window=window, segments=args.segments
+        )
     if args.tenant is None:
         if args.id is None:
             raise OpsError("give an id to trace, or --tenant T --since WHEN to list a tenant's", errors.USAGE)

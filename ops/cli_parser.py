@@ -198,7 +198,11 @@ def build_parser() -> argparse.ArgumentParser:
     trace.add_argument(
         "--show-personal", action="store_true", help="show who each unit is from and its text (personal data)"
     )
-    trace.add_argument("--tenant", help="list this tenant's deliveries and jobs in the window (--since, --until)")
+    trace.add_argument(
+        "--tenant",
+        help="list this tenant's deliveries and jobs in the window (--since, --until); with Meta's id, search only "
+        "this tenant's",
+    )
     _window(trace, listing=True)
     trace.add_argument(
         "--limit", type=_bounded_int(1, 100_000, "--limit"), default=200, help="rows to show (default 200)"

@@ -24,7 +24,8 @@ An erasure already scans the log for the same reason (adapters/erasure.py).
 Every listing says what it read: pages, rows scanned and the read units DynamoDB reported
 (ReturnConsumedCapacity; the local emulator reports a unit a page). Nothing is written. The
 projection leaves the body and the job's payload out of what comes back unless the caller needs
-it to replay (`with_payload`); it does not change what the read costs.
+it to replay (`with_payload`) or to search the bodies for Meta's id (`with_body`,
+ops/commands/meta_id_search.py); it does not change what the read costs.
 
 Rows are matched on `received_at` (webhook log) or `created_at` (jobs) within [since, until];
 body parts and erased rows' parts are skipped (they carry `part_of`, no status).
@@ -48,6 +49,7 @@ from ops.errors import AWS, USAGE, OpsError
 from pipeline import schema
 from pipeline.adapters.items import from_item, to_item
 from pipeline.schema.rows import KIND, LANE, STATUS, TENANT
+from pipeline.schema.webhook_log import BODY, BODY_ENCODING, BODY_PARTS
 from pipeline.settings import tenant_ids
 from pipeline.settings.tenant_assets import AssetBinding
 
@@ -88,6 +90,8 @@ _LISTED = (
     "deadline",
 )
 _FOR_REPLAY = {JOB: ("payload", schema.PROGRESS)}
+_FOR_SEARCH = {WEBHOOK: (BODY, BODY_ENCODING, BODY_PARTS), JOB: ("payload",)}
+"""What a search by Meta's id reads (ops/commands/meta_id_search.py): the body's first part, or the payload."""
 _AGO = re.compile(r"(\d+(?:\.\d+)?)\s*(s|m|h|d)")
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
@@ -278,7 +282,9 @@ def selection(
     )
 
 
-def _scan_arguments(table: str, source: str, chosen: Selection, with_payload: bool) -> dict[str, Any]:
+def _scan_arguments(
+    table: str, source: str, chosen: Selection, with_payload: bool, with_body: bool = False
+) -> dict[str, Any]:
     names = {"#at": _TAKEN_AT[source], "#part": "part_of"}
     values: dict[str, Any] = {":since": chosen.since, ":until": chosen.until}
     conditions = ["#at BETWEEN :since AND :until", "attribute_not_exists(#part)"]
@@ -301,6 +307,7 @@ def _scan_arguments(table: str, source: str, chosen: Selection, with_payload: bo
             placeholders.append(f":s{index}")
         conditions.append(f"#status IN ({', '.join(placeholders)})")
     projected = _LISTED + (_TAKEN_AT[source],) + (_FOR_REPLAY.get(source, ()) if with_payload else ())
+    projected += tuple(a for a in _FOR_SEARCH[source] if with_body and a not in projected)
     for index, attribute in enumerate(projected):
         names.setdefault(f"#p{index}", attribute)
     return {
@@ -319,9 +326,11 @@ def select(
     *,
     segments: int = DEFAULT_SEGMENTS,
     with_payload: bool = False,
+    with_body: bool = False,
     on_page: Callable[[Reads], None] | None = None,
 ) -> Selected:
-    """Every row the selection matches, oldest first, and what finding them read."""
+    """Every row the selection matches, oldest first, and what finding them read. `with_body`: a
+    webhook row's body (its first part) and a job's payload come back too."""
     selected = Selected()
     dynamodb = ctx.aws.client("dynamodb")
     lock = Lock()
@@ -339,7 +348,7 @@ def select(
     for source in chosen.sources:
         table = ctx.deployment().output(_TABLES[source])
         reads = selected.reads[source] = Reads(table)
-        arguments = _scan_arguments(table, source, chosen, with_payload)
+        arguments = _scan_arguments(table, source, chosen, with_payload, with_body)
 
         def segment(number: int, source: str = source, reads: Reads = reads, arguments: dict = arguments) -> None:
             kwargs = {**arguments, "Segment": number, "TotalSegments": segments}

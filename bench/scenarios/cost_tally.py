@@ -96,6 +96,20 @@ class Tally:
         return {item: dollars * scale for item, dollars in itemised(counts, lane).items()}
 
 
+ACCOUNT_NOTES = "UpdateItem state"
+"""The door's note of a source account (adapters/accounts_seen.py; its item's key has no `#`)."""
+
+
+def amortise(usage: Usage, kind: str, table: str, fraction: float) -> float:
+    """Charge only `fraction` of `usage`'s write units of item kind `kind`, made in `table`: for a
+    write that stands for more time than the run (a note good for an hour); the units taken off."""
+    off = usage.wcu_by_item.get(kind, 0) * (1.0 - fraction)
+    usage.wcu -= off
+    usage.wcu_by_item[kind] -= off
+    usage.wcu_by_table[table] -= off
+    return off
+
+
 FLOOR_ROW_UNITS = 1.1
 """The least for the same guarantees, counted by hand for one 2 KB text, outside the data table: its
 row before the enqueue, compressed under 1 KB (1 unit; nothing accepted is lost, and identical

@@ -31,8 +31,8 @@ from bench.consumer_costs import item_size, read_units, write_targets
 
 WRITES = frozenset({"PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems", "BatchWriteItem"})
 READS = frozenset({"GetItem", "BatchGetItem", "Query", "Scan"})
-SPARSE_INDEX_ATTRIBUTES = ("pending_shard", "sender_hash", "unit")
-"""The key attribute of each sparse index (keys only, or by_unit's one small projected attribute):
+SPARSE_INDEX_ATTRIBUTES = ("pending_shard", "sender_hash")
+"""The key attribute of each sparse index (keys only):
 an item enters or leaves it with it, in the tables that have that index (read from the table's
 description)."""
 TTL_ATTRIBUTES = ("expires_at", "expiration")

@@ -38,7 +38,17 @@ from typing import Any
 
 from bench.mapping_player import BATCH
 from bench.scenarios.cost_common_design import common_design
-from bench.scenarios.cost_tally import CONSUMER, DOOR, ESM, LANE, Tally, floor_cost, per_batch
+from bench.scenarios.cost_tally import (
+    ACCOUNT_NOTES,
+    CONSUMER,
+    DOOR,
+    ESM,
+    LANE,
+    Tally,
+    amortise,
+    floor_cost,
+    per_batch,
+)
 from bench.scenarios.harness import Harness, fan_out
 from bench.scenarios.message_text import whatsapp_delivery
 from bench.scenarios.metering import WRITES, Meter, Usage, metering_new_clients
@@ -98,8 +108,11 @@ def _ours(h: Harness, p: Params) -> tuple[Tally, dict[str, Any]]:
         # Production's retention on what the door and the consumer write (the local stack keeps
         # data for days, not production's week and quarter), as an operator would set it: the
         # storage measured is then what production's items occupy until their own TTL.
-        s.update_environments(dict.fromkeys(("ingress", LANE), _production_retention))
+        # The door also notes each account at production's interval (an hour, not the local 2 s that
+        # has it note nearly every delivery): what a delivery costs in prod, not the local clock.
+        s.update_environments({"ingress": _production_door, LANE: _production_retention})
         door_before = s.host("ingress").stats.invocations
+        door_cold_before = s.host("ingress").stats.cold_starts
         consumer_before = s.host(LANE).stats.invocations
         records_before = s.lane_view(LANE).player.stats.records
         holder["session"] = s
@@ -121,6 +134,11 @@ def _ours(h: Harness, p: Params) -> tuple[Tally, dict[str, Any]]:
         s.settle(10)
         holder.pop("session")
         elapsed = time.time() - started
+        # A door instance notes an account once an hour however many of its deliveries arrive: the
+        # run's deliveries bear the part of that hour they took, as prod's steady traffic would.
+        assert PRODUCTION.accounts is not None
+        notes_share = min(1.0, elapsed / PRODUCTION.accounts.silence.note_seconds)
+        amortise(meter.group(DOOR), ACCOUNT_NOTES, s.outputs["AccountsTableName"], notes_share)
         stats = s.lane_view(LANE).player.stats
         tally = Tally(
             webhooks=p.webhooks,
@@ -139,6 +157,9 @@ def _ours(h: Harness, p: Params) -> tuple[Tally, dict[str, Any]]:
         logged = {role: capture.bytes_written[holder[role]] - logged_before[role] for role in logged_before}
         outcomes = {
             "logged": logged,
+            "door_instances": s.host("ingress").stats.cold_starts - door_cold_before,
+            "account_notes": meter.usage.get(DOOR, Usage()).requests[("dynamodb", "UpdateItem")],
+            "notes_share": notes_share,
             "accepted": sum(1 for code in statuses if code == 200),
             # Webhooks with a `done` line: a sweeper replay's copy can settle first (as a duplicate,
             # its batch ending earlier), so the first terminal line is not always the done one.
@@ -167,6 +188,14 @@ def _production_retention(variables: dict[str, str]) -> None:
     from pipeline.settings import EnvVar, RetentionSettings, codec
 
     variables[EnvVar.RETENTION] = codec.dumps(RetentionSettings(**PRODUCTION.retention.seconds()))
+
+
+def _production_door(variables: dict[str, str]) -> None:
+    from pipeline.settings import EnvVar, codec
+
+    _production_retention(variables)
+    assert PRODUCTION.accounts is not None
+    variables[EnvVar.ACCOUNT_SILENCE] = codec.dumps(PRODUCTION.accounts.silence)
 
 
 def run(h: Harness, p: Params = FULL) -> Result:
@@ -259,13 +288,25 @@ def run(h: Harness, p: Params = FULL) -> Result:
         "cost against the common design / against the floor",
         f"{total['ours'] / total['common']:.2f}x / {total['ours'] / floor_total:.2f}x",
         "1.00x",
-        "targets: at most 0.85x and 1.05x",
+        "targets: at most 0.70x and 1.05x",
     )
     result.check("every webhook was processed", outcomes["done"] == p.webhooks, f"{outcomes['done']}/{p.webhooks}")
     result.check(
         "storage was measured at production's retention",
         outcomes["kept_days"] == (PRODUCTION.retention.raw_deliveries_days, PRODUCTION.retention.effects_days),
         "raw deliveries {} d, effects {} d, read back from the items' TTL".format(*outcomes["kept_days"]),
+    )
+    notes, instances = outcomes["account_notes"], max(1, outcomes["door_instances"])
+    result.check(
+        "the door noted each account at production's interval (at most once per account and door instance)",
+        notes <= p.tenants * instances,
+        f"{notes} notes of {p.tenants} accounts by {instances} door instance(s)",
+    )
+    result.figure(
+        "the door's notes of source accounts in the run (each good for an hour on its instance)",
+        str(notes),
+        "n/a",
+        f"charged for {outcomes['notes_share']:.1%} of their hour, the share the run took",
     )
     result.check(
         "requests and write units were counted for both designs",
@@ -278,7 +319,12 @@ def run(h: Harness, p: Params = FULL) -> Result:
         f"{common.per(common.sqs):.2f} SQS requests per webhook"
     )
     result.data.update(
-        ours_wcu=ours.per(ours.wcu), common_wcu=common.per(common.wcu), total=total, done=outcomes["done"]
+        ours_wcu=ours.per(ours.wcu),
+        common_wcu=common.per(common.wcu),
+        total=total,
+        done=outcomes["done"],
+        account_notes=notes,
+        index_entries=ours.per(sum(u.index_wcu for u in ours.usage.values())),
     )
     result.method = [
         f"{p.webhooks:,} signed WhatsApp message webhooks from {p.tenants} business accounts at {p.per_second:g}/s "
@@ -293,6 +339,9 @@ def run(h: Harness, p: Params = FULL) -> Result:
         "re-sent, churn production does not have.",
         "Empty polls are left out of the per-webhook figures: Lambda's pollers make them whether or not work "
         "arrives (ops/cost/pricing.py prices them as a fixed monthly cost).",
+        "The door notes each source account at production's interval (an hour per account and door instance, "
+        "not the local 2 s): every note the run made is counted, and charged for the share of its hour the run "
+        "took, since under prod's steady traffic one note covers an hour of its account's deliveries.",
     ]
     result.caveats = [
         "This pipeline's extra writes buy things the common design lacks: the log row written before the "
@@ -306,6 +355,9 @@ def run(h: Harness, p: Params = FULL) -> Result:
         "Batches are as full as the local runtime made them (one record at 16/s); fuller batches on AWS lower the "
         "per-webhook poller and invocation costs of both designs alike.",
         "Lambda compute is priced from the stated assumptions, not measured: local durations say nothing about Lambda.",
+        "`lanectl trace` by Meta's id costs no write: it scans the raw log when asked "
+        "(ops/commands/meta_id_search.py), a cost per trace, not per webhook, so not here. The HTTP API's "
+        "per-request charge is the largest item left above the 0.70x target; a door without it is not priced here.",
     ]
     if h.plot_dir is not None:
         from bench.scenarios import plots

@@ -23,7 +23,7 @@ audit entry first and completes it at the end (ops/commands/replay_audit.py).
 
 Cost: the listing's reads (printed), one SendMessageBatch per ten rows, and per replayed
 delivery the consumer's writes (ops/cost/listing_cost.replay_units: on `messages` about 1.1
-write units, its message put again and the batch's drain count, against 3.1 for its first
+write units, its message put again and the batch's drain count, against 2.1 for its first
 delivery).
 """
 

@@ -6,24 +6,20 @@ deferrals), the sweeper's (a failed send noted, the replays), where it ended (do
 DLQ, expired, abandoned, erased), and for a delivery each unit its body holds with the effect the
 messages or engagement task stored for it, or that nothing is stored.
 
-Reads only, and no scan: the row by its key (one consistent GetItem), a body in parts one more
+Reads only, and no scan given a row's id: the row by its key (one consistent GetItem), a body in parts one more
 GetItem a part, the sender key once (a webhook lane's items are keyed by the person's hash), and
 one GetItem per unit on the data table. Who and what a unit is about (phone numbers, names, text)
 is shown only with `--show-personal`; ids are not personal and are always shown.
 
 From Meta's id of a stored unit, a WhatsApp message id (`wamid.…`), a Messenger or Instagram one
-(`m_…`) or a comment id (`<post>_<comment>`): one Query on the data table's by_unit index (keyed
-by a hash of that id, projecting only the delivery's id; eventually consistent, so 0.5 read unit
-for the one small entry) names the delivery that stored it, then the trace goes on from that delivery's
-row as above. The index entry is written with the item the task writes anyway, so a delivery pays
-one index write unit per message or comment it stores and no extra base-table write: the two
-attributes add 52 bytes to the item, which keeps a 2 KB text's item within one write unit
-(tests/unit/tasks/test_messages.py). A unit
-stored before the index existed, or a status (keyed by the business's own message), is not in
-it: trace its delivery's wh- id instead.
+(`m_…`) or a comment id (`<post>_<comment>`): a Scan of the webhook log and the jobs table finds
+the delivery or job that carried it (ops/commands/meta_id_search.py says why there is no index and
+what the Scan costs: about what a listing costs), then the trace goes on from that row as above.
+`--tenant` and `--since`/`--until` narrow what the Scan returns, not what it reads. A status
+(keyed by the business's own message) is not searched: trace its delivery's wh- id instead.
 
 Cost in read units: the row 1 (a consistent GetItem of up to 4 KB), a body part 1 each, a unit's
-item 1 each; a Meta id adds 0.5.
+item 1 each; a Meta id adds the Scan.
 
 From the SQS message id of a dead letter (what `lanectl dlq peek` shows, a UUID; `--lane` narrows
 the search to that lane's DLQ): the DLQ is received until the message is met and everything
@@ -55,6 +51,7 @@ from ops.aws import describe_error
 from ops.commands import trace_reply
 from ops.context import Context
 from ops.errors import AWS, USAGE, OpsError
+from ops.log_selection import DEFAULT_SEGMENTS, JOB, WEBHOOK, Selection
 from ops.output import JSON, TEXT
 from pipeline.adapters.items import from_item
 from pipeline.domain.consumer import marks
@@ -68,6 +65,7 @@ JOB_ID = re.compile(r"job-[0-9a-f]{32}")
 MESSAGE_ID = re.compile(r"(wamid\.|m_)[A-Za-z0-9+/=_.-]{1,400}")
 COMMENT_ID = re.compile(r"[0-9]{1,40}_[0-9]{1,40}")
 HIDDEN = "(personal: --show-personal)"
+_TABLE_OUTPUTS = {WEBHOOK: "WebhookTableName", JOB: "JobsTableName"}
 
 
 @dataclass
@@ -116,34 +114,22 @@ def _get(ctx: Context, trace: Trace, table_output: str, key: Mapping[str, Any]) 
     return None if item is None else from_item(item)
 
 
-def _delivery_of(ctx: Context, trace: Trace, kind: str, meta_id: str) -> str:
-    """The wh- (or job-) id of the delivery that stored Meta's unit `meta_id`."""
-    from pipeline import schema
-    from pipeline.adapters.items import to_item
+def _delivery_of(ctx: Context, trace: Trace, kind: str, meta_id: str, window: Selection, segments: int) -> str:
+    """The wh- (or job-) id of the delivery that carried Meta's unit `meta_id` (the oldest, when
+    Meta sent it again: the first stored it)."""
+    from ops.commands import meta_id_search
 
-    table = ctx.deployment().output("DataTableName")
-    trace.read(f"DataTableName {schema.UNIT_INDEX}")
-    try:
-        found = ctx.aws.client("dynamodb").query(
-            TableName=table,
-            IndexName=schema.UNIT_INDEX,
-            KeyConditionExpression="#unit = :unit",
-            ExpressionAttributeNames={"#unit": schema.UNIT},
-            ExpressionAttributeValues=to_item({":unit": schema.unit_key(kind, meta_id)}),
-        )
-    except (BotoCoreError, ClientError) as exc:
-        raise OpsError(f"cannot read {table}: {describe_error(exc)}", AWS) from exc
-    # An 8-byte hash keys the index: the entry's sort key, which ends with Meta's id, confirms it.
-    entries = [from_item(i) for i in found.get("Items") or []]
-    matching = [e for e in entries if str(e.get(schema.SK, "")).endswith(f"#{meta_id}") and e.get(schema.DELIVERY)]
-    if not matching:
-        what = "message" if kind == "msg" else "comment"
+    what = meta_id_search.MESSAGE if kind == "msg" else meta_id_search.COMMENT
+    found, selected = meta_id_search.carriers(ctx, what, meta_id, window, segments)
+    for source, reads in selected.reads.items():
+        trace.reads[f"{_TABLE_OUTPUTS[source]} Scan pages"] = reads.pages
+    if not found:
         raise OpsError(
-            f"no stored {what} {meta_id} in {ctx.deployment().stack}: not delivered, not processed yet, past its "
-            "retention, or stored before messages and comments named their delivery (trace its wh- id instead)",
+            f"no delivery or job carrying the {what} {meta_id} in {ctx.deployment().stack} ({window.describe()}): "
+            "not delivered, or past the raw log's retention",
             USAGE,
         )
-    return schema.delivery_id(matching[0][schema.DELIVERY])
+    return found[0].id
 
 
 def _units(ctx: Context, trace: Trace) -> None:
@@ -262,12 +248,32 @@ def _unit_view(unit: Unit, personal: bool) -> dict[str, Any]:
     return view
 
 
-def trace(ctx: Context, item_id: str, *, personal: bool = False, output: str = TEXT, lane: str | None = None) -> int:
+def is_meta_id(item_id: str) -> bool:
+    return bool(MESSAGE_ID.fullmatch(item_id) or COMMENT_ID.fullmatch(item_id))
+
+
+def trace(
+    ctx: Context,
+    item_id: str,
+    *,
+    personal: bool = False,
+    output: str = TEXT,
+    lane: str | None = None,
+    window: Selection | None = None,
+    segments: int = DEFAULT_SEGMENTS,
+) -> int:
+    """`window`: for Meta's id, the rows searched (default: all the log and the jobs table hold)."""
     from ops.commands import dead_letter
 
     if not dead_letter.SQS_MESSAGE_ID.fullmatch(item_id):
         if lane is not None:
             raise OpsError("--lane goes with a dead letter's SQS message id (as `lanectl dlq peek` shows it)", USAGE)
+        if is_meta_id(item_id):
+            chosen = window or Selection(since=0.0, until=ctx.clock())
+            via = Trace("meta", item_id, {})
+            kind = "msg" if MESSAGE_ID.fullmatch(item_id) else "comment"
+            found = _delivery_of(ctx, via, kind, item_id, chosen, segments)
+            return _trace(ctx, found, personal=personal, output=output, via=via)
         return _trace(ctx, item_id, personal=personal, output=output)
     letter, search = dead_letter.find(ctx, item_id, lane)
     via = Trace("dead letter", item_id, {})
@@ -286,10 +292,6 @@ def _trace(
     via: Trace | None = None,
     letter: Any = None,
 ) -> int:
-    if MESSAGE_ID.fullmatch(item_id) or COMMENT_ID.fullmatch(item_id):
-        via = Trace("meta", item_id, {})
-        kind = "msg" if MESSAGE_ID.fullmatch(item_id) else "comment"
-        item_id = _delivery_of(ctx, via, kind, item_id)
     if WEBHOOK_ID.fullmatch(item_id):
         found = Trace("webhook", item_id, {})
         row = _get(ctx, found, "WebhookTableName", {"id": item_id})
@@ -352,10 +354,12 @@ def _print(
         ctx.console.line(f"  {unit.kind:<12} {unit.id} from {view['person']}: {stored}")
     cost = ", ".join(f"{what} {count}" for what, count in sorted(found.reads.items()))
     if letter is not None:
-        how = "consistent GetItems, the DLQ received and released"
+        how = "consistent GetItems, the DLQ received and released; no scan"
+    elif via is not None:
+        how = "a Scan of the log and the jobs table for Meta's id, then consistent GetItems"
     else:
-        how = "consistent GetItems" + (", one index Query" if via is not None else "")
-    ctx.console.line(f"  reads: {cost} ({how}; no scan)")
+        how = "consistent GetItems; no scan"
+    ctx.console.line(f"  reads: {cost} ({how})")
 
 
 def _dead_letter_lines(ctx: Context, letter: Any) -> None:

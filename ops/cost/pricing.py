@@ -61,15 +61,13 @@ def units(lane: Lane, usage: Usage = ASSUMED) -> UnitsPerMessage:
         # No row: an idempotency marker and the task's write, in one transaction (2 units each).
         return UnitsPerMessage(sqs, writes=2 * 2 + budgets + drain, reads=0.0, api_requests=0.0, data_writes=2)
     if kind == "webhook":
-        # No by_sender entry: what the task stores about a person is in their partition of the data
-        # table, and the week of raw rows is scanned by an erasure (adapters/erasure.py). The stored
-        # message or comment's by_unit entry (Meta's id to the delivery, for lanectl trace) is one
-        # unit; it is written with the item, outside the transaction.
+        # No index entry: what the task stores about a person is in their partition of the data
+        # table, and the week of raw rows is scanned by an erasure (adapters/erasure.py) and by
+        # `lanectl trace` given Meta's id (ops/commands/meta_id_search.py).
         row = math.ceil(lane.traffic.payload_kib * usage.body_compression + usage.row_overhead_kib)
-        by_unit = 1
         # Without a call out, the task's keyed writes are its done-mark (domain/marks.effect_is_mark);
         # work that calls out keeps one: the row and the effect, in one transaction.
-        data = (effect if lane.policy.dependency is None else 2 * effect) + by_unit
+        data = effect if lane.policy.dependency is None else 2 * effect
         finish = data if lane.policy.dependency is None else 2 * row + data
         reads = math.ceil(row / 4)
         return UnitsPerMessage(

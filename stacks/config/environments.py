@@ -14,6 +14,7 @@ from pipeline.settings.doors import MIB, JobsSettings, WebhookSettings
 from pipeline.settings.sweeper_policy import SweeperSettings
 from pipeline.settings.tenant_assets import AssetBinding, TenantAssets
 from stacks.config.account_silence import LOCAL_ACCOUNTS, PROD_ACCOUNTS, AccountWatch
+from stacks.config.cold_start import CodeStart
 from stacks.config.doors import (
     EDGE_REGION,
     ApiConfig,
@@ -208,6 +209,9 @@ class Environment:
     """Why an environment that keeps data is deployed with no on-call endpoint or no jobs caller
     (stacks/config/on_call.py); None: it is not, and synthesis refuses it without them."""
     powertools_version: str = "3.37.0"
+    code_start: CodeStart = CodeStart.SOURCE
+    """Whether the functions' asset ships bytecode compiled for their runtime
+    (stacks/config/cold_start.py says which environment does and why)."""
     tracing_active: bool = False
     """X-Ray active tracing on every function. Lambda samples the first request each second and 5%
     of the rest, not configurably, so at production volume it traces nearly every invocation (about
@@ -317,6 +321,7 @@ def _build() -> dict[str, Environment]:
             termination_protection=False,
             tracing_active=True,
             unattended=UNWRITTEN,
+            code_start=CodeStart.BYTECODE,
             retention=Retention(
                 raw_deliveries_days=7, jobs_days=14, effects_days=30, erasure_requests_days=30, backup_days=14
             ),
@@ -334,6 +339,7 @@ def _build() -> dict[str, Environment]:
             retain_stateful=True,
             termination_protection=True,
             unattended=UNWRITTEN,
+            code_start=CodeStart.BYTECODE,
             # Prod hears from Meta around the clock; half an hour of silence leaves half of Meta's
             # hour before a failing Page subscription is disabled.
             alarms=AlarmConfig(webhooks_quiet_seconds=1800),

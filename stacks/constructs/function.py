@@ -1,5 +1,6 @@
 """One way to make a pipeline function: arm64, the latest Python runtime, the code asset built
-from `lambdas/` without Docker, Powertools from its managed layer, and its own log group."""
+from `lambdas/` without Docker (with bytecode for the runtime where the environment ships it:
+stacks/constructs/bytecode.py), Powertools from its managed layer, and its own log group."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from pipeline.metric_filters import LineMetric
 from stacks.config.environments import Environment
 from stacks.config.lambda_runtime import ARCHITECTURE as ARCHITECTURE_NAME
 from stacks.config.lambda_runtime import PYTHON_RUNTIME, powertools_parameter
+from stacks.constructs.bytecode import code_asset
 from stacks.constructs.grants import keep_unexercised
 from stacks.constructs.removal import keeps_data
 from stacks.environment_size import LAMBDA_ENVIRONMENT_BYTES, StandIns, measured
@@ -77,7 +79,7 @@ class SharedCode(Construct):
 
     def __init__(self, scope: Construct, construct_id: str, *, env: Environment) -> None:
         super().__init__(scope, construct_id)
-        self.code = lambda_.Code.from_asset(str(LAMBDA_SOURCE), exclude=_ASSET_EXCLUDES)
+        self.code = code_asset(LAMBDA_SOURCE, PYTHON_RUNTIME, env.code_start, _ASSET_EXCLUDES)
         layer_arn = ssm.StringParameter.value_for_string_parameter(self, powertools_parameter(env.powertools_version))
         self.powertools = lambda_.LayerVersion.from_layer_version_arn(self, "Powertools", layer_arn)
         self.env = env

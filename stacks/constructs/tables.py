@@ -51,14 +51,12 @@ class PipelineTables(Construct):
             partition_key=dynamodb.Attribute(name=schema.PK, type=dynamodb.AttributeType.STRING),
             sort_key=dynamodb.Attribute(name=schema.SK, type=dynamodb.AttributeType.STRING),
         )
-        self.data = self._by_unit(
-            self._by_sender(
-                self._table(
-                    DATA_ID,
-                    partition_key=dynamodb.Attribute(name=schema.PK, type=dynamodb.AttributeType.STRING),
-                    sort_key=dynamodb.Attribute(name=schema.SK, type=dynamodb.AttributeType.STRING),
-                    table_class=dynamodb.TableClass(data_table_class(env.retention)),
-                )
+        self.data = self._by_sender(
+            self._table(
+                DATA_ID,
+                partition_key=dynamodb.Attribute(name=schema.PK, type=dynamodb.AttributeType.STRING),
+                sort_key=dynamodb.Attribute(name=schema.SK, type=dynamodb.AttributeType.STRING),
+                table_class=dynamodb.TableClass(data_table_class(env.retention)),
             )
         )
 
@@ -89,18 +87,6 @@ class PipelineTables(Construct):
             index_name=schema.SENDER_INDEX,
             partition_key=dynamodb.Attribute(name=schema.SENDER_HASH, type=dynamodb.AttributeType.STRING),
             projection_type=dynamodb.ProjectionType.KEYS_ONLY,
-        )
-        return table
-
-    @staticmethod
-    def _by_unit(table: dynamodb.Table) -> dynamodb.Table:
-        """From Meta's id (a wamid, a comment id) to the delivery that stored it, for `lanectl trace`.
-        Only stored messages and comments carry the key, and only the delivery's id is projected."""
-        table.add_global_secondary_index(
-            index_name=schema.UNIT_INDEX,
-            partition_key=dynamodb.Attribute(name=schema.UNIT, type=dynamodb.AttributeType.BINARY),
-            projection_type=dynamodb.ProjectionType.INCLUDE,
-            non_key_attributes=[schema.DELIVERY],
         )
         return table
 

@@ -164,6 +164,10 @@ def test_requests_and_write_units_are_counted_for_both_designs(harness):
     assert result.data["common_wcu"] > 0
     assert result.data["total"]["ours"] > 0
     assert result.data["total"]["common"] > 0
+    # and a webhook writes its row and its message, with no index entry, and no note of its account
+    # at the local clock's pace: about two write units, where the index and the notes made it 3.6
+    assert result.data["index_entries"] == 0
+    assert result.data["ours_wcu"] <= 2.5
 
 
 def test_metas_retries_bring_back_what_a_failing_door_refused_until_meta_disables_the_subscription(harness):

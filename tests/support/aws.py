@@ -102,20 +102,12 @@ def _data_table(client, name: str) -> None:
             {"AttributeName": schema.PK, "AttributeType": "S"},
             {"AttributeName": schema.SK, "AttributeType": "S"},
             {"AttributeName": schema.SENDER_HASH, "AttributeType": "S"},
-            {"AttributeName": schema.UNIT, "AttributeType": "B"},
         ],
         KeySchema=[
             {"AttributeName": schema.PK, "KeyType": "HASH"},
             {"AttributeName": schema.SK, "KeyType": "RANGE"},
         ],
-        GlobalSecondaryIndexes=[
-            _sender_index(),
-            {
-                "IndexName": schema.UNIT_INDEX,
-                "KeySchema": [{"AttributeName": schema.UNIT, "KeyType": "HASH"}],
-                "Projection": {"ProjectionType": "INCLUDE", "NonKeyAttributes": [schema.DELIVERY]},
-            },
-        ],
+        GlobalSecondaryIndexes=[_sender_index()],
     )
 
 

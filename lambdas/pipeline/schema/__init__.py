@@ -44,40 +44,6 @@ SENDER_HASHES = "sender_hashes"
 SENDER_INDEX = "by_sender"
 """Sparse, keys only: every row and item that names exactly one person, by that person's hash,
 except the items kept in that person's own partition of the data table (domain/senders.py)."""
-UNIT = "unit"
-"""On a stored message or comment: 8 bytes of a hash of `<msg|comment>#<Meta's id>`, the key of
-UNIT_INDEX. Meta's ids are unique across tenants, so an operator holding only a `wamid.…` or a
-comment id finds it. A hash, not the id (up to 64 bytes more): a 2 KB text's item stays within
-one write unit; the index's copy of the item's key (its sort key ends with the id) tells a
-collision apart."""
-DELIVERY = "delivery"
-"""On a stored message or comment: the id of the log row (wh-…) or job (job-…) that carried it,
-as the bytes of its hex part (32 or 16), for the same reason."""
-UNIT_INDEX = "by_unit"
-"""Sparse, on the data table: Meta's id to the item and the delivery that stored it (`lanectl
-trace wamid.…`). Only DELIVERY is projected; the item itself is read by key."""
-
-
-def unit_key(kind: str, meta_id: str) -> bytes:
-    """`kind`: msg or comment."""
-    return hashlib.blake2b(f"{kind}#{meta_id}".encode(), digest_size=8).digest()
-
-
-def delivery_bytes(row_id: str) -> bytes | str:
-    """An id of another shape (none the door or the jobs API makes) is kept as it is."""
-    prefix, _, digits = row_id.partition("-")
-    if (prefix, len(digits)) in (("wh", 64), ("job", 32)):
-        try:
-            return bytes.fromhex(digits)
-        except ValueError:
-            pass
-    return row_id
-
-
-def delivery_id(stored: bytes | str) -> str:
-    if isinstance(stored, str):
-        return stored
-    return ("wh-" if len(stored) == 32 else "job-") + bytes(stored).hex()
 
 
 class RowStatus:

@@ -22,7 +22,7 @@ from pipeline.domain.dependencies.model import triage_label
 from pipeline.domain.effects import OnConflict, Put, Table
 from pipeline.domain.errors import PermanentError
 from pipeline.tasks import meta, privacy
-from pipeline.tasks.messages import comment_key, traced
+from pipeline.tasks.messages import comment_key
 
 PROMPT_TEXT_LIMIT = 2000
 """Characters of a comment sent to the model: the label is in the first lines, and tokens cost."""
@@ -50,12 +50,10 @@ def triage(
     label: str,
     now: float,
     sender_hash: str | None = None,
-    delivery: str | None = None,
 ) -> Put:
     # Triage is stored once; a later (edited) copy does not relabel what a person may have acted on.
     item = {
         **comment_key(tenant, comment.id, sender_hash),
-        **traced("comment", comment.id, delivery),
         "post_id": comment.post_id,
         "author": comment.author,
         "text": stored_text.stored(comment.text),
@@ -95,7 +93,6 @@ def run(ctx: TaskContext) -> TaskResult:
                 labels[key],
                 ctx.now,
                 ctx.sender_hash(c.author),
-                ctx.envelope.id,
             )
             for key, c in unique.items()
         )

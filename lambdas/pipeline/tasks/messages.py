@@ -75,22 +75,10 @@ def comment_key(tenant: str, comment_id: str, person: str | None) -> dict[str, s
     return _key("comment", tenant, comment_id, person)
 
 
-def traced(kind: str, meta_id: str, delivery: str | None) -> dict[str, bytes | str]:
-    """The attributes that put an item in the by_unit index: on a write the task makes anyway, so
-    no write of its own (the index entry is one write unit when the item is created)."""
-    if not delivery:
-        return {}
-    return {schema.UNIT: schema.unit_key(kind, meta_id), schema.DELIVERY: schema.delivery_bytes(delivery)}
-
-
-def store_message(
-    tenant: str, message: meta.InboundMessage, now: float, sender_hash: str | None = None, delivery: str | None = None
-) -> Put:
-    """`sender_hash`: the hash of the customer the message is about (`message.person`); `delivery`:
-    the log row's or job's id."""
+def store_message(tenant: str, message: meta.InboundMessage, now: float, sender_hash: str | None = None) -> Put:
+    """`sender_hash`: the hash of the customer the message is about (`message.person`)."""
     item: dict[str, Any] = {
         **message_key(tenant, message.id, sender_hash),
-        **traced("msg", message.id, delivery),
         "channel": message.channel,
         "sender": message.sender,
         "type": message.type,
@@ -137,14 +125,11 @@ def apply_status(tenant: str, update: meta.StatusUpdate, now: float, sender_hash
     )
 
 
-def store_untriaged(
-    tenant: str, comment: meta.Comment, now: float, sender_hash: str | None = None, delivery: str | None = None
-) -> Put:
+def store_untriaged(tenant: str, comment: meta.Comment, now: float, sender_hash: str | None = None) -> Put:
     return Put(
         table=Table.DATA,
         item={
             **comment_key(tenant, comment.id, sender_hash),
-            **traced("comment", comment.id, delivery),
             "post_id": comment.post_id,
             "author": comment.author,
             "text": stored_text.stored(comment.text),
@@ -176,13 +161,9 @@ def run(ctx: TaskContext) -> TaskResult:
     comments = {(c.tenant, c.id): c for c in units.comments}
     # Each unit is filed under its own entry's business (tasks/meta.py), not the delivery's first.
     tenant = functools.partial(meta.tenant_of, delivery_tenant=delivery_tenant)
-    writes: list[Write] = [
-        store_message(tenant(m), m, ctx.now, ctx.sender_hash(m.person), ctx.envelope.id) for m in messages.values()
-    ]
+    writes: list[Write] = [store_message(tenant(m), m, ctx.now, ctx.sender_hash(m.person)) for m in messages.values()]
     writes += [apply_status(tenant(s), s, ctx.now, ctx.sender_hash(s.recipient)) for s in statuses.values()]
-    writes += [
-        store_untriaged(tenant(c), c, ctx.now, ctx.sender_hash(c.author), ctx.envelope.id) for c in comments.values()
-    ]
+    writes += [store_untriaged(tenant(c), c, ctx.now, ctx.sender_hash(c.author)) for c in comments.values()]
     resolved, failed, refused = _replies(ctx, statuses.values())
     writes += resolved
     writes += privacy.delivery_index(ctx)

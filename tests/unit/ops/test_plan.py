@@ -63,9 +63,9 @@ def test_plan_cost_section(lanectl):
         "of peak)" in result.out
     )
     # A 2 KB text: its compressed row (1 unit), its stored message as the done-mark, text deflated
-    # and in the sender's partition (1), its by_unit entry (1), a tenth of a drain count, and no
-    # by_sender entry; one consistent read of the row.
-    assert _row(result.out, "messages", "cost")[0:4] == ["messages", "webhook", "131.4M", "3.1/1"]
+    # and in the sender's partition (1), a tenth of a drain count, and no index entry (neither
+    # by_sender nor one for trace by Meta's id); one consistent read of the row.
+    assert _row(result.out, "messages", "cost")[0:4] == ["messages", "webhook", "131.4M", "2.1/1"]
     # What the missing index costs instead: a scan of the week of raw deliveries per erasure
     assert "each erasure request: about $1.01, a consistent scan of the 7-day webhook log" in " ".join(
         result.out.split()
@@ -245,12 +245,11 @@ def test_storage_is_priced_for_each_kind_of_data_as_long_as_the_environment_keep
     # The raw row (0.95 KiB stored) for its own week, the effect (0.9 KiB: the text deflated, and
     # its keys) for its own month
     assert pricing.stored_kib_days(lane, month) == pytest.approx(((2.0 * 0.4 + 0.15) * 7, (2.0 * 0.35 + 0.2) * 30))
-    # 131.4M messages a month: a write unit for the row, one for the effect, one for its by_unit
-    # entry, a tenth of a drain count; a read of the row; storage and point-in-time recovery at
-    # $0.25 + $0.20 a GB-month (the index entry's few bytes are not priced)
+    # 131.4M messages a month: a write unit for the row, one for the effect, a tenth of a drain
+    # count; a read of the row; storage and point-in-time recovery at $0.25 + $0.20 a GB-month
     messages = 131_400_000
     gb_months = messages / 1024**2 / 30
-    standard = messages * 3.1 * 0.625 / 1e6 + messages * 0.125 / 1e6 + gb_months * ((0.95 * 7 + 0.9 * 30) * 0.45)
+    standard = messages * 2.1 * 0.625 / 1e6 + messages * 0.125 / 1e6 + gb_months * ((0.95 * 7 + 0.9 * 30) * 0.45)
     assert pricing.lane_cost(lane, 0.25, retention=month).dynamodb == pytest.approx(standard)
 
 
@@ -261,11 +260,11 @@ def test_effects_kept_a_quarter_are_priced_at_the_infrequent_access_class():
     quarter = Retention(raw_deliveries_days=7, effects_days=90)
     messages = 131_400_000
     gb_months = messages / 1024**2 / 30
-    # The effect's and its by_unit entry's write units at Standard-IA's $0.78125, its 90 days at
-    # $0.10 + $0.20; the row and the drain count stay Standard
+    # The effect's write unit at Standard-IA's $0.78125, its 90 days at $0.10 + $0.20; the row and
+    # the drain count stay Standard
     expected = (
         messages * 1.1 * 0.625 / 1e6
-        + messages * 2.0 * 0.78125 / 1e6
+        + messages * 1.0 * 0.78125 / 1e6
         + messages * 0.125 / 1e6
         + gb_months * (0.95 * 7 * 0.45 + 0.9 * 90 * 0.30)
     )

@@ -8,6 +8,7 @@ import json
 
 import pytest
 
+from pipeline.adapters.items import from_item
 from pipeline.domain.webhook import delivery as webhook
 from tests.unit.ingress.conftest import encode
 from tests.unit.tasks.payloads import comment_change, feed, status, text_message, whatsapp
@@ -143,7 +144,8 @@ def test_a_whatsapp_message_id_leads_to_the_delivery_that_stored_it(pipeline, st
     assert code == 0, out
     assert out.startswith(f"wamid.HBgL1: stored by\nwebhook {row_id}\n")
     assert "  message      wamid.HBgL1 from (personal: --show-personal): stored {'stored_at':" in out
-    assert "DataTableName by_unit 1" in out
+    assert "WebhookTableName Scan pages 8" in out  # one a segment
+    assert "a Scan of the log and the jobs table for Meta's id" in out
     assert "where is my parcel" not in out
     assert ANA not in out
 
@@ -161,7 +163,7 @@ def test_a_comment_id_leads_to_the_delivery_that_stored_it_in_json(pipeline, sta
     assert document["id"] == webhook.log_id(encode(payload))
     [unit] = document["units"]
     assert (unit["kind"], unit["id"], unit["stored"]["label"]) == ("comment", "1020_3040", "other")
-    assert document["reads"]["DataTableName by_unit"] == 1
+    assert document["reads"]["WebhookTableName Scan pages"] >= 1
     assert "how much" not in out
 
 
@@ -175,5 +177,44 @@ def test_a_meta_id_nobody_stored_is_refused_and_nothing_is_written(pipeline, sta
 
     assert code == 2
     assert out == ""
-    assert f"no stored {'comment' if unknown[0].isdigit() else 'message'} {unknown} in " in err
+    assert f"no delivery or job carrying the {'comment' if unknown[0].isdigit() else 'message'} {unknown} in " in err
     assert _snapshot(pipeline, stack) == before
+
+
+def test_a_meta_id_is_found_among_other_deliveries_only_where_it_is_a_unit_not_a_word(pipeline, stack, lanectl):
+    # Given a delivery whose text merely mentions wamid.HBgL7, and later the one carrying it
+    quoting = whatsapp(messages=[text_message("wamid.HBgL6", "about wamid.HBgL7", sender=ANA)])
+    carrying = whatsapp(messages=[text_message("wamid.HBgL7", "where is my parcel", sender=ANA)])
+    for payload in (quoting, carrying):
+        pipeline.deliver(payload)
+    pipeline.drain()
+
+    # When on-call traces the id
+    code, out, _ = lanectl("trace", "wamid.HBgL7", "--env", "dev", "--output", "json")
+
+    # Then the trace follows the delivery that carried it as a message
+    assert code == 0, out
+    assert json.loads(out)["id"] == webhook.log_id(encode(carrying))
+
+
+def test_a_meta_id_search_narrowed_to_another_tenant_finds_nothing_and_says_where_it_looked(pipeline, stack, lanectl):
+    pipeline.deliver(whatsapp(messages=[text_message("wamid.HBgL8", "hi", sender=ANA)]))
+    pipeline.drain()
+
+    code, out, err = lanectl("trace", "wamid.HBgL8", "--env", "dev", "--tenant", "someone-else", "--since", "1h")
+
+    assert code == 2
+    assert out == ""
+    assert "no delivery or job carrying the message wamid.HBgL8" in err
+    assert "tenant someone-else" in err
+
+
+def test_a_stored_message_carries_no_index_key_for_trace(pipeline, stack):
+    # Given a message stored by the messages lane
+    pipeline.deliver(whatsapp(messages=[text_message("wamid.HBgL9", "hi", sender=ANA)]))
+    pipeline.drain()
+
+    # Then its item holds no key of an index by Meta's id: storing it was one write, no index entry
+    items = [from_item(i) for i in pipeline.items(stack["DataTableName"])]
+    [stored] = [i for i in items if str(i.get("sk", "")).endswith("#wamid.HBgL9")]
+    assert not {"unit", "delivery"} & set(stored)
