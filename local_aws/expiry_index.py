@@ -7,9 +7,10 @@ data kept for days (`lanectl local` without `--retention`) without bound. Here e
 update (and so every transactional or batched write, and a rolled-back transaction's restore,
 which go through them) of an item whose TTL attribute is a Number pushes (expiry, key) onto a
 heap of its table. The reaper pops what is due and checks each popped key against the item as it
-is then: an entry left behind by a later rewrite (a new expiry, no TTL, or a delete) finds the
-item no longer expired, or gone, and costs nothing more. A heap holds one entry per write still
-within its expiry, so it is bounded by the retention window as the tables are.
+is then: an item rewritten since with a later expiry is noted again at that expiry, one with
+no TTL any more, or deleted, is forgotten. A write that leaves an item's expiry later than the
+one it is already held under pushes nothing, so a heap holds about one entry per item with a
+TTL, however often each is rewritten (the state table's counters are, on every call).
 
 A table's heap is built from its items on first use, so items written before this module was
 installed, or before its table's TTL was turned on, are found too.
@@ -26,6 +27,8 @@ from typing import Any
 
 _PATCHED = False
 _HEAP = "_lanes_expiry_heap"
+_SCHEDULED = "_lanes_expiry_scheduled"
+"""Per table, each item's key -> the expiry of its entry in the heap (one entry an item)."""
 _ORDER = itertools.count()
 """Ties between equal expiries: heap entries never compare moto's keys."""
 
@@ -67,7 +70,9 @@ def expiry_of(value: Any) -> Decimal | None:
 
 
 def noted(table: Any, item: Any) -> None:
-    """Remember when `item` expires, if its table has TTL on and the item a Number in it."""
+    """Remember when `item` expires, if its table has TTL on and the item a Number in it. An item
+    already due no later keeps its one entry: a counter rewritten on every call with a later
+    expiry would otherwise leave an entry a write."""
     heap = table.__dict__.get(_HEAP)
     if heap is None or item is None:
         return  # not built yet: the first use reads the table, this item included
@@ -75,16 +80,29 @@ def noted(table: Any, item: Any) -> None:
     if attribute is None:
         return
     at = expiry_of(item.attrs.get(attribute))
-    if at is not None:
-        heapq.heappush(heap, (at, next(_ORDER), item.hash_key, item.range_key))
+    if at is None:
+        return
+    key = (item.hash_key, item.range_key)
+    scheduled = table.__dict__[_SCHEDULED]
+    held = scheduled.get(key)
+    if held is not None and held <= at:
+        return
+    scheduled[key] = at
+    heapq.heappush(heap, (at, next(_ORDER), item.hash_key, item.range_key))
 
 
 def due(table: Any, now: Decimal) -> Iterator[tuple[Decimal, Any, Any]]:
-    """(expiry, hash key, range key) of every entry expiring before `now`, each taken off the heap
-    as it is handed out. The caller holds the emulator's DynamoDB lock while it iterates."""
+    """(expiry, hash key, range key) of every item whose entry expires before `now`, each taken off
+    the heap as it is handed out. The item may have been given a later expiry since: the caller
+    checks it and, if it is kept, notes it again (`noted`). The caller holds the emulator's
+    DynamoDB lock while it iterates."""
     heap = _heap(table)
+    scheduled = table.__dict__[_SCHEDULED]
     while heap and heap[0][0] < now:
         at, _, hash_key, range_key = heapq.heappop(heap)
+        if scheduled.get((hash_key, range_key)) != at:
+            continue  # superseded by an earlier expiry, already handed out
+        del scheduled[(hash_key, range_key)]
         yield at, hash_key, range_key
 
 
@@ -98,6 +116,7 @@ def _heap(table: Any) -> list[tuple[Decimal, int, Any, Any]]:
     heap = table.__dict__.get(_HEAP)
     if heap is None:
         heap = []
+        table.__dict__[_SCHEDULED] = {}
         table.__dict__[_HEAP] = heap
         for item in _unsorted_items(table):
             noted(table, item)

@@ -97,8 +97,12 @@ class TtlReaper:
                     continue  # TTL ignores it; it only gets older, so it leaves the heap for good
                 with dynamodb_lock():
                     current = table.get_item(hash_key, range_key)
-                    if current is not None:
-                        deleted += self._delete_if_still_expired(table, current, attribute, moment)
+                    if current is None:
+                        continue
+                    gone = self._delete_if_still_expired(table, current, attribute, moment)
+                    deleted += gone
+                    if not gone:  # given a later expiry since it was noted, or by a racing writer
+                        expiry_index.noted(table, table.get_item(hash_key, range_key))
         return Swept(tables, examined, deleted, time.monotonic() - started)
 
     @staticmethod

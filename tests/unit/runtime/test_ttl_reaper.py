@@ -185,3 +185,19 @@ def test_items_written_by_a_transaction_or_an_update_expire_too(client):
     swept = reaper.reap(now=NOW + 10)
     # Then both are gone
     assert (_keys(client, "log"), swept.deleted) == (set(), 2)
+
+
+def test_an_item_rewritten_a_thousand_times_is_looked_at_once_a_sweep(client):
+    # Given an item rewritten 1,000 times, each time with an expiry a second later (a counter)
+    enable_from_template(TEMPLATE, {"Log": "log"}, client)
+    reaper = TtlReaper(DEFAULT_ACCOUNT_ID, REGION)
+    reaper.reap(now=NOW)
+    for n in range(1, 1_001):
+        _put(client, "log", "counter", {"N": str(int(NOW) + n)})
+    # When a sweep runs after its first expiry, and another after its last
+    first = reaper.reap(now=NOW + 10)
+    last = reaper.reap(now=NOW + 1_001)
+    # Then each looked at the item once: kept by the first, deleted by the second
+    assert (first.examined, first.deleted) == (1, 0)
+    assert (last.examined, last.deleted) == (1, 1)
+    assert _keys(client, "log") == set()
