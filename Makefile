@@ -26,7 +26,7 @@ help:
 	@echo "make deploy ENV=…  deploy one environment with the project's CDK CLI"
 	@echo "make scenarios     run the queueing scenarios and write bench/REPORT.md"
 	@echo "make bench         run the micro-benchmarks"
-	@echo "make soak          the local runtime under load for 10 minutes; writes its section of bench/REPORT.md"
+	@echo "make soak          the local runtime under load, 10 minutes per traffic shape; writes its section of bench/REPORT.md"
 	@echo "make mutation      mutation score of the domain rules (FILES='consumer.retry consumer.batch' picks modules)"
 
 $(VENV)/.installed: pyproject.toml

@@ -19,9 +19,10 @@ transaction then costs as much as the tables are large (tens of milliseconds at 
 under the lock every other call waits on). Here it keeps a copy of the transaction's own items
 instead and puts those back; the lock makes the whole transaction atomic either way.
 
-Index queries: see moto_indexes.py. SQS: see moto_sqs.py. The cost of a call itself: see
-moto_dispatch.py and moto_direct.py. AWS's limits: see moto_limits.py; a stack a service refuses:
-moto_stacks.py. The model (Bedrock's Converse): moto_converse.py.
+Index queries: see moto_indexes.py; what the TTL reaper reads: expiry_index.py. SQS: see
+moto_sqs.py. The cost of a call itself: see moto_dispatch.py and moto_direct.py. AWS's limits: see
+moto_limits.py; a stack a service refuses: moto_stacks.py. The model (Bedrock's Converse):
+moto_converse.py.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ import threading
 from typing import Any
 
 from local_aws import (
+    expiry_index,
     moto_alarm_history,
     moto_converse,
     moto_direct,
@@ -57,6 +59,7 @@ def install() -> None:
     # the item back under the same lock).
     moto_limits.install()
     moto_indexes.install()
+    expiry_index.install()
     make_dynamodb_atomic()
     moto_sqs.install()
     moto_dispatch.install()

@@ -11,7 +11,9 @@ template says. `TtlReaper.reap` then deletes what has expired, as DynamoDB's TTL
 
 AWS deletes within days of expiry; here a sweep runs every few seconds, which keeps the
 emulator's memory bounded by the retention window instead of by the run's length. A sweep reads
-every item of the TTL tables; with the data bounded by the retention, so is the sweep.
+only what has expired since the last (expiry_index.py keeps each TTL table's items by expiry as
+they are written), so its cost is that of the deletes, whatever the tables hold; `examined`
+counts the index's entries it took.
 """
 
 from __future__ import annotations
@@ -19,8 +21,10 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from typing import Any
+
+from local_aws import expiry_index
 
 FIVE_YEARS_SECONDS = 5 * 365 * 24 * 3600
 """DynamoDB ignores TTL values further in the past than this."""
@@ -58,13 +62,8 @@ def enable_from_template(template: Mapping[str, Any], physical: Mapping[str, str
 
 def expired(value: Any, now: float) -> bool:
     """Whether a TTL attribute value (moto's DynamoType) makes its item due for deletion."""
-    if getattr(value, "type", None) != "N":
-        return False
-    try:
-        at = Decimal(str(value.value))
-    except (InvalidOperation, ValueError):
-        return False
-    return now - FIVE_YEARS_SECONDS <= at < Decimal(str(now))
+    at = expiry_index.expiry_of(value)
+    return at is not None and now - FIVE_YEARS_SECONDS <= at < Decimal(str(now))
 
 
 class TtlReaper:
@@ -85,19 +84,25 @@ class TtlReaper:
 
         started = time.monotonic()
         moment = time.time() if now is None else now
+        limit = Decimal(str(moment))
         tables = examined = deleted = 0
         for table in self._tables():
             tables += 1
             attribute = table.ttl["AttributeName"]
             with dynamodb_lock():
-                due = []
-                for item in _unsorted_items(table):
-                    examined += 1
-                    if expired(item.attrs.get(attribute), moment):
-                        due.append(item)
-            for item in due:
+                popped = list(expiry_index.due(table, limit))
+            for at, hash_key, range_key in popped:
+                examined += 1
+                if at < limit - FIVE_YEARS_SECONDS:
+                    continue  # TTL ignores it; it only gets older, so it leaves the heap for good
                 with dynamodb_lock():
-                    deleted += self._delete_if_still_expired(table, item, attribute, moment)
+                    current = table.get_item(hash_key, range_key)
+                    if current is None:
+                        continue
+                    gone = self._delete_if_still_expired(table, current, attribute, moment)
+                    deleted += gone
+                    if not gone:  # given a later expiry since it was noted, or by a racing writer
+                        expiry_index.noted(table, table.get_item(hash_key, range_key))
         return Swept(tables, examined, deleted, time.monotonic() - started)
 
     @staticmethod
@@ -109,12 +114,3 @@ class TtlReaper:
             return 0
         table.delete_item(hash_key, range_key)
         return 1
-
-
-def _unsorted_items(table: Any) -> Iterable[Any]:
-    """Every item of a moto table, in storage order (its `all_items` sorts them all first)."""
-    for stored in table.items.values():
-        if table.range_key_attr:
-            yield from stored.values()
-        else:
-            yield stored

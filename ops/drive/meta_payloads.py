@@ -39,6 +39,29 @@ def whatsapp_status(waba: str, wamid: str, status: str, recipient: str = CUSTOME
     )
 
 
+def direct_message(product: str, account: str, mid: str, text: str, sender: str = CUSTOMER) -> dict[str, Any]:
+    """A Messenger (`product` "page") or Instagram ("instagram") direct message to `account` (the
+    Page or the Instagram account), as the `messages` webhook field sends it."""
+    now_ms = int(time.time() * 1000)
+    return {
+        "object": product,
+        "entry": [
+            {
+                "id": account,
+                "time": now_ms,
+                "messaging": [
+                    {
+                        "sender": {"id": sender},
+                        "recipient": {"id": account},
+                        "timestamp": now_ms,
+                        "message": {"mid": mid, "text": text},
+                    }
+                ],
+            }
+        ],
+    }
+
+
 def page_comment(page: str, comment_id: str, text: str, post_id: str = "post-1") -> dict[str, Any]:
     return {
         "object": "page",

@@ -6,7 +6,9 @@
 
 Open loop, as Meta sends: a delivery leaves at its scheduled time whether or not earlier ones were
 answered (up to --connections at once; one that finds none free is counted as late). Each is a
-WhatsApp text of about --size bytes from one of --businesses, signed with the stack's app secret.
+delivery of --shape (ops/load/shapes.py: WhatsApp texts from many customers by default; one
+customer to many businesses, a long history, new customers, statuses, the three products) of
+about --size bytes from one of --businesses, signed with the stack's app secret.
 Every --interval it prints answers by status, the door's p50/p99, sent-to-stored p50/p99 (the
 message item's `stored_at` read back from the data table, against the moment it was sent), the
 lanes' queue depth and the runtime's memory (--pid, or the process serving --url on this machine).
@@ -22,11 +24,13 @@ from pathlib import Path
 
 from ops.load.figures import Interval, Report, percentile, plot, summarise, total_line
 from ops.load.process_stats import serving_pid
-from ops.load.traffic import Delivery, LoadError, LoadRun, Sent, deliveries, loopback_only
+from ops.load.shapes import SHAPES, Delivery, deliveries
+from ops.load.traffic import LoadError, LoadRun, Sent, loopback_only
 from ops.load.watch import StackView, measure
 from ops.output import JSON, OUTPUTS, TEXT
 
 __all__ = [
+    "SHAPES",
     "Delivery",
     "Interval",
     "LoadError",
@@ -74,6 +78,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--for", dest="seconds", type=duration_seconds, default=60.0, help="how long: 90s, 10m (default 60s)"
     )
     parser.add_argument("--url", default=DEFAULT_URL, help=f"the API, on this machine (default {DEFAULT_URL})")
+    parser.add_argument(
+        "--shape",
+        choices=tuple(SHAPES),
+        default="texts",
+        help="who writes to whom, on which product (ops/load/shapes.py; default texts)",
+    )
     parser.add_argument("--businesses", type=int, default=30, help="WhatsApp accounts the texts come from (30)")
     parser.add_argument("--size", type=int, default=1500, help="bytes per delivery (default 1500)")
     parser.add_argument("--interval", type=float, default=10.0, help="seconds per figures line (default 10)")
@@ -146,13 +156,14 @@ def main(args: argparse.Namespace) -> int:
             businesses=args.businesses,
             size=args.size,
             connections=args.connections,
+            shape=getattr(args, "shape", "texts"),
         )
     except LoadError as exc:
         sys.stderr.write(f"error: {exc}\n")
         return 2
     pid = args.pid or serving_pid(port)
     write(
-        f"{run.count} signed WhatsApp texts of {args.size} B from {args.businesses} businesses to "
+        f"{run.count} signed deliveries ({run.shape}) of {args.size} B from {args.businesses} businesses to "
         f"http://{host}:{port}/webhooks/meta at {args.rate:g}/s for {args.seconds:g} s"
         + (f"; memory of pid {pid}" if pid else "")
     )

@@ -74,6 +74,8 @@ class Report:
     cpu_ms_per_webhook: float | None = None
     """The runtime's CPU time from the first send until every accepted message was stored (or the
     grace ran out), over the accepted webhooks: door, consumer, sweeper and emulator together."""
+    shape: str = "texts"
+    """Who wrote to whom, on which product (ops/load/shapes.py)."""
 
     def as_dict(self) -> dict[str, Any]:
         return {

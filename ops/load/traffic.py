@@ -1,4 +1,5 @@
-"""`lanectl load`'s traffic: signed WhatsApp texts sent open loop, as Meta sends, to this machine only.
+"""`lanectl load`'s traffic: signed Meta deliveries (ops/load/shapes.py) sent open loop, as Meta sends,
+to this machine only.
 
 A delivery leaves at its scheduled time whether or not earlier ones were answered (up to
 `connections` at once; one that finds none free is counted as late).
@@ -8,18 +9,16 @@ from __future__ import annotations
 
 import http.client
 import ipaddress
-import json
 import queue
 import socket
 import threading
 import time
-import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from local_aws.client import sign
-from ops.drive import meta_payloads
+from ops.load.shapes import Delivery, deliveries
 
 REQUEST_TIMEOUT_SECONDS = 30.0
 """API Gateway's own integration limit: no answer is worth waiting for past it."""
@@ -41,44 +40,6 @@ def loopback_only(url: str) -> tuple[str, int]:
     if not addresses or not all(ipaddress.ip_address(a.split("%")[0]).is_loopback for a in addresses):
         raise LoadError(f"{url} is not a loopback address: load is only ever sent to this machine")
     return parts.hostname, parts.port or 80
-
-
-def text_of(size: int, seed: int) -> str:
-    words = ("order", "status", "please", "thanks", "delivery", "tomorrow", "refund", "hello", "where", "is")
-    out: list[str] = []
-    length = 0
-    index = seed
-    while length < size:
-        word = words[index % len(words)]
-        out.append(word)
-        length += len(word) + 1
-        index = index * 31 + 7
-    return " ".join(out)[:size]
-
-
-@dataclass(frozen=True)
-class Delivery:
-    tenant: str
-    message_id: str
-    body: bytes
-    sender: str
-
-
-def deliveries(businesses: int, size: int) -> Iterable[Delivery]:
-    """WhatsApp texts of about `size` bytes, round-robin over `businesses` accounts."""
-    run = uuid.uuid4().hex[:8]
-    sequence = 0
-    while True:
-        tenant = f"waba-load-{sequence % businesses:03d}"
-        message_id = f"wamid.load.{run}.{sequence}"
-        sender = f"4477009{sequence % 100000:05d}"
-        payload = meta_payloads.whatsapp_message(tenant, message_id, "", sender=sender)
-        overhead = len(json.dumps(payload).encode())
-        payload["entry"][0]["changes"][0]["value"]["messages"][0]["text"]["body"] = text_of(
-            max(1, size - overhead), sequence
-        )
-        yield Delivery(tenant, message_id, json.dumps(payload, ensure_ascii=False).encode("utf-8"), sender)
-        sequence += 1
 
 
 @dataclass
@@ -132,6 +93,7 @@ class LoadRun:
         businesses: int = 30,
         size: int = 1500,
         connections: int = 64,
+        shape: str = "texts",
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.host, self.port = loopback_only(url)
@@ -141,6 +103,7 @@ class LoadRun:
         self.count = max(1, int(rate * seconds))
         self.businesses = businesses
         self.size = size
+        self.shape = shape
         self._connections = _Connections(self.host, self.port)
         self._pool_size = connections
         self._clock = clock
@@ -180,7 +143,7 @@ class LoadRun:
         threads = [threading.Thread(target=self._send, daemon=True) for _ in range(self._pool_size)]
         for thread in threads:
             thread.start()
-        source = iter(deliveries(self.businesses, self.size))
+        source = deliveries(self.shape, self.businesses, self.size)
         self.started_at = self.started_at or self._clock()
         origin = time.monotonic()
         try:

@@ -33,21 +33,24 @@ class StackView:
 
     def stored_at(self, items: Sequence[Sent]) -> None:
         """Fill in `stored_at` for messages the consumer has stored."""
+        from ops.load.shapes import STATUS
         from pipeline import schema
         from pipeline.adapters.items import from_item, to_item
-        from pipeline.tasks.messages import message_key
+        from pipeline.tasks.messages import message_key, status_key
 
         waiting = [s for s in items if s.stored_at is None and s.status == 200]
         for start in range(0, len(waiting), BATCH_GET):
             chunk: dict[tuple[str, str], Sent] = {}
             for sent in waiting[start : start + BATCH_GET]:
                 sender = self._senders.hash(sent.delivery.sender)
-                key = message_key(sent.delivery.tenant, sent.delivery.message_id, sender)
+                keyed = status_key if sent.delivery.item == STATUS else message_key
+                key = keyed(sent.delivery.tenant, sent.delivery.message_id, sender)
                 chunk[(key[schema.PK], key[schema.SK])] = sent
             request: dict[str, Any] = {
                 self.table: {
                     "Keys": [to_item({schema.PK: pk, schema.SK: sk}) for pk, sk in chunk],
-                    "ProjectionExpression": "#pk, #sk, stored_at",
+                    # A status item's moment is when its latest status was applied.
+                    "ProjectionExpression": "#pk, #sk, stored_at, applied_at",
                     "ExpressionAttributeNames": {"#pk": schema.PK, "#sk": schema.SK},
                 }
             }
@@ -56,8 +59,9 @@ class StackView:
                 for raw in response.get("Responses", {}).get(self.table, []):
                     item = from_item(raw)
                     found = chunk.get((item[schema.PK], item[schema.SK]))
-                    if found is not None and "stored_at" in item:
-                        found.stored_at = float(item["stored_at"])
+                    at = item.get("stored_at", item.get("applied_at"))
+                    if found is not None and at is not None:
+                        found.stored_at = float(at)
                 request = response.get("UnprocessedKeys") or {}
 
     def depth(self) -> dict[str, int]:
@@ -182,6 +186,7 @@ def measure(
     total = summarise(run.sent, run.started_at, run.started_at + run.seconds)
     report_ = Report(run.rate, run.seconds, run.businesses, run.size, watch.final_intervals(), total, not_stored)
     report_.cpu_ms_per_webhook = watch.cpu_ms_per_webhook(total.statuses.get("200", 0))
+    report_.shape = run.shape
     return report_
 
 

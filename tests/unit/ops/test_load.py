@@ -17,7 +17,7 @@ import pytest
 from ops.cli import Runtime, run
 from ops.load import command as load
 from pipeline.adapters.sender_key import SenderKey
-from pipeline.tasks.messages import message_key
+from pipeline.tasks.messages import message_key, status_key
 from tests.support.aws import REGION
 
 
@@ -50,7 +50,7 @@ def test_a_duration_out_of_bounds_is_refused(text):
 
 
 def test_deliveries_are_whatsapp_texts_of_the_asked_size_spread_over_the_businesses():
-    made = [d for _, d in zip(range(60), load.deliveries(businesses=30, size=1500), strict=False)]
+    made = [d for _, d in zip(range(60), load.deliveries("texts", businesses=30, size=1500), strict=False)]
     assert len({d.tenant for d in made}) == 30
     assert len({d.message_id for d in made}) == 60
     for delivery in made:
@@ -124,10 +124,17 @@ class _StoringDoor(BaseHTTPRequestHandler):
         status = 200 if self.headers.get("x-hub-signature-256") == expected else 403
         if status == 200:
             entry = json.loads(body)["entry"][0]
-            message = entry["changes"][0]["value"]["messages"][0]
-            key = message_key(entry["id"], message["id"], self.server.sender_key.hash(message["from"]))
+            value = entry["changes"][0]["value"]
+            if "statuses" in value:
+                update = value["statuses"][0]
+                key = status_key(entry["id"], update["id"], self.server.sender_key.hash(update["recipient_id"]))
+                moment = "applied_at"
+            else:
+                message = value["messages"][0]
+                key = message_key(entry["id"], message["id"], self.server.sender_key.hash(message["from"]))
+                moment = "stored_at"
             boto3.client("dynamodb", region_name=REGION).put_item(
-                TableName="data", Item={**{k: {"S": v} for k, v in key.items()}, "stored_at": {"N": str(time.time())}}
+                TableName="data", Item={**{k: {"S": v} for k, v in key.items()}, moment: {"N": str(time.time())}}
             )
         self.send_response(status)
         self.send_header("content-length", "0")
@@ -137,8 +144,8 @@ class _StoringDoor(BaseHTTPRequestHandler):
         return
 
 
-def test_the_figures_as_json_for_scripts(dev_stack, lanectl):
-    # Given a stack whose door stores every delivery it accepts
+def _storing_door(dev_stack) -> tuple[ThreadingHTTPServer, str]:
+    """A door that stores every delivery it accepts in the dev stack's data table; (server, url)."""
     boto3.client("dynamodb", region_name=REGION).create_table(
         TableName="data",
         BillingMode="PAY_PER_REQUEST",
@@ -150,7 +157,12 @@ def test_the_figures_as_json_for_scripts(dev_stack, lanectl):
     arn = next(o["OutputValue"] for o in outputs["Stacks"][0]["Outputs"] if o["OutputKey"] == "SenderKeyArn")
     server.sender_key = SenderKey(boto3.client("secretsmanager", region_name=REGION), arn)  # type: ignore[attr-defined]
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    url = f"http://127.0.0.1:{server.server_address[1]}"
+    return server, f"http://127.0.0.1:{server.server_address[1]}"
+
+
+def test_the_figures_as_json_for_scripts(dev_stack, lanectl):
+    # Given a stack whose door stores every delivery it accepts
+    server, url = _storing_door(dev_stack)
     # When a script runs the load with --output json
     try:
         result = lanectl(
@@ -170,3 +182,21 @@ def test_the_figures_as_json_for_scripts(dev_stack, lanectl):
     assert sum(i["sent"] for i in report["intervals"]) == 20
     assert set(report["intervals"][0]["queue_depth"]) == {"messages", "engagement", "ai", "bulk", "scheduled"}
     assert "total: 20 sent" in result.err
+
+
+def test_statuses_count_as_stored_once_their_status_is_applied(dev_stack, lanectl):
+    # Given a stack whose door applies every status it accepts to the status's item
+    server, url = _storing_door(dev_stack)
+    # When the load sends the statuses shape
+    try:
+        result = lanectl(
+            "load", "--env", "dev", "--region", REGION, "--url", url, "--rate", "20", "--for", "1s",
+            "--interval", "0.5", "--connections", "4", "--shape", "statuses", "--output", "json",
+        )  # fmt: skip
+    finally:
+        server.shutdown()
+    # Then every status is read back from its own item, as a message would be from its item
+    assert result.code == 0, result.err
+    report = json.loads(result.out)
+    assert report["shape"] == "statuses"
+    assert (report["total"]["sent"], report["total"]["stored"], report["not_stored"]) == (20, 20, 0)

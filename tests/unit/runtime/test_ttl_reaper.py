@@ -89,10 +89,11 @@ def test_expired_items_are_deleted_and_everything_else_is_kept(client):
     _put(client, "off", "past-but-ttl-off", {"N": str(int(NOW) - 100)})
     # When the reaper sweeps
     swept = TtlReaper(DEFAULT_ACCOUNT_ID, REGION).reap(now=NOW)
-    # Then only the expired Numbers within five years are gone, and only from the TTL table
+    # Then only the expired Numbers within five years are gone, and only from the TTL table; the
+    # sweep looked at the three Numbers already past (the ancient one among them), nothing else
     assert _keys(client, "log") == {"now", "future", "no-attribute", "a-string", "ancient"}
     assert _keys(client, "off") == {"past-but-ttl-off"}
-    assert (swept.tables, swept.examined, swept.deleted) == (1, 7, 2)
+    assert (swept.tables, swept.examined, swept.deleted) == (1, 3, 2)
 
 
 def test_a_deleted_item_leaves_the_tables_index(client):
@@ -129,3 +130,74 @@ def test_an_item_rewritten_with_a_later_expiry_after_the_sweep_looked_is_kept(cl
     # Then the rewritten item is kept
     assert swept.deleted == 0
     assert _keys(client, "log") == {"extended"}
+
+
+def test_a_sweep_reads_what_has_expired_not_every_item_the_table_holds(client):
+    # Given a TTL table of 2,000 items kept for a day and 3 that have expired, swept once already
+    enable_from_template(TEMPLATE, {"Log": "log"}, client)
+    reaper = TtlReaper(DEFAULT_ACCOUNT_ID, REGION)
+    reaper.reap(now=NOW)
+    for n in range(2_000):
+        _put(client, "log", f"kept-{n}", {"N": str(int(NOW) + 86_400)})
+    for n in range(3):
+        _put(client, "log", f"gone-{n}", {"N": str(int(NOW) + 5)})
+    # When the next sweep runs after those three expired
+    swept = reaper.reap(now=NOW + 10)
+    # Then it deleted them having looked at them alone: its cost does not grow with the table
+    assert (swept.examined, swept.deleted) == (3, 3)
+    assert len(_keys(client, "log")) == 2_000
+
+
+def test_an_item_given_a_later_expiry_is_deleted_at_the_later_one(client):
+    # Given an item written to expire soon, then rewritten to expire a minute later
+    enable_from_template(TEMPLATE, {"Log": "log"}, client)
+    reaper = TtlReaper(DEFAULT_ACCOUNT_ID, REGION)
+    reaper.reap(now=NOW)
+    _put(client, "log", "extended", {"N": str(int(NOW) + 5)})
+    _put(client, "log", "extended", {"N": str(int(NOW) + 65)})
+    # When sweeps run past the first expiry, then past the second
+    first = reaper.reap(now=NOW + 10)
+    kept = _keys(client, "log")
+    second = reaper.reap(now=NOW + 70)
+    # Then the first keeps it and the second deletes it
+    assert (kept, first.deleted) == ({"extended"}, 0)
+    assert (_keys(client, "log"), second.deleted) == (set(), 1)
+
+
+def test_items_written_by_a_transaction_or_an_update_expire_too(client):
+    # Given a TTL table swept once, then one item put by a transaction and one given its expiry by
+    # an UpdateItem
+    enable_from_template(TEMPLATE, {"Log": "log"}, client)
+    reaper = TtlReaper(DEFAULT_ACCOUNT_ID, REGION)
+    reaper.reap(now=NOW)
+    soon = {"N": str(int(NOW) + 5)}
+    client.transact_write_items(
+        TransactItems=[{"Put": {"TableName": "log", "Item": {"pk": {"S": "transacted"}, "expires_at": soon}}}]
+    )
+    _put(client, "log", "updated", None)
+    client.update_item(
+        TableName="log",
+        Key={"pk": {"S": "updated"}},
+        UpdateExpression="SET expires_at = :at",
+        ExpressionAttributeValues={":at": soon},
+    )
+    # When a sweep runs after they expired
+    swept = reaper.reap(now=NOW + 10)
+    # Then both are gone
+    assert (_keys(client, "log"), swept.deleted) == (set(), 2)
+
+
+def test_an_item_rewritten_a_thousand_times_is_looked_at_once_a_sweep(client):
+    # Given an item rewritten 1,000 times, each time with an expiry a second later (a counter)
+    enable_from_template(TEMPLATE, {"Log": "log"}, client)
+    reaper = TtlReaper(DEFAULT_ACCOUNT_ID, REGION)
+    reaper.reap(now=NOW)
+    for n in range(1, 1_001):
+        _put(client, "log", "counter", {"N": str(int(NOW) + n)})
+    # When a sweep runs after its first expiry, and another after its last
+    first = reaper.reap(now=NOW + 10)
+    last = reaper.reap(now=NOW + 1_001)
+    # Then each looked at the item once: kept by the first, deleted by the second
+    assert (first.examined, first.deleted) == (1, 0)
+    assert (last.examined, last.deleted) == (1, 1)
+    assert _keys(client, "log") == set()
