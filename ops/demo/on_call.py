@@ -3,7 +3,8 @@
 A first deploy with nothing wrong pages nobody (stacks/constructs/alarms.py, `Notice`): no OK
 action runs when a new alarm is first evaluated, and an alarm on a signal's absence waits for the
 signal. So what the inbox holds after the story is what the story did: the poison message's dead
-letter, and, if the model's 500s for it made most of the lane's calls fail for a while, the lane
+letter, the door that could not start (Lambda's errors on its function and API Gateway's 5xx on
+its route), and, if the model's 500s for it made most of the lane's calls fail for a while, the lane
 pausing itself for them (model_failing) until the probe resumed it.
 """
 
@@ -11,13 +12,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ops.demo.incidents import DLQ_ALARM
+from ops.demo.incidents import DLQ_ALARM, DOOR_ERRORS_ALARM, DOOR_ROUTE_ALARM
 from stacks.runtime_env import stack_name
 
 if TYPE_CHECKING:
     from ops.demo.story import Demo
 
-CALLED_FOR = {(DLQ_ALARM, "ALARM")}
+CALLED_FOR = {(DLQ_ALARM, "ALARM"), (DOOR_ERRORS_ALARM, "ALARM"), (DOOR_ROUTE_ALARM, "ALARM")}
 """Pages the story must have sent."""
 MAY_PAGE = {("AiLanePausedModelFailing", "ALARM")}
 """Pages the story may send: whether the poison's failures reach the lane's failure share in its
