@@ -27,10 +27,12 @@ function's environment counts as its UTF-8 bytes, unescaped (no environment here
 from __future__ import annotations
 
 import base64
-import json
 from collections.abc import Mapping
 from decimal import Decimal, InvalidOperation
 from typing import Any
+
+# How Lambda measures a function's environment: one rule for synthesis and the local runtime.
+from stacks.environment_size import lambda_environment, lambda_environment_bytes  # noqa: F401
 
 LAMBDA_ENVIRONMENT_BYTES = 4096
 SQS_MESSAGE_BYTES = 1_048_576
@@ -43,17 +45,6 @@ DYNAMODB_BATCH_WRITE_REQUESTS = 25
 
 _LIST_OR_MAP_BYTES = 3
 _MEMBER_BYTES = 1
-
-
-def lambda_environment(variables: Mapping[str, Any]) -> str:
-    """The string Lambda measures: the variables as compact JSON (a value that is not a string,
-    as CloudFormation may pass one, is measured as the string it becomes)."""
-    strings = {str(name): value if isinstance(value, str) else json.dumps(value) for name, value in variables.items()}
-    return json.dumps(strings, separators=(",", ":"), ensure_ascii=False)
-
-
-def lambda_environment_bytes(variables: Mapping[str, Any]) -> int:
-    return len(lambda_environment(variables).encode("utf-8"))
 
 
 def sqs_message_bytes(body: str, attributes: Mapping[str, Mapping[str, Any]] | None = None) -> int:

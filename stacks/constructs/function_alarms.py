@@ -32,40 +32,41 @@ def function_alarms(
     period = on_call.period()
     near = round(timeout_seconds * 1000 * DURATION_SHARE)
     see = "See docs/RUNBOOK.md#door-lambda-errors."
+    watched = (
+        (
+            "LambdaErrors",
+            function.metric_errors(period=period, statistic="Sum"),
+            1,
+            "Lambda counted the function failing (a timeout, an out-of-memory kill, a failed start or a crash "
+            "outside the handler's own error handling), each answered 5xx.",
+        ),
+        (
+            "LambdaThrottles",
+            function.metric_throttles(period=period, statistic="Sum"),
+            1,
+            "Lambda throttled the function (its reservation or the account's concurrency is spent); each "
+            "throttled request was answered 5xx.",
+        ),
+        (
+            "LambdaNearTimeout",
+            function.metric_duration(period=period, statistic="Maximum"),
+            near,
+            f"a run took at least {near} ms of its {timeout_seconds} s timeout: AWS is slow for it, and a "
+            "slower call times it out.",
+        ),
+    )
     return [
         on_call.alarm(
             scope,
-            f"{prefix}LambdaErrors",
-            metric=function.metric_errors(period=period, statistic="Sum"),
-            threshold=1,
+            f"{prefix}{name}",
+            metric=metric,
+            threshold=threshold,
             comparison=_AT_LEAST,
             evaluation_periods=1,
             notice=Notice.EVENT,
-            description=f"{what}: Lambda counted the function failing (a timeout, an out-of-memory kill, a failed "
-            f"start or a crash outside the handler's own error handling), each answered 5xx. {see}",
-        ),
-        on_call.alarm(
-            scope,
-            f"{prefix}LambdaThrottles",
-            metric=function.metric_throttles(period=period, statistic="Sum"),
-            threshold=1,
-            comparison=_AT_LEAST,
-            evaluation_periods=1,
-            notice=Notice.EVENT,
-            description=f"{what}: Lambda throttled the function (its reservation or the account's concurrency is "
-            f"spent); each throttled request was answered 5xx. {see}",
-        ),
-        on_call.alarm(
-            scope,
-            f"{prefix}LambdaNearTimeout",
-            metric=function.metric_duration(period=period, statistic="Maximum"),
-            threshold=near,
-            comparison=_AT_LEAST,
-            evaluation_periods=1,
-            notice=Notice.EVENT,
-            description=f"{what}: a run took at least {near} ms of its {timeout_seconds} s timeout: AWS is slow "
-            f"for it, and a slower call times it out. {see}",
-        ),
+            description=f"{what}: {says} {see}",
+        )
+        for name, metric, threshold, says in watched
     ]
 
 

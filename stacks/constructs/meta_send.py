@@ -12,6 +12,7 @@ from constructs import Construct
 
 from pipeline.domain.dependencies.callback_keys import KEY_FIELD
 from stacks.config.environments import Environment
+from stacks.constructs.generated_key import generated_key
 from stacks.constructs.removal import keeps_data
 
 ACCESS_TOKEN_ID = "MetaAccessToken"  # noqa: S105 (a logical ID, not a secret)
@@ -49,18 +50,10 @@ class ReplyCallbackKey(Construct):
 
     def __init__(self, scope: Construct, construct_id: str, *, env: Environment) -> None:
         super().__init__(scope, construct_id)
-        self.secret = secretsmanager.Secret(
+        self.secret = generated_key(
             self,
-            "Secret",
-            description=f"lanes-{env.name}: the key replies' callback references are signed with",
-            generate_secret_string=secretsmanager.SecretStringGenerator(
-                secret_string_template=json.dumps({}),
-                generate_string_key=KEY_FIELD,
-                exclude_punctuation=True,
-                password_length=64,
-            ),
-            removal_policy=keeps_data(env),
+            env=env,
+            description="the key replies' callback references are signed with",
+            field=KEY_FIELD,
+            logical_id=CALLBACK_KEY_ID,
         )
-        child = self.secret.node.default_child
-        assert isinstance(child, secretsmanager.CfnSecret)
-        child.override_logical_id(CALLBACK_KEY_ID)

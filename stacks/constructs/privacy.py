@@ -3,8 +3,6 @@ data-deletion callback, and what the erasure lane's consumer may do beyond other
 
 from __future__ import annotations
 
-import json
-
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_secretsmanager as secretsmanager
@@ -17,8 +15,8 @@ from stacks.config.environments import Environment
 from stacks.constructs.alarms import Notice, OnCall
 from stacks.constructs.function import FunctionSpec, PipelineFunction, SharedCode
 from stacks.constructs.function_alarms import function_alarms
+from stacks.constructs.generated_key import generated_key
 from stacks.constructs.grants import SEND, grant_index_query, grant_queue, grant_rows, grant_secret
-from stacks.constructs.removal import keeps_data
 from stacks.constructs.tables import PipelineTables
 from stacks.runtime_env import metrics_namespace
 
@@ -34,23 +32,13 @@ class SenderKey(Construct):
 
     def __init__(self, scope: Construct, construct_id: str, *, env: Environment) -> None:
         super().__init__(scope, construct_id)
-        self.secret = secretsmanager.Secret(
+        self.secret = generated_key(
             self,
-            "Secret",
-            description=f"lanes-{env.name}: the key sender hashes are made with; never rotate it",
-            # Pinned by tests/infra/test_secret_generation.py: any change to the generator makes the
-            # next deploy generate the value again, over the stored one.
-            generate_secret_string=secretsmanager.SecretStringGenerator(
-                secret_string_template=json.dumps({}),
-                generate_string_key=KEY_FIELD,
-                exclude_punctuation=True,
-                password_length=64,
-            ),
-            removal_policy=keeps_data(env),
+            env=env,
+            description="the key sender hashes are made with; never rotate it",
+            field=KEY_FIELD,
+            logical_id=SENDER_KEY_ID,
         )
-        child = self.secret.node.default_child
-        assert isinstance(child, secretsmanager.CfnSecret)
-        child.override_logical_id(SENDER_KEY_ID)
 
 
 class ErasureDoor(Construct):
