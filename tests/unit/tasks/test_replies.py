@@ -7,11 +7,10 @@ import time
 
 import pytest
 
-from local_aws.graph_fake import GraphFake
 from pipeline import schema
 from pipeline.domain.dependencies import meta_send as ms
 from pipeline.tasks import ai, replies
-from tests.support.aws import META_ACCESS_TOKEN, REPLY_CALLBACK_KEY
+from tests.support.aws import REPLY_CALLBACK_KEY
 from tests.unit.consumer.handler_output import log_lines
 from tests.unit.consumer.lane_env import with_dependency, with_lane
 from tests.unit.tasks.payloads import FakeVendor
@@ -20,17 +19,6 @@ SHOP = "shop-1"
 PHONE_ID = "1098765"
 CUSTOMER = "15551230001"
 REPLY_TO = {"channel": "whatsapp", "business_id": PHONE_ID, "recipient": CUSTOMER}
-
-
-@pytest.fixture
-def graph():
-    fake = GraphFake(token=META_ACCESS_TOKEN)
-    statuses: list[dict] = []
-    fake.deliver = statuses.append
-    fake.statuses_delivered = statuses  # type: ignore[attr-defined]
-    fake.start()
-    yield fake
-    fake.stop()
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ import math
 import time
 
 from pipeline.domain.dependencies.token_rates import model_tokens
-from tests.unit.tasks.test_replies import _message, _reply, ai_lane, graph  # noqa: F401 (fixtures)
+from tests.unit.tasks.test_replies import _message, _reply, ai_lane  # noqa: F401 (fixtures)
 
 PER_MINUTE = 11_000
 

@@ -11,11 +11,9 @@ import time
 
 import pytest
 
-from local_aws.graph_fake import GraphFake
 from pipeline import metric_names
 from pipeline.domain.envelope import Envelope
 from pipeline.tasks import ai, replies
-from tests.support.aws import META_ACCESS_TOKEN
 from tests.unit.consumer.handler_output import line_metric_total
 from tests.unit.consumer.lane_env import with_lane
 
@@ -24,17 +22,6 @@ PHONE_ID = "1098765"
 TURNS = 30
 CLIENT_TIMEOUT = 0.1
 """The sender's wait for an answer where the endpoint stalls (Lambda's is 10 s): the stall outlasts it."""
-
-
-@pytest.fixture
-def graph():
-    fake = GraphFake(token=META_ACCESS_TOKEN)
-    statuses: list[dict] = []
-    fake.deliver = statuses.append
-    fake.statuses_delivered = statuses  # type: ignore[attr-defined]
-    fake.start()
-    yield fake
-    fake.stop()
 
 
 def _customer(turn: int) -> str:

@@ -7,11 +7,10 @@ import time
 
 import pytest
 
-from local_aws.graph_fake import GraphFake
 from pipeline import metric_names
 from pipeline.domain.dependencies import meta_send as ms
 from pipeline.tasks import ai
-from tests.support.aws import META_ACCESS_TOKEN, REPLY_CALLBACK_KEY
+from tests.support.aws import REPLY_CALLBACK_KEY
 from tests.unit.consumer.handler_output import log_lines, stdout_records
 from tests.unit.consumer.lane_env import with_lane
 from tests.unit.tasks.payloads import FakeVendor
@@ -19,17 +18,6 @@ from tests.unit.tasks.reply_statuses import CUSTOMER, PHONE_ID, SHOP, WABA, fail
 from tests.unit.tasks.reply_statuses import status_delivery as delivery
 
 REPLY_TO = {"channel": "whatsapp", "business_id": PHONE_ID, "recipient": CUSTOMER}
-
-
-@pytest.fixture
-def graph():
-    fake = GraphFake(token=META_ACCESS_TOKEN)
-    statuses: list[dict] = []
-    fake.deliver = statuses.append
-    fake.statuses_delivered = statuses  # type: ignore[attr-defined]
-    fake.start()
-    yield fake
-    fake.stop()
 
 
 def _failed_counts(printed: list[dict]) -> tuple[dict[str, float], float]:
