@@ -8,6 +8,11 @@ what was sent, and the statuses WhatsApp sends back for each message.
 - Errors are Meta's bodies (`{"error": {"message", "type", "code", "error_data", "fbtrace_id"}}`)
   with Meta's codes: rate limits 130429, 131056, 80007; 131047 outside the service window;
   131026 undeliverable; 190 for a token that is not the stored one, or every token while revoked.
+- A WhatsApp send is addressed as the Cloud API takes it since WhatsApp usernames: a phone number
+  in `to`, or a business-scoped user id (BSUID) in `recipient` (Meta's "Business-scoped user IDs"
+  page; pywa's `send_message`). A `recipient` that is no BSUID, or a `to` that is no phone number,
+  is Meta's 100 (Invalid parameter) and nothing is sent; a send to a BSUID is answered with the
+  contact's `user_id`, and its statuses name the customer by `recipient_user_id` alone.
 - `GET /{version}/me` answers the token's user (`{"id": ...}`) for the stored token, and 190 with
   Meta's OAuthException body for any other, or every token while revoked: the lane probe's check.
 - For a WhatsApp message accepted, a `sent` status carrying its `biz_opaque_callback_data` is
@@ -358,8 +363,9 @@ class GraphFake:
         except ValueError:
             self._error(request, 400, 100, "(#100) Invalid parameter", "the body is not JSON")
             return None
-        if _bad_bsuid(body):
-            self._error(request, 400, 100, "(#100) Invalid parameter", "recipient is not a business-scoped user ID")
+        wrong = _misaddressed(body)
+        if wrong:
+            self._error(request, 400, 100, "(#100) Invalid parameter", wrong)
             return None
         return body
 
@@ -540,18 +546,23 @@ def _recent(window: deque[float], now: float, seconds: float) -> deque[float]:
 BSUID = re.compile(r"[A-Z]{2}\.(?:ENT\.)?[A-Za-z0-9]{1,128}")
 """A WhatsApp business-scoped user id, or a parent one, as Meta's "Business-scoped user IDs" page
 gives it; written here apart from the pipeline's own check, as Meta's is."""
+PHONE = re.compile(r"\+?[0-9][0-9 ()-]*")
 
 
 def _contact_id(recipient: str) -> str:
     return "user_id" if BSUID.fullmatch(recipient) else "wa_id"
 
 
-def _bad_bsuid(body: Any) -> bool:
-    """A WhatsApp send whose `recipient` is there but is no BSUID (Meta refuses it with #100)."""
-    if not isinstance(body, dict) or body.get("messaging_product") != "whatsapp" or "recipient" not in body:
-        return False
-    recipient = body["recipient"]
-    return not isinstance(recipient, str) or BSUID.fullmatch(recipient) is None
+def _misaddressed(body: Any) -> str:
+    """What is wrong with a WhatsApp send's addressee, as Meta refuses it with #100: a `recipient`
+    that is no BSUID, or a `to` that is no phone number (a BSUID goes in `recipient`). "" if nothing."""
+    if not isinstance(body, dict) or body.get("messaging_product") != "whatsapp":
+        return ""
+    if "recipient" in body and not (isinstance(body["recipient"], str) and BSUID.fullmatch(body["recipient"])):
+        return "recipient is not a business-scoped user ID"
+    if "to" in body and not (isinstance(body["to"], str) and PHONE.fullmatch(body["to"])):
+        return "to is not a phone number (a business-scoped user ID goes in recipient)"
+    return ""
 
 
 def _recipient(body: Any) -> str:
