@@ -4,9 +4,12 @@ Meta withholds their phone number, and by phone number, linked to the BSUID, whe
 
 from __future__ import annotations
 
+import json
+
 from pipeline import schema
 from pipeline.domain import senders
 from pipeline.tasks import meta
+from tests.unit.consumer.handler_output import log_lines
 from tests.unit.tasks.payloads import HARNESS_KEY, WABA, message_at, person, status_at
 from tests.unit.tasks.username_payloads import (
     BSUID,
@@ -71,3 +74,14 @@ def test_meta_ids_of_the_username_rollout_are_read_from_messages_contacts_and_st
     assert (only.person, only.ids) == (BSUID, meta.WhatsAppIds("", BSUID, PARENT_BSUID, USERNAME))
     assert (both.person, both.ids.linked_bsuid, both.ids.username) == (PHONE, BSUID, "")
     assert (status.recipient, status.ids.username) == (BSUID, USERNAME)
+
+
+def test_no_line_the_lane_logs_carries_a_bsuid_or_a_username(lane, caplog, capsys):
+    # Given deliveries naming a customer by BSUID, username and number
+    h = lane("messages")
+    _run(h, username_only("wamid.U3"), with_phone("wamid.P3"), status_to_bsuid("wamid.OUT3", "read"))
+    # Then what the lane logged (its lines and its metric documents) says what it did, and names none of them
+    lines = log_lines(caplog)
+    assert [line["outcome"] for line in lines if line["message"] == "record done"] == ["done"] * 3
+    printed = json.dumps(lines, default=str) + capsys.readouterr().out
+    assert [needle for needle in (BSUID, PARENT_BSUID, USERNAME, PHONE) if needle in printed] == []
