@@ -191,7 +191,8 @@ def _contacts(value: Mapping[str, Any]) -> dict[str, WhatsAppIds]:
             phone=_text(contact.get("wa_id")),
             user_id=_text(contact.get("user_id")),
             parent_user_id=_text(contact.get("parent_user_id")),
-            username=_text(_mapping(contact.get("profile")).get("username")),
+            # A name, kept as a text is (made well formed); the ids must be storable as they are.
+            username=stored_text.well_formed(_text(_mapping(contact.get("profile")).get("username"))),
         )
         for key in (ids.phone, ids.user_id):
             if key:
@@ -223,7 +224,7 @@ def _whatsapp(value: Mapping[str, Any], units: Units, tenant: str) -> None:
             _text(message.get("from_parent_user_id")),
         )
         sender = senders.whatsapp_person(ids.phone, ids.user_id)
-        if not _storable(units, message_id, sender, *ids.stored().values()):
+        if not _storable(units, message_id, sender, ids.user_id, ids.parent_user_id):
             continue
         kind = _text(message.get("type")) or "unknown"
         body = _mapping(message.get(kind))
@@ -252,7 +253,7 @@ def _whatsapp(value: Mapping[str, Any], units: Units, tenant: str) -> None:
         )
         recipient = senders.whatsapp_person(ids.phone, ids.user_id)
         callback = _text(status.get("biz_opaque_callback_data"))
-        if not _storable(units, message_id, recipient, callback, *ids.stored().values()):
+        if not _storable(units, message_id, recipient, callback, ids.user_id, ids.parent_user_id):
             continue
         errors = _dicts(status.get("errors"))
         units.statuses.append(

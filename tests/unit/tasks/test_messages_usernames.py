@@ -85,3 +85,14 @@ def test_no_line_the_lane_logs_carries_a_bsuid_or_a_username(lane, caplog, capsy
     assert [line["outcome"] for line in lines if line["message"] == "record done"] == ["done"] * 3
     printed = json.dumps(lines, default=str) + capsys.readouterr().out
     assert [needle for needle in (BSUID, PARENT_BSUID, USERNAME, PHONE) if needle in printed] == []
+
+
+def test_a_username_json_spells_with_an_unpaired_surrogate_is_kept_well_formed_and_the_message_stored(lane):
+    # Given a username no table would take as sent (JSON can spell a lone surrogate)
+    h = lane("messages")
+    delivery = username_only("wamid.U4", "hello")
+    delivery["entry"][0]["changes"][0]["value"]["contacts"][0]["profile"]["username"] = "sheena\ud800"
+    _run(h, delivery)
+    # Then the message is stored, its username made well formed, as a text is
+    stored = h.data(*message_at("wamid.U4", sender=BSUID))
+    assert (stored["text"], stored["username"]) == ("hello", "sheena\ufffd")
