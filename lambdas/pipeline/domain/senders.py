@@ -39,14 +39,14 @@ INTERNATIONAL_PREFIX = "00"
 _PHONE_SPELLING = re.compile(r"\+?[0-9][0-9 ().\-]*")
 _HASH = re.compile(rf"[0-9a-f]{{{HASH_HEX_DIGITS}}}")
 _NOT_DIGITS = re.compile(r"[^0-9]")
+"""What a phone number spelled as _PHONE_SPELLING allows besides its digits (+, spaces, ().-)."""
 BSUID_MAX_ID_CHARACTERS = 128
 BSUID = re.compile(rf"[A-Z]{{2}}\.(?:ENT\.)?[A-Za-z0-9]{{1,{BSUID_MAX_ID_CHARACTERS}}}")
 """A business-scoped user id or a parent one (see the module docstring)."""
-"""What a phone number spelled as _PHONE_SPELLING allows besides its digits (+, spaces, ().-)."""
 JOB_PERSON_FIELDS = ("sender", "from", "author", "recipient", "conversation")
 """Where a job's payload names the person it is about, first match wins: the inbound AI turns
-(`conversation`, a phone number or account id), triage of a single comment (`from`), and any job
-that says so with `sender`."""
+(`conversation`, a phone number, a WhatsApp BSUID or an account id), triage of a single comment
+(`from`), and any job that says so with `sender`."""
 
 
 MIN_ID_DIGITS = 6
