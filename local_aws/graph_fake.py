@@ -8,6 +8,11 @@ what was sent, and the statuses WhatsApp sends back for each message.
 - Errors are Meta's bodies (`{"error": {"message", "type", "code", "error_data", "fbtrace_id"}}`)
   with Meta's codes: rate limits 130429, 131056, 80007; 131047 outside the service window;
   131026 undeliverable; 190 for a token that is not the stored one, or every token while revoked.
+- A WhatsApp send is addressed as the Cloud API takes it since WhatsApp usernames: a phone number
+  in `to`, or a business-scoped user id (BSUID) in `recipient` (Meta's "Business-scoped user IDs"
+  page; pywa's `send_message`). A `recipient` that is no BSUID, or a `to` that is no phone number,
+  is Meta's 100 (Invalid parameter) and nothing is sent; a send to a BSUID is answered with the
+  contact's `user_id`, and its statuses name the customer by `recipient_user_id` alone.
 - `GET /{version}/me` answers the token's user (`{"id": ...}`) for the stored token, and 190 with
   Meta's OAuthException body for any other, or every token while revoked: the lane probe's check.
 - For a WhatsApp message accepted, a `sent` status carrying its `biz_opaque_callback_data` is
@@ -43,6 +48,7 @@ from __future__ import annotations
 import contextlib
 import json
 import random
+import re
 import secrets
 import threading
 import time
@@ -313,11 +319,8 @@ class GraphFake:
             self._error(request, 400, 100, "Unsupported post request.", "")
             return
         business = parts[1]
-        length = int(request.headers.get("content-length") or 0)
-        try:
-            body = json.loads(request.rfile.read(length) or b"{}")
-        except ValueError:
-            self._error(request, 400, 100, "(#100) Invalid parameter", "the body is not JSON")
+        body = self._body(request)
+        if body is None:
             return
         if behaviour.latency_ms:
             time.sleep(behaviour.latency_ms / 1000.0)
@@ -344,12 +347,27 @@ class GraphFake:
         if sent.channel == "whatsapp":
             answer = {
                 "messaging_product": "whatsapp",
-                "contacts": [{"input": sent.recipient, "wa_id": sent.recipient}],
+                # A send to a BSUID is answered with its `user_id`, not a `wa_id` (pywa's SentMessage).
+                "contacts": [{"input": sent.recipient, _contact_id(sent.recipient): sent.recipient}],
                 "messages": [{"id": sent.message_id}],
             }
         else:
             answer = {"recipient_id": sent.recipient, "message_id": sent.message_id}
         self._answer(request, 200, answer)
+
+    def _body(self, request: BaseHTTPRequestHandler) -> Any | None:
+        """The send's JSON body, or None once Meta's error for it is answered."""
+        length = int(request.headers.get("content-length") or 0)
+        try:
+            body = json.loads(request.rfile.read(length) or b"{}")
+        except ValueError:
+            self._error(request, 400, 100, "(#100) Invalid parameter", "the body is not JSON")
+            return None
+        wrong = _misaddressed(body)
+        if wrong:
+            self._error(request, 400, 100, "(#100) Invalid parameter", wrong)
+            return None
+        return body
 
     def _me(self, request: BaseHTTPRequestHandler) -> None:
         """`GET /{version}/me`: the token's own user (the lane probe's check of the token)."""
@@ -388,7 +406,7 @@ class GraphFake:
         if not isinstance(body, dict):
             return None
         if body.get("messaging_product") == "whatsapp":
-            channel, recipient = "whatsapp", str(body.get("to") or "")
+            channel, recipient = "whatsapp", _recipient(body)
             text = str((body.get("text") or {}).get("body") or "")
             message_id = "wamid." + secrets.token_hex(16)
         else:
@@ -429,8 +447,9 @@ class GraphFake:
             "id": sent.message_id,
             "status": name,
             "timestamp": str(int(time.time())),
-            "recipient_id": sent.recipient,
         }
+        # Sent to a BSUID, the status names the customer by it; the number stays withheld.
+        status["recipient_user_id" if BSUID.fullmatch(sent.recipient) else "recipient_id"] = sent.recipient
         if sent.callback:
             status["biz_opaque_callback_data"] = sent.callback
         if code is not None:
@@ -524,10 +543,34 @@ def _recent(window: deque[float], now: float, seconds: float) -> deque[float]:
     return window
 
 
+BSUID = re.compile(r"[A-Z]{2}\.(?:ENT\.)?[A-Za-z0-9]{1,128}")
+"""A WhatsApp business-scoped user id, or a parent one, as Meta's "Business-scoped user IDs" page
+gives it; written here apart from the pipeline's own check, as Meta's is."""
+PHONE = re.compile(r"\+?[0-9][0-9 ()-]*")
+
+
+def _contact_id(recipient: str) -> str:
+    return "user_id" if BSUID.fullmatch(recipient) else "wa_id"
+
+
+def _misaddressed(body: Any) -> str:
+    """What is wrong with a WhatsApp send's addressee, as Meta refuses it with #100: a `recipient`
+    that is no BSUID, or a `to` that is no phone number (a BSUID goes in `recipient`). "" if nothing."""
+    if not isinstance(body, dict) or body.get("messaging_product") != "whatsapp":
+        return ""
+    if "recipient" in body and not (isinstance(body["recipient"], str) and BSUID.fullmatch(body["recipient"])):
+        return "recipient is not a business-scoped user ID"
+    if "to" in body and not (isinstance(body["to"], str) and PHONE.fullmatch(body["to"])):
+        return "to is not a phone number (a business-scoped user ID goes in recipient)"
+    return ""
+
+
 def _recipient(body: Any) -> str:
+    """Who a send is to: WhatsApp's `to` (a phone number), else its `recipient` (a BSUID, for a
+    customer without a phone number); the Send API's `recipient.id`."""
     if not isinstance(body, dict):
         return ""
     if body.get("messaging_product") == "whatsapp":
-        return str(body.get("to") or "")
+        return str(body.get("to") or body.get("recipient") or "")
     recipient = body.get("recipient")
     return str(recipient.get("id") or "") if isinstance(recipient, dict) else ""

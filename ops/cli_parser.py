@@ -161,8 +161,9 @@ def build_parser() -> argparse.ArgumentParser:
     who = erase.add_mutually_exclusive_group(required=True)
     who.add_argument(
         "--sender",
-        help="an id the pipeline stores: a WhatsApp phone number in international form (+44 7700 900123), "
-        "or a Messenger page-scoped, Instagram-scoped or comment author's id",
+        help="an id the pipeline stores: a WhatsApp phone number in international form (+44 7700 900123) "
+        "or business-scoped user id (US.13491208655302741918), or a Messenger page-scoped, Instagram-scoped "
+        "or comment author's id",
     )
     who.add_argument(
         "--app-scoped-id",

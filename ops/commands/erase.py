@@ -1,7 +1,9 @@
 """`lanectl erase`: erase one person for on-call, the way Meta's data-deletion callback does.
 
 The person is named by an id the pipeline stores (`--sender`: a WhatsApp phone number in
-international form, a Messenger page-scoped id, an Instagram-scoped id, a comment author's id), or
+international form or business-scoped user id (BSUID, `US.1349...`; either finds what is stored
+under the other once Meta sent both, lambdas/pipeline/tasks/erase.py), a Messenger page-scoped id,
+an Instagram-scoped id, a comment author's id), or
 by the app-scoped id Meta's callback sends (`--app-scoped-id`), which is erased with every id the
 product linked to it (lambdas/pipeline/adapters/identity_links.py; `--link` adds a link). An id
 nothing stored can be keyed by is refused, saying what to give instead.
@@ -63,8 +65,8 @@ def _requests(ctx: Context, key: SenderKey) -> ErasureRequests:
 
 
 SENDER_HELP = (
-    "a WhatsApp phone number in international form (+44 7700 900123), or a Messenger page-scoped, "
-    "Instagram-scoped or comment author's id"
+    "a WhatsApp phone number in international form (+44 7700 900123) or business-scoped user id "
+    "(US.13491208655302741918), or a Messenger page-scoped, Instagram-scoped or comment author's id"
 )
 
 

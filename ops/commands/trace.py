@@ -244,6 +244,8 @@ def _unit_view(unit: Unit, personal: bool) -> dict[str, Any]:
         }
         if personal and "text" in unit.stored:
             stored["text"] = stored_text.read(unit.stored["text"])
+        if personal and "username" in unit.stored:  # a WhatsApp username: personal, as the number is
+            stored["username"] = unit.stored["username"]
         view["stored"] = stored
     return view
 

@@ -32,6 +32,32 @@ def whatsapp_message(waba: str, wamid: str, text: str, sender: str = CUSTOMER) -
     )
 
 
+BSUID = "GB.13491208655302741918"
+"""The business-scoped user id of a customer who hid their number behind a username."""
+USERNAME = "demo.customer"
+
+
+def whatsapp_username_message(waba: str, wamid: str, text: str, bsuid: str = BSUID) -> dict[str, Any]:
+    """A message from a customer with a username: their BSUID (`from_user_id`, the contact's
+    `user_id`) and username, no phone number (no `from`, no `wa_id`), as Meta's "Business-scoped
+    user IDs" page shows it."""
+    return _whatsapp(
+        waba,
+        {
+            "contacts": [{"user_id": bsuid, "profile": {"name": "Customer", "username": USERNAME}}],
+            "messages": [
+                {
+                    "id": wamid,
+                    "from_user_id": bsuid,
+                    "timestamp": str(int(time.time())),
+                    "type": "text",
+                    "text": {"body": text},
+                }
+            ],
+        },
+    )
+
+
 def whatsapp_status(waba: str, wamid: str, status: str, recipient: str = CUSTOMER) -> dict[str, Any]:
     return _whatsapp(
         waba,

@@ -14,6 +14,10 @@ read, committed with its tenant's queued count when it was still queued (as any 
 row that can still be found and erased, never parts that nothing points at. Items are deleted in
 batches of 25.
 
+What is found also names the person's other ids (`Erasable.linked`, tasks/messages.py): an item
+found through the index by one hash but living in another's partition, or an item of the person's
+partition carrying another's hash, links the two.
+
 Index reads are eventually consistent: an item written a moment before may not be in them yet,
 which is why the task asks again until they are empty.
 """
@@ -44,6 +48,13 @@ UNPROCESSED_RETRIES = 5
 JOB_ATTEMPTS = 3
 """A job row's status may change between its read and its tombstone (a consumer finishing it):
 read and try again, this many times."""
+
+
+def _linked(sender_hash: str, indexed: list[dict[str, Any]], partition: list[dict[str, Any]]) -> tuple[str, ...]:
+    prefix = len(senders.PERSON_PREFIX)
+    found = {str(item[schema.PK])[prefix:] for item in indexed if senders.in_person_partition(item)}
+    found |= {str(item.get(schema.SENDER_HASH, "")) for item in partition}
+    return tuple(sorted(value for value in found - {sender_hash} if senders.is_hash(value)))
 
 
 class ErasureIncomplete(TransientError):
@@ -102,14 +113,13 @@ class DynamoEraser:
         return RowsPage(log_ids=ids, resume_from=response.get("LastEvaluatedKey") or None)
 
     def find(self, sender_hash: str) -> Erasable:
+        indexed, partition = self._query(Table.DATA, sender_hash), self._partition(sender_hash)
         return Erasable(
             job_ids=tuple(str(item[schema.ID]) for item in self._query(Table.JOBS, sender_hash)),
             data_keys=tuple(
-                dict.fromkeys(
-                    (str(item[schema.PK]), str(item[schema.SK]))
-                    for item in self._query(Table.DATA, sender_hash) + self._partition(sender_hash)
-                )
+                dict.fromkeys((str(item[schema.PK]), str(item[schema.SK])) for item in [*indexed, *partition])
             ),
+            linked=_linked(sender_hash, indexed, partition),
         )
 
     def _query(self, table: Table, sender_hash: str) -> list[dict[str, Any]]:
@@ -130,8 +140,8 @@ class DynamoEraser:
             {
                 "TableName": self._tables[Table.DATA],
                 "KeyConditionExpression": "#pk = :pk",
-                "ProjectionExpression": "#pk, #sk",
-                "ExpressionAttributeNames": {"#pk": schema.PK, "#sk": schema.SK},
+                "ProjectionExpression": "#pk, #sk, #hash",
+                "ExpressionAttributeNames": {"#pk": schema.PK, "#sk": schema.SK, "#hash": schema.SENDER_HASH},
                 "ExpressionAttributeValues": items.to_item({":pk": senders.person_partition(sender_hash)}),
                 "ConsistentRead": True,
             }

@@ -6,6 +6,12 @@ never retried. A reply goes out only from an asset its job's tenant owns (TENANT
 otherwise `reply_asset_not_bound`. The jobs API refuses both before anything is written
 (domain/jobs/api.py), and the ai lane again before it counts or makes a send
 (domain/consumer/task_context.py), since work reaches the lane by other paths too (a redrive, a replay).
+
+A WhatsApp recipient is a phone number, or, for a customer who hid theirs behind a username, their
+business-scoped user id (BSUID, domain/senders.py: `US.13491208655302741918`, a parent one
+`US.ENT.11815799212886844830`); the send body then names it in `recipient` instead of `to`
+(domain/dependencies/meta_send.py). Anything else, a BSUID with its country code in lower case or
+cut short included, is `reply_to_malformed`: Meta would refuse it, and a retry cannot mend it.
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from pipeline.domain import senders
 from pipeline.domain.errors import PermanentError
 from pipeline.settings import tenant_assets
 from pipeline.settings.tenant_assets import MAX_ID_DIGITS, AssetBinding, is_meta_id
@@ -50,9 +57,13 @@ def _text(value: Any) -> Any:
 
 def _recipient(channel: str, value: str) -> str:
     if channel == WHATSAPP:
+        if senders.is_bsuid(value):
+            return value
         if _WHATSAPP_RECIPIENT.fullmatch(value) is None or sum(c.isdigit() for c in value) > MAX_ID_DIGITS:
             raise ReplyToRefused(
-                REPLY_TO_MALFORMED, "reply_to.recipient must be a phone number: digits, maybe a leading +"
+                REPLY_TO_MALFORMED,
+                "reply_to.recipient must be a phone number (digits, maybe a leading +) or a business-scoped "
+                "user id (two capital letters, a dot, then letters and digits: US.13491208655302741918)",
             )
         return value
     return meta_id(value, "reply_to.recipient (a Page- or Instagram-scoped id)")
@@ -98,6 +109,11 @@ class ReplyTo:
                 f"tenant {tenant} does not own {self.channel} sender {self.business_id} (TENANT_ASSETS)",
             )
         return self
+
+    @property
+    def by_bsuid(self) -> bool:
+        """A WhatsApp reply addressed by business-scoped user id rather than phone number."""
+        return self.channel == WHATSAPP and senders.is_bsuid(self.recipient)
 
     def plain(self) -> dict[str, str]:
         return {"channel": self.channel, "business_id": self.business_id, "recipient": self.recipient}

@@ -12,6 +12,15 @@ names: a phone number in any usual spelling (`+1 (555) 123-4567`, `0015551234567
 digits with the country code, as WhatsApp's `wa_id` already is; Meta's ids are digits and stay as
 they are. A national number without its country code cannot be told apart from another country's,
 so erasure requests must give the international form.
+
+WhatsApp's business-scoped user ids (BSUIDs, Meta's 2026 username rollout) are the one id that is
+not digits: a two-letter ISO country code, a dot, and up to 128 letters and digits
+(`US.13491208655302741918`), or, for the parent BSUID shared across a business portfolio, the
+country code, `ENT` and the id (`US.ENT.11815799212886844830`): the shape Meta's "Business-scoped
+user IDs" page and the clients built on it (pywa's `User.from_contact`) give. A BSUID is kept as
+Meta sent it, letter case included: Meta asks for it to be sent back exactly. A WhatsApp customer is
+named by their phone number when the webhook carries one and by their BSUID when it does not
+(`whatsapp_person`); tasks/messages.py says how the two are linked when both are seen.
 """
 
 from __future__ import annotations
@@ -31,10 +40,13 @@ _PHONE_SPELLING = re.compile(r"\+?[0-9][0-9 ().\-]*")
 _HASH = re.compile(rf"[0-9a-f]{{{HASH_HEX_DIGITS}}}")
 _NOT_DIGITS = re.compile(r"[^0-9]")
 """What a phone number spelled as _PHONE_SPELLING allows besides its digits (+, spaces, ().-)."""
+BSUID_MAX_ID_CHARACTERS = 128
+BSUID = re.compile(rf"[A-Z]{{2}}\.(?:ENT\.)?[A-Za-z0-9]{{1,{BSUID_MAX_ID_CHARACTERS}}}")
+"""A business-scoped user id or a parent one (see the module docstring)."""
 JOB_PERSON_FIELDS = ("sender", "from", "author", "recipient", "conversation")
 """Where a job's payload names the person it is about, first match wins: the inbound AI turns
-(`conversation`, a phone number or account id), triage of a single comment (`from`), and any job
-that says so with `sender`."""
+(`conversation`, a phone number, a WhatsApp BSUID or an account id), triage of a single comment
+(`from`), and any job that says so with `sender`."""
 
 
 MIN_ID_DIGITS = 6
@@ -47,6 +59,10 @@ class SenderKeyUnavailable(RuntimeError):
 
 class UnusableId(ValueError):
     """An id nothing the pipeline stores is keyed by; the message says what to give instead."""
+
+
+def is_bsuid(value: object) -> bool:
+    return isinstance(value, str) and BSUID.fullmatch(value) is not None
 
 
 def normalise(sender: str) -> str:
@@ -64,13 +80,17 @@ def normalise(sender: str) -> str:
 
 def usable_id(sender: str) -> str:
     """`sender` normalised, if it can name what the pipeline stores: every id a webhook carries
-    (phone numbers with their country code, Meta's ids) is digits. Raises UnusableId."""
+    is digits (phone numbers with their country code, Meta's ids) or a WhatsApp BSUID.
+    Raises UnusableId."""
     text = sender.strip()
     normalised = normalise(text)
+    if is_bsuid(normalised):
+        return normalised
     if not normalised.isdigit():
         raise UnusableId(
             "not an id the pipeline stores (those are digits: a phone number in international form, or "
-            "one of Meta's ids); an email address or a name finds nothing"
+            "one of Meta's ids; or a WhatsApp business-scoped user id, US.1234...); an email address, a "
+            "username or a name finds nothing"
         )
     if _PHONE_SPELLING.fullmatch(text) and text.startswith("0") and not text.startswith(INTERNATIONAL_PREFIX):
         raise UnusableId("a national phone number (starting 0) matches nobody: give it with its country code (+44 ...)")
@@ -105,13 +125,24 @@ def _mappings(value: Any) -> Iterator[Mapping[str, Any]]:
         yield from (item for item in value if isinstance(item, Mapping))
 
 
+def whatsapp_person(phone: str, bsuid: str) -> str:
+    """Who a WhatsApp unit is about: the phone number when Meta sent one, else the BSUID (a
+    username-only customer, whose number Meta withholds)."""
+    return phone or bsuid
+
+
 def _ids_in_change(value: Mapping[str, Any]) -> Iterator[str]:
+    # Both of a WhatsApp customer's ids when Meta sends both: the row is then found by either
+    # (the BSUID fields are those of Meta's username rollout; see the module docstring).
     for message in _mappings(value.get("messages")):
         yield _id(message.get("from"))
+        yield _id(message.get("from_user_id"))
     for contact in _mappings(value.get("contacts")):
         yield _id(contact.get("wa_id"))
+        yield _id(contact.get("user_id"))
     for status in _mappings(value.get("statuses")):
         yield _id(status.get("recipient_id"))
+        yield _id(status.get("recipient_user_id"))
     author = value.get("from")
     if isinstance(author, Mapping):  # a comment or a feed change
         yield _id(author.get("id"))

@@ -3,6 +3,12 @@ the bulk lane; see domain/erasure/requests.py for how a request becomes one). A 
 app-scoped id is also every id linked to it (`linked`, adapters/identity_links.py): one scan of
 the log for all of them, then each one's indexes and partition.
 
+A WhatsApp customer known by phone number and by business-scoped user id (BSUID) has items under
+either, linked by the items themselves (tasks/messages.py): before anything is read, each hash's
+links are followed (`_linked_ids`, what `find` reports in `Erasable.linked`) until no new one turns
+up, so an erasure asked for by either id erases both, log rows included. At most
+erasure.MAX_LINKED ids are followed; more is a bad erasure, never a partial one.
+
 Rows first, then items: a message still on its way to a lane finds its row erased and writes
 nothing, so no item about the person is made after their rows are gone. The webhook log is read
 by a scan for the rows naming the person (adapters/erasure.py says why a scan): page by page,
@@ -140,8 +146,20 @@ def _again(ctx: TaskContext, sender_hashes: list[str]) -> tuple[FollowUp, ...]:
     return (FollowUp(again, delay_seconds=int(ctx.option(AGAIN_OPTION, AGAIN_SECONDS))),)
 
 
+def _linked_ids(ctx: TaskContext, sender_hashes: list[str]) -> list[str]:
+    """`sender_hashes` and every id linked to one of them, however far (see the module docstring)."""
+    found = list(sender_hashes)
+    for sender_hash in found:  # grows as it goes: each new id is asked in turn
+        for other in ctx.eraser.find(sender_hash).linked:
+            if other not in found:
+                found.append(other)
+        if len(found) > erasure.MAX_LINKED + 1:
+            raise PermanentError("bad_erasure", f"more than {erasure.MAX_LINKED} ids are linked to this person")
+    return found
+
+
 def run(ctx: TaskContext) -> TaskResult:
-    sender_hashes = _sender_hashes(ctx.payload)
+    sender_hashes = _linked_ids(ctx, _sender_hashes(ctx.payload))
     counts: Counter[str] = Counter((ctx.envelope.progress or {}).get(ERASED) or {})
     if ctx.envelope.source != "internal":  # the second pass leaves the log alone (see above)
         _scan_rows(ctx, sender_hashes, counts)

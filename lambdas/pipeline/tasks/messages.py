@@ -19,6 +19,17 @@
 - Comments in a delivery that also carried messages land here (the door never lets a message
   wait behind a comment flood) and are stored for triage, untriaged.
 
+A WhatsApp customer is named by phone number when the webhook carries one and by business-scoped
+user id (BSUID) otherwise (tasks/meta.py, domain/senders.py), and their items live in that id's
+partition. Since April 2026 Meta sends both to most: a message or status naming both lives in the
+phone number's partition and carries the BSUID's hash as its `sender_hash` (the by_sender index),
+at one index write a unit. That is the link: an erasure by BSUID finds the item through the index
+and, from its partition, the phone number's other items; an erasure by phone number finds the
+BSUID in its partition and, through it, whatever was stored under the BSUID alone (a customer who
+hid their number later). tasks/erase.py follows the links. The BSUID, parent BSUID and username
+Meta sent are kept on the item (`user_id`, `parent_user_id`, `username`): personal data, erased and
+expired with it, never logged.
+
 Each unit is filed under the business of the entry it came in (tasks/meta.py), so a delivery
 batching several Pages or WhatsApp Business Accounts keeps each one's apart.
 
@@ -75,8 +86,11 @@ def comment_key(tenant: str, comment_id: str, person: str | None) -> dict[str, s
     return _key("comment", tenant, comment_id, person)
 
 
-def store_message(tenant: str, message: meta.InboundMessage, now: float, sender_hash: str | None = None) -> Put:
-    """`sender_hash`: the hash of the customer the message is about (`message.person`)."""
+def store_message(
+    tenant: str, message: meta.InboundMessage, now: float, sender_hash: str | None = None, linked: str | None = None
+) -> Put:
+    """`sender_hash`: the hash of the customer the message is about (`message.person`); `linked`:
+    the hash of their BSUID when `message.person` is their phone number (see the module docstring)."""
     item: dict[str, Any] = {
         **message_key(tenant, message.id, sender_hash),
         "channel": message.channel,
@@ -85,7 +99,10 @@ def store_message(tenant: str, message: meta.InboundMessage, now: float, sender_
         "text": stored_text.stored(message.text),
         "sent_at": message.timestamp,
         "stored_at": now,
+        **message.ids.stored(),
     }
+    if linked is not None and sender_hash is not None:
+        item[schema.SENDER_HASH] = linked
     if message.direction == meta.OUTGOING:  # inbound, the usual case, is left unsaid
         item.update(direction=meta.OUTGOING, recipient=message.recipient)
     return Put(
@@ -98,7 +115,11 @@ def store_message(tenant: str, message: meta.InboundMessage, now: float, sender_
     )
 
 
-def apply_status(tenant: str, update: meta.StatusUpdate, now: float, sender_hash: str | None = None) -> Update:
+def apply_status(
+    tenant: str, update: meta.StatusUpdate, now: float, sender_hash: str | None = None, linked: str | None = None
+) -> Update:
+    """`linked`: as store_message's. Each status sets the ids it carries, so an id Meta sends only
+    with a delivered or read status (the username) is kept too."""
     names = {
         "#status": "status",
         "#rank": "status_rank",
@@ -113,10 +134,18 @@ def apply_status(tenant: str, update: meta.StatusUpdate, now: float, sender_hash
         ":recipient": update.recipient,
         ":now": now,
     }
+    expression = "SET #status = :status, #rank = :rank, #at = :at, #recipient = :recipient, #seen = :now"
+    extra = dict(update.ids.stored())
+    if linked is not None and sender_hash is not None:
+        extra[schema.SENDER_HASH] = linked
+    for n, (name, value) in enumerate(sorted(extra.items())):
+        names[f"#id{n}"] = name
+        values[f":id{n}"] = value
+        expression += f", #id{n} = :id{n}"
     return Update(
         table=Table.DATA,
         key=status_key(tenant, update.message_id, sender_hash),
-        expression="SET #status = :status, #rank = :rank, #at = :at, #recipient = :recipient, #seen = :now",
+        expression=expression,
         condition="attribute_not_exists(#rank) OR #rank < :rank",
         names=names,
         values=values,
@@ -161,8 +190,13 @@ def run(ctx: TaskContext) -> TaskResult:
     comments = {(c.tenant, c.id): c for c in units.comments}
     # Each unit is filed under its own entry's business (tasks/meta.py), not the delivery's first.
     tenant = functools.partial(meta.tenant_of, delivery_tenant=delivery_tenant)
-    writes: list[Write] = [store_message(tenant(m), m, ctx.now, ctx.sender_hash(m.person)) for m in messages.values()]
-    writes += [apply_status(tenant(s), s, ctx.now, ctx.sender_hash(s.recipient)) for s in statuses.values()]
+    writes: list[Write] = [
+        store_message(tenant(m), m, ctx.now, ctx.sender_hash(m.person), _linked(ctx, m.ids)) for m in messages.values()
+    ]
+    writes += [
+        apply_status(tenant(s), s, ctx.now, ctx.sender_hash(s.recipient), _linked(ctx, s.ids))
+        for s in statuses.values()
+    ]
     writes += [store_untriaged(tenant(c), c, ctx.now, ctx.sender_hash(c.author)) for c in comments.values()]
     resolved, failed, refused = _replies(ctx, statuses.values())
     writes += resolved
@@ -180,6 +214,11 @@ def run(ctx: TaskContext) -> TaskResult:
             "callbacks_refused": refused,
         },
     )
+
+
+def _linked(ctx: TaskContext, ids: meta.WhatsAppIds) -> str | None:
+    bsuid = ids.linked_bsuid
+    return ctx.sender_hash(bsuid) if bsuid else None
 
 
 def _replies(ctx: TaskContext, statuses: Any) -> tuple[list[Write], Counter[str], int]:

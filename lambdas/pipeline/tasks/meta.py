@@ -22,6 +22,15 @@ batches entries per object, so one delivery to an app subscribed to several Page
 Business Accounts holds several businesses, and each unit's effects are filed under its own, never
 under the delivery's first. A unit of an entry naming no business is the delivery's (`tenant_of`).
 
+WhatsApp's business-scoped user ids (Meta's 2026 username rollout; domain/senders.py has their
+shape) come as Meta's "Business-scoped user IDs" page and pywa (`User.from_contact`, its
+`callback_button.json` test delivery) show them: a message's `from` (the phone number, absent for a
+username-only customer) beside `from_user_id` (the BSUID) and `from_parent_user_id`; a contact's
+`wa_id` (maybe absent) beside `user_id`, `parent_user_id` and `profile.username`; a status's
+`recipient_id` (maybe absent) beside `recipient_user_id` and `recipient_parent_user_id`, and the
+`contacts` of a delivered or read status. A unit is about its phone number when it has one and its
+BSUID otherwise (senders.whatsapp_person).
+
 A Messenger or Instagram echo (`message.is_echo`: Meta's copy of a message the business itself
 sent, `sender` the business and `recipient` the customer) is the business's outgoing message to
 that customer: stored as such, in the customer's partition, where their erasure finds it.
@@ -35,7 +44,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from pipeline.domain import epoch, stored_text
+from pipeline.domain import epoch, senders, stored_text
 from pipeline.domain.errors import PermanentError
 from pipeline.domain.webhook import routing
 
@@ -48,6 +57,28 @@ OTHER = "other"
 """What a name Meta sent is counted as when it is not a plain field name: a metric's dimension
 must stay a small set."""
 _EVENT_ENDS = frozenset({"sender", "recipient", "timestamp"})
+
+
+@dataclass(frozen=True)
+class WhatsAppIds:
+    """What Meta's username rollout adds about a WhatsApp customer (see the module docstring)."""
+
+    phone: str = ""
+    user_id: str = ""
+    """The BSUID."""
+    parent_user_id: str = ""
+    username: str = ""
+
+    @property
+    def linked_bsuid(self) -> str:
+        """The BSUID of a customer also named by phone number: their items live under the number,
+        and this second id must find them too (tasks/messages.py)."""
+        return self.user_id if self.phone and self.user_id else ""
+
+    def stored(self) -> dict[str, str]:
+        """The fields an item about the customer keeps, only those Meta sent."""
+        fields = {"user_id": self.user_id, "parent_user_id": self.parent_user_id, "username": self.username}
+        return {name: value for name, value in fields.items() if value}
 
 
 @dataclass(frozen=True)
@@ -64,6 +95,8 @@ class InboundMessage:
     """OUTGOING for an echo: `sender` is the business, `recipient` the customer."""
     tenant: str = ""
     """The business of the entry it came in (routing.entry_tenant); "" when the entry names none."""
+    ids: WhatsAppIds = field(default_factory=WhatsAppIds)
+    """A WhatsApp customer's business-scoped ids and username, as far as Meta sent them."""
 
     @property
     def person(self) -> str:
@@ -85,6 +118,8 @@ class StatusUpdate:
     """A `failed` status's reason: Meta's code in its first `errors` entry (131047, 131026, ...)."""
     tenant: str = ""
     """The business of the entry it came in (routing.entry_tenant); "" when the entry names none."""
+    ids: WhatsAppIds = field(default_factory=WhatsAppIds)
+    """The recipient's business-scoped ids and username, as far as Meta sent them."""
 
 
 @dataclass(frozen=True)
@@ -147,14 +182,49 @@ def _dicts(value: Any) -> list[Mapping[str, Any]]:
     return [v for v in value if isinstance(v, Mapping)] if isinstance(value, list) else []
 
 
+def _contacts(value: Mapping[str, Any]) -> dict[str, WhatsAppIds]:
+    """The change's contacts, by each id they carry (a message or status names its customer by
+    either)."""
+    found: dict[str, WhatsAppIds] = {}
+    for contact in _dicts(value.get("contacts")):
+        ids = WhatsAppIds(
+            phone=_text(contact.get("wa_id")),
+            user_id=_text(contact.get("user_id")),
+            parent_user_id=_text(contact.get("parent_user_id")),
+            # A name, kept as a text is (made well formed); the ids must be storable as they are.
+            username=stored_text.well_formed(_text(_mapping(contact.get("profile")).get("username"))),
+        )
+        for key in (ids.phone, ids.user_id):
+            if key:
+                found[key] = ids
+    return found
+
+
+def _ids(contacts: Mapping[str, WhatsAppIds], phone: str, user_id: str, parent_user_id: str) -> WhatsAppIds:
+    contact = contacts.get(phone) or contacts.get(user_id) or WhatsAppIds()
+    return WhatsAppIds(
+        phone=phone,
+        user_id=user_id or contact.user_id,
+        parent_user_id=parent_user_id or contact.parent_user_id,
+        username=contact.username,
+    )
+
+
 def _whatsapp(value: Mapping[str, Any], units: Units, tenant: str) -> None:
+    contacts = _contacts(value)
     for message in _dicts(value.get("messages")):
         message_id = _text(message.get("id"))
         if not message_id:
             units.ignore("message", "no_id")
             continue
-        sender = _text(message.get("from"))
-        if not _storable(units, message_id, sender):
+        ids = _ids(
+            contacts,
+            _text(message.get("from")),
+            _text(message.get("from_user_id")),
+            _text(message.get("from_parent_user_id")),
+        )
+        sender = senders.whatsapp_person(ids.phone, ids.user_id)
+        if not _storable(units, message_id, sender, ids.user_id, ids.parent_user_id):
             continue
         kind = _text(message.get("type")) or "unknown"
         body = _mapping(message.get(kind))
@@ -167,6 +237,7 @@ def _whatsapp(value: Mapping[str, Any], units: Units, tenant: str) -> None:
                 text=_text(body.get("body") or body.get("caption")),
                 channel="whatsapp",
                 tenant=tenant,
+                ids=ids,
             )
         )
     for status in _dicts(value.get("statuses")):
@@ -174,9 +245,15 @@ def _whatsapp(value: Mapping[str, Any], units: Units, tenant: str) -> None:
         if not message_id or not name:
             units.ignore("status", "no_id")
             continue
-        recipient = _text(status.get("recipient_id"))
+        ids = _ids(
+            contacts,
+            _text(status.get("recipient_id")),
+            _text(status.get("recipient_user_id")),
+            _text(status.get("recipient_parent_user_id")),
+        )
+        recipient = senders.whatsapp_person(ids.phone, ids.user_id)
         callback = _text(status.get("biz_opaque_callback_data"))
-        if not _storable(units, message_id, recipient, callback):
+        if not _storable(units, message_id, recipient, callback, ids.user_id, ids.parent_user_id):
             continue
         errors = _dicts(status.get("errors"))
         units.statuses.append(
@@ -189,6 +266,7 @@ def _whatsapp(value: Mapping[str, Any], units: Units, tenant: str) -> None:
                 _text(_mapping(value.get("metadata")).get("phone_number_id")),
                 _int(errors[0].get("code")) if errors else 0,
                 tenant=tenant,
+                ids=ids,
             )
         )
 

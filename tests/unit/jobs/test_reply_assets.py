@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from pipeline.adapters.items import from_item
 from pipeline.domain.jobs import requests as jobs
 from stacks.config.environments import LOCAL_ASSETS, LOCAL_SHOP
 from tests.unit.jobs.conftest import PARTNER_ACME, PRODUCER, body_of, submit
@@ -41,6 +42,8 @@ def test_a_caller_bound_to_acme_cannot_reply_through_another_tenants_number(api,
         ("business_id", "1" * 21),
         ("business_id", "\uff11\uff12\uff13"),  # full-width digits: str.isdigit says yes, a Graph URL says no
         ("recipient", "15551230001/messages"),
+        ("recipient", "us.13491208655302741918"),  # a BSUID's country code is capitals
+        ("recipient", "US.1349/messages"),
         ("channel", "sms"),
     ],
 )
@@ -49,6 +52,16 @@ def test_a_reply_to_that_is_not_metas_shape_is_400_and_nothing_is_written(api, i
     assert response["statusCode"] == 400
     assert body_of(response)["message"].startswith("reply_to_malformed: reply_to.")
     assert inspect.job_rows() == []
+
+
+def test_a_reply_to_a_customers_business_scoped_user_id_is_taken(api, inspect):
+    # A customer whose username hides their number is answered by BSUID
+    body = turn("acme", recipient="US.13491208655302741918")
+    body["payload"]["conversation"] = "US.13491208655302741918"
+    response = api(submit(body, caller=PARTNER_ACME), None)
+    assert response["statusCode"] == 202
+    [row] = inspect.job_rows()
+    assert from_item(row)["payload"]["reply_to"]["recipient"] == "US.13491208655302741918"
 
 
 def test_a_reply_send_posted_directly_is_held_to_the_same_binding(api, inspect):

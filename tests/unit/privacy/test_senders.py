@@ -68,3 +68,25 @@ def test_a_job_names_its_person_by_sender_then_author_then_conversation():
     assert senders.person_in_job({"conversation": "15550002"}) == "15550002"
     assert senders.person_in_job({"import_id": "i", "rows": []}) is None
     assert senders.person_in_job(["not", "a", "mapping"]) is None
+
+
+def test_a_username_only_delivery_names_its_customer_by_bsuid_and_one_with_both_ids_names_both():
+    from tests.unit.tasks.username_payloads import BSUID, PHONE, status_to_bsuid, username_only, with_phone
+
+    # Given deliveries of Meta's username rollout (no phone number, or both ids)
+    # Then the row of each is indexed by every id an erasure may be asked for, never the parent BSUID
+    assert senders.people_in_delivery(username_only("wamid.U")) == {BSUID}
+    assert senders.people_in_delivery(status_to_bsuid("wamid.S", "read")) == {BSUID}
+    assert senders.people_in_delivery(with_phone("wamid.P")) == {PHONE, BSUID}
+
+
+@pytest.mark.parametrize("bsuid", ["US.13491208655302741918", "BR.1502576394655843", "US.ENT.11815799212886844830"])
+def test_a_business_scoped_user_id_is_an_id_an_erasure_may_name_kept_as_meta_spells_it(bsuid):
+    assert senders.usable_id(f" {bsuid} ") == bsuid
+    assert senders.sender_hash(KEY, bsuid) != senders.sender_hash(KEY, bsuid.lower())
+
+
+@pytest.mark.parametrize("wrong", ["us.13491208655302741918", "USA.1349", "US.", "US-1349", "@sheena.bakes"])
+def test_what_only_looks_like_a_bsuid_or_is_a_username_is_refused_saying_what_to_give(wrong):
+    with pytest.raises(senders.UnusableId, match="business-scoped user id"):
+        senders.usable_id(wrong)

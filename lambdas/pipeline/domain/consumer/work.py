@@ -65,6 +65,9 @@ class Erasable:
     job_ids: tuple[str, ...] = ()
     data_keys: tuple[tuple[str, str], ...] = ()
     """(pk, sk) of data-table items."""
+    linked: tuple[str, ...] = ()
+    """Hashes of the person's other ids, read off what was found: a WhatsApp customer's phone
+    number and business-scoped id are linked by their items (tasks/messages.py)."""
 
     @property
     def empty(self) -> bool:

@@ -167,11 +167,13 @@ def error_for(status: int, body: Any) -> Exception:
 
 
 def whatsapp_text(reply_to: ReplyTo, text: str, callback: str) -> dict[str, Any]:
-    """The body of `POST /{phone-number-id}/messages` for a text reply."""
+    """The body of `POST /{phone-number-id}/messages` for a text reply: to a phone number in `to`,
+    or to a business-scoped user id in `recipient` (`to` left out), as the Cloud API takes it since
+    WhatsApp usernames (Meta's "Business-scoped user IDs" page; pywa's `send_message`)."""
     return {
         "messaging_product": "whatsapp",
         "recipient_type": "individual",
-        "to": reply_to.recipient,
+        ("recipient" if reply_to.by_bsuid else "to"): reply_to.recipient,
         "type": "text",
         "text": {"preview_url": False, "body": text},
         "biz_opaque_callback_data": callback,
