@@ -9,7 +9,7 @@ import pytest
 from pipeline.domain.dependencies import meta_send as ms
 from pipeline.domain.reply_to import REPLY_TO_MALFORMED, ReplyTo, ReplyToRefused
 from tests.unit.tasks.payloads import FakeVendor
-from tests.unit.tasks.test_replies import PHONE_ID, _drain, _message, _reply, ai_lane, graph  # noqa: F401
+from tests.unit.tasks.test_replies import PHONE_ID, _drain, _message, _reply, ai_lane  # noqa: F401
 from tests.unit.tasks.username_payloads import BSUID, PARENT_BSUID
 
 TO_BSUID = {"channel": "whatsapp", "business_id": PHONE_ID, "recipient": BSUID}
