@@ -240,6 +240,7 @@ class PipelineStack(Stack):
         CfnOutput(self, "ApiUrl", value=self.ingress.url)
         CfnOutput(self, "WebhookUrl", value=self._webhook_url(), description="The callback URL to give Meta")
         CfnOutput(self, "JobsFunctionName", value=self.ingress.jobs.function.function_name)
+        CfnOutput(self, "WebhookFunctionName", value=self.ingress.webhook.function.function_name)
         CfnOutput(self, "WebhookTableName", value=self.tables.webhook_log.table_name)
         CfnOutput(self, "JobsTableName", value=self.tables.jobs.table_name)
         CfnOutput(self, "StateTableName", value=self.tables.state.table_name)
