@@ -47,7 +47,7 @@ def function_alarms(
             function.metric_throttles(period=period, statistic="Sum"),
             1,
             "Lambda throttled the function (its reservation or the account's concurrency is spent); each "
-            "throttled request was answered 5xx.",
+            "throttled request was refused (5xx behind the API, 429 on a function URL).",
         ),
         (
             "LambdaNearTimeout",
