@@ -10,6 +10,7 @@ from pipeline.domain.dependencies.lane_pause import pause_reasons
 from pipeline.domain.erasure import requests as erasure_rules
 from pipeline.domain.webhook.routing import WEBHOOK_LANES
 from stacks import runtime_env
+from stacks.config.doors import WEBHOOK_PATH
 from stacks.config.environments import Environment
 from stacks.constructs.after_deploy import AfterDeploy
 from stacks.constructs.alarms import OnCall
@@ -216,6 +217,15 @@ class PipelineStack(Stack):
         )
         self.after_deploy.runs_after(self)
 
+    def _webhook_url(self) -> str:
+        """Where Meta posts: the edge or the mutual TLS domain where the environment has one (they
+        front the API's route), else the webhook door's own URL (the function URL or the route)."""
+        if self.edge is not None:
+            return f"https://{self.edge.distribution.distribution_domain_name}{WEBHOOK_PATH}"
+        if self.config.mutual_tls is not None:
+            return f"https://{self.config.mutual_tls.domain_name}{WEBHOOK_PATH}"
+        return self.ingress.webhook_url
+
     def _outputs(self) -> None:
         """What the operator CLI and the local runtime look up, by these exact keys."""
         for name, queues in self.lane_queues.items():
@@ -228,7 +238,9 @@ class PipelineStack(Stack):
             CfnOutput(self, f"{prefix}MappingId", value=consumer.mapping.event_source_mapping_id)
             CfnOutput(self, f"{prefix}FunctionName", value=consumer.consumer.function.function_name)
         CfnOutput(self, "ApiUrl", value=self.ingress.url)
+        CfnOutput(self, "WebhookUrl", value=self._webhook_url(), description="The callback URL to give Meta")
         CfnOutput(self, "JobsFunctionName", value=self.ingress.jobs.function.function_name)
+        CfnOutput(self, "WebhookFunctionName", value=self.ingress.webhook.function.function_name)
         CfnOutput(self, "WebhookTableName", value=self.tables.webhook_log.table_name)
         CfnOutput(self, "JobsTableName", value=self.tables.jobs.table_name)
         CfnOutput(self, "StateTableName", value=self.tables.state.table_name)

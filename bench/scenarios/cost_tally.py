@@ -6,10 +6,12 @@ priced at its table's class: a design names the tables it keeps in the Standard-
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from bench.mapping_player import BATCH
 from bench.scenarios.metering import Usage
+from stacks.config.doors import WebhookDoorKind
 from stacks.config.lanes import catalogue
 
 LANE = "messages"
@@ -150,6 +152,18 @@ def floor_cost(ours: Tally) -> dict[str, float]:
         log_kept_days=ours.log_kept_days,
     )
     return {item: dollars * 1_000_000 / n for item, dollars in itemised(counts, lane).items()}
+
+
+API_ITEM = "API Gateway"
+"""The HTTP API's request charge among the priced items (ops/cost/pricing.py `itemised`)."""
+
+
+def by_door(costs: Mapping[str, float]) -> dict[WebhookDoorKind, float]:
+    """A design's total per million webhooks with each webhook door (stacks/config/doors.py): the
+    HTTP API's route pays its request charge; a function URL pays none, and everything else the
+    same (the same invocation, the same log lines, the same AWS calls)."""
+    total = sum(costs.values())
+    return {WebhookDoorKind.HTTP_API: total, WebhookDoorKind.FUNCTION_URL: total - costs[API_ITEM]}
 
 
 def per_batch(t: Tally) -> str:

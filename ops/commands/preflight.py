@@ -6,7 +6,8 @@ Each check prints PASS, FAIL or SKIP with what it saw; any FAIL exits 1 (so `mak
 - Powertools layer: the public parameter naming the layer for the pinned version and the functions'
   runtime exists in the target region (the deploy resolves it, and fails without it);
 - concurrency: the reservations the environment makes against the account's quota, keeping the
-  100 Lambda holds unreserved (a new account's quota of 10 fails any reservation);
+  100 Lambda holds unreserved (a new account's quota of 10 fails any reservation); a function URL
+  webhook door's reservation counts whether or not the environment reserves for its lanes;
 - Meta secret: set, with the keys the webhook door reads, and a previous secret (during a rotation)
   dated as the door requires (only once the stack exists);
 - Meta access token: set and non-empty, when a lane sends replies (only once the stack exists);
@@ -21,7 +22,9 @@ Each check prints PASS, FAIL or SKIP with what it saw; any FAIL exits 1 (so `mak
   Chatbot (ops/commands/preflight_on_call.py);
 - mutual TLS (when the environment turns it on): the ACM certificate is issued and covers the
   domain, and the truststore object exists and holds PEM certificates (API Gateway refuses the
-  domain otherwise, and a truststore without Meta's CA would lock Meta out).
+  domain otherwise, and a truststore without Meta's CA would lock Meta out);
+- webhook url: the callback URL to give Meta (the `WebhookUrl` output: the function URL's or the
+  API's route, or the edge's or the mutual TLS domain's where those front it), once the stack exists.
 """
 
 from __future__ import annotations
@@ -118,6 +121,8 @@ def _current_reservations(ctx: Context, deployment: Deployment | None) -> int:
     client = ctx.aws.client("lambda")
     total = 0
     outputs = [output_prefix(lane.name) + "FunctionName" for lane in ctx.env.lanes] + ["JobsFunctionName"]
+    if ctx.env.webhook_reservation:
+        outputs.append("WebhookFunctionName")
     for output in outputs:
         name = deployment.outputs.get(output)
         if name:
@@ -132,9 +137,12 @@ def check_concurrency(ctx: Context, deployment: Deployment | None) -> Result:
         return Result(SKIP, "concurrency", f"cannot read the account's Lambda settings ({describe_error(exc)})")
     quota = int(settings["ConcurrentExecutions"])
     unreserved = int(settings.get("UnreservedConcurrentExecutions", quota))
-    if not ctx.env.reserved_concurrency:
+    door = ctx.env.webhook_reservation  # the function URL door's only bound: taken either way
+    if not ctx.env.reserved_concurrency and not door:
         return Result(PASS, "concurrency", f"{ctx.env.name} reserves nothing; account quota {quota}")
-    wanted = ctx.env.reserved_total + ctx.env.jobs_reservation + SWEEPER_RESERVATION + PROBE_RESERVATION
+    wanted = door
+    if ctx.env.reserved_concurrency:
+        wanted += ctx.env.reserved_total + ctx.env.jobs_reservation + SWEEPER_RESERVATION + PROBE_RESERVATION
     held = _current_reservations(ctx, deployment)
     available = unreserved + held - UNRESERVED_MINIMUM
     detail = (
@@ -304,6 +312,19 @@ def check_mutual_tls(ctx: Context) -> Result:
     )
 
 
+def check_webhook_url(ctx: Context, deployment: Deployment | None) -> Result:
+    name = "webhook url"
+    door = "a function URL" if ctx.env.webhook_door.function_url else "the HTTP API's route"
+    if deployment is None:
+        return Result(
+            SKIP, name, f"{stack_name(ctx.env)} is not deployed yet; after the deploy, give Meta its WebhookUrl output"
+        )
+    url = deployment.outputs.get("WebhookUrl")
+    if not url:
+        return Result(FAIL, name, f"{deployment.stack} has no WebhookUrl output: deploy the stack again")
+    return Result(PASS, name, f"give Meta {url} ({ctx.env.name}'s webhook door is {door})")
+
+
 def run_preflight(ctx: Context) -> int:
     ctx.console.line(f"preflight for {ctx.env.name} ({ctx.target.where})")
     results: list[Result] = []
@@ -318,7 +339,8 @@ def run_preflight(ctx: Context) -> int:
     record(check_on_call(ctx))
     if account is None:
         names = ("cdk bootstrap", "powertools layer", "concurrency", "meta secret", "meta access token")
-        for name in (*names, *(f"model {model.lane}" for model in ctx.env.models), "mutual tls", SUBSCRIPTIONS, CHAT):
+        models = (f"model {model.lane}" for model in ctx.env.models)
+        for name in (*names, *models, "mutual tls", SUBSCRIPTIONS, CHAT, "webhook url"):
             record(Result(SKIP, name, "needs credentials"))
     else:
         deployment, problem = _stack(ctx)
@@ -338,6 +360,7 @@ def run_preflight(ctx: Context) -> int:
         record(check_mutual_tls(ctx))
         record(check_subscriptions(ctx, deployment))
         record(check_chat_channels(ctx))
+        record(check_webhook_url(ctx, deployment))
     failed = [r for r in results if r.status == FAIL]
     ctx.console.line(f"{len(failed)} check(s) failed: do not deploy yet" if failed else "ready to deploy")
     return FAILED if failed else OK

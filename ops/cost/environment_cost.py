@@ -1,17 +1,20 @@
-"""What an environment costs a month: its lanes, its fixed costs, and the optional edge
-(CloudFront and AWS WAF in front of the webhook), priced on its own. `lanectl plan` reads this.
+"""What an environment costs a month: its lanes, its fixed costs, the optional edge (CloudFront
+and AWS WAF in front of the webhook) and each webhook door, priced on their own. `lanectl plan`
+reads this.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ops.cost.account_signal import AccountSignalCost, account_signal_cost
+from ops.cost.door_cost import DoorCost, door_costs
 from ops.cost.model_cost import ModelCost, model_costs
 from ops.cost.prices import LIST_PRICES, Prices
-from ops.cost.pricing import Cost, FixedCost, entry, fixed_cost, lane_cost, row_kib
+from ops.cost.pricing import DOOR_ROUTES, Cost, FixedCost, entry, fixed_cost, lane_cost, row_kib
 from pipeline.domain.dependencies.lane_pause import pause_reasons
+from stacks.config.doors import WebhookDoorKind
 from stacks.config.environments import Environment
 from stacks.config.lanes import Lane
 from stacks.config.on_call import sns_delivers
@@ -91,6 +94,9 @@ class EnvironmentCost:
     """The model calls of each lane that has a model (ops/cost/model_cost.py)."""
     accounts: AccountSignalCost | None = None
     """Per source account, its last delivery and the quiet-accounts alarm (ops/cost/account_signal.py)."""
+    doors: dict[WebhookDoorKind, DoorCost] = field(default_factory=dict)
+    """Both webhook doors priced for this traffic (ops/cost/door_cost.py); the lanes' and the fixed
+    costs already count the one the environment uses."""
 
     @property
     def total(self) -> float:
@@ -111,6 +117,7 @@ def environment_cost(env: Environment, average_fraction: float, prices: Prices =
                 tracing_active=env.tracing_active,
                 retention=env.retention,
                 log_kept_days=env.log_retention_days,
+                through_api=not (env.webhook_door.function_url and entry(lane) == "webhook"),
             )
             for lane in env.lanes
         },
@@ -135,7 +142,10 @@ def environment_cost(env: Environment, average_fraction: float, prices: Prices =
             ),
             probe_period_seconds=env.probe.period_seconds,
             probed_lanes=len(probed_lanes(env)),
+            # The webhook on a function URL is no route: its metrics are Lambda's, free.
+            door_routes=DOOR_ROUTES - int(env.webhook_door.function_url),
         ),
+        doors=door_costs(env, average_fraction, prices),
         edge=edge_cost(env.lanes, average_fraction, prices),
         edge_enabled=env.edge.enabled,
         erasure=erasure_cost(env, average_fraction, prices),

@@ -15,6 +15,7 @@ import textwrap
 
 from ops.cost import pricing
 from ops.cost.account_signal import AccountSignalCost
+from ops.cost.door_cost import DoorCost
 from ops.cost.environment_cost import EDGE_RULES, environment_cost
 from ops.cost.listing_cost import listing_cost
 from ops.cost.model_cost import model_warnings
@@ -22,6 +23,7 @@ from ops.cost.plan_checks import LanePlan, account_lines, dependency_lines, lane
 from ops.cost.prices import ASSUMED, LIST_PRICES
 from ops.errors import FAILED, OK
 from ops.output import JSON, TEXT, Console, Table, duration, money, table
+from stacks.config.doors import WebhookDoorKind
 from stacks.config.environments import Environment
 
 WIDTH = 110
@@ -132,6 +134,7 @@ def _cost_lines(env: Environment, average_fraction: float) -> list[str | Table]:
         lines += _wrapped(
             f"edge (CloudFront + AWS WAF): off; on, it would add about {money(edge.total)} ({edge_detail})"
         )
+    lines += _door_lines(env, costs.doors)
     lines += _wrapped(f"mutual TLS on the webhook: {_mutual_tls_state(env)}, {money(0)}; {MUTUAL_TLS_COST}")
     lines += _wrapped(_accounts_line(env, costs.accounts))
     lines.append(f"total: about {money(costs.total)} a month")
@@ -161,6 +164,34 @@ def _cost_lines(env: Environment, average_fraction: float) -> list[str | Table]:
         "message. Not included: custom metrics, data transfer (but the edge's), KMS, Secrets Manager."
     )
     return lines
+
+
+DOOR_NAMES = {WebhookDoorKind.HTTP_API: "HTTP API route", WebhookDoorKind.FUNCTION_URL: "function URL"}
+
+
+def _door_lines(env: Environment, doors: dict[WebhookDoorKind, DoorCost]) -> list[str | Table]:
+    """Both webhook doors side by side; the lanes' API column and the total count the one in use."""
+    used = env.webhook_door.kind
+    rows = [
+        (
+            DOOR_NAMES[kind] + (" (used)" if kind is used else ""),
+            f"{door.requests / 1e6:,.1f}M",
+            money(door.api),
+            money(door.route_metrics),
+            money(door.total),
+            door.bound,
+        )
+        for kind, door in doors.items()
+    ]
+    saved = doors[WebhookDoorKind.HTTP_API].total - doors[WebhookDoorKind.FUNCTION_URL].total
+    return [
+        "webhook door (what each way in costs beyond the invocation both pay)",
+        table(("DOOR", "WEBHOOKS/MONTH", "REQUESTS", "ROUTE METRICS", "TOTAL", "BOUND"), rows, right=(1, 2, 3, 4)),
+        *_wrapped(
+            f"the function URL saves {money(saved)} a month here and gives up the route's throttle, access log and "
+            "5xx by route, the edge and mutual TLS (docs/ARCHITECTURE.md, the webhook door)"
+        ),
+    ]
 
 
 def _accounts_line(env: Environment, accounts: AccountSignalCost | None) -> str:

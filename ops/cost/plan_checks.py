@@ -147,22 +147,37 @@ def tenant_cap_lines(env: Environment) -> list[str]:
 def account_lines(env: Environment) -> tuple[list[str], list[str]]:
     quota = env.account_concurrency_quota
     reservable = quota - UNRESERVED_MINIMUM
+    door = env.webhook_reservation
+    door_line = (
+        [
+            f"the webhook's function URL reserves {door}: its only bound ({env.api.webhook.rate_limit:g}/s at "
+            f"{ASSUMED.door_seconds * 1000:.0f} ms a delivery, doubled), taken whatever reservations are set to"
+        ]
+        if door
+        else []
+    )
     if not env.reserved_concurrency:
         total = sum(lane.policy.max_concurrency for lane in env.lanes)
-        lines = [f"reservations are off in {env.name}; the lanes can use up to {total} of the account's {quota}"]
+        lines = [
+            f"reservations are off in {env.name}; the lanes can use up to {total} of the account's {quota}",
+            *door_line,
+        ]
         warnings = []
+        if door > reservable:
+            warnings.append(f"account: the webhook door's {door} reserved is over the {reservable} reservable")
         if total > quota:
             warnings.append(
                 f"account: the lanes' MaximumConcurrency sums to {total}, over the account quota {quota}: "
                 "at peak they throttle each other (and the API)"
             )
         return lines, warnings
-    reserved = env.reserved_total + env.jobs_reservation + SWEEPER_RESERVATION + PROBE_RESERVATION
+    reserved = env.reserved_total + env.jobs_reservation + SWEEPER_RESERVATION + PROBE_RESERVATION + door
     lines = [
         f"reserved concurrency {reserved} (lanes {env.reserved_total} + jobs API {env.jobs_reservation} + sweeper "
-        f"{SWEEPER_RESERVATION} + lane probe {PROBE_RESERVATION}) of a {quota} quota; Lambda keeps "
-        f"{UNRESERVED_MINIMUM} unreserved, so {reservable} "
-        "can be reserved"
+        f"{SWEEPER_RESERVATION} + lane probe {PROBE_RESERVATION}{f' + webhook door {door}' if door else ''}) of a "
+        f"{quota} quota; Lambda keeps {UNRESERVED_MINIMUM} unreserved, so {reservable} "
+        "can be reserved",
+        *door_line,
     ]
     warnings = []
     # Both jobs routes at their throttle, each request a door invocation (Little's law again).

@@ -108,6 +108,19 @@ def document(env: Environment, plans: list[LanePlan], *, utilisation: float, ave
                 "fixed": _money(edge.fixed),
                 "total": _money(edge.total),
             },
+            "webhook_door": {
+                "used": env.webhook_door.kind.value,
+                "doors": {
+                    kind.value: {
+                        "requests_per_month": round(door.requests),
+                        "requests": _money(door.api),
+                        "route_metrics": _money(door.route_metrics),
+                        "total": _money(door.total),
+                        "bound": door.bound,
+                    }
+                    for kind, door in costs.doors.items()
+                },
+            },
             "mutual_tls": {
                 "enabled": env.mutual_tls is not None,
                 "domain_name": None if env.mutual_tls is None else env.mutual_tls.domain_name,

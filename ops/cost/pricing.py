@@ -233,9 +233,11 @@ def lane_cost(
     tracing_active: bool = False,
     retention: Retention | None = None,
     log_kept_days: float = 0.0,
+    through_api: bool = True,
 ) -> Cost:
     """`retention`: the environment's periods for storage (and so the data table's class); without
-    it, `usage.retention_days` at the Standard class. `log_kept_days`: the log groups' retention."""
+    it, `usage.retention_days` at the Standard class. `log_kept_days`: the log groups' retention.
+    `through_api`: False where the lane's messages come in by a function URL (no request charge)."""
     rate = lane.traffic.peak_per_second * average_fraction
     messages = rate * prices.seconds_per_month
     per = units(lane, usage)
@@ -256,7 +258,7 @@ def lane_cost(
         sqs_requests=messages * per.sqs_requests,
         write_units=messages * per.writes - data_writes,
         read_units=messages * per.reads,
-        api_requests=messages * per.api_requests,
+        api_requests=messages * per.api_requests if through_api else 0.0,
         traces=traces,
         stored_kib=messages * stored_kib(lane, usage),
         stored_kib_days=None
@@ -323,6 +325,7 @@ def fixed_cost(
     pause_alarms: int = 0,
     probe_period_seconds: float | None = None,
     probed_lanes: int = 0,
+    door_routes: int = DOOR_ROUTES,
 ) -> FixedCost:
     polls = lane_count * usage.idle_pollers * prices.seconds_per_month / 20
     sweeps = prices.seconds_per_month / sweeper_period_seconds
@@ -371,5 +374,5 @@ def fixed_cost(
         dashboard=prices.dashboard_per_month,
         alarm_count=alarm_count,
         lane_probe=lane_probe,
-        route_metrics=DOOR_ROUTES * ROUTE_METRICS * prices.metric_per_month,
+        route_metrics=door_routes * ROUTE_METRICS * prices.metric_per_month,
     )

@@ -17,10 +17,13 @@ from stacks.config.account_silence import LOCAL_ACCOUNTS, PROD_ACCOUNTS, Account
 from stacks.config.cold_start import CodeStart
 from stacks.config.doors import (
     EDGE_REGION,
+    NO_FUNCTION_URLS,
     ApiConfig,
     EdgeConfig,
     JobsConfig,
     Throttle,
+    WebhookDoor,
+    WebhookDoorKind,
 )
 from stacks.config.lane_overrides import LaneOverride, lanes_for
 from stacks.config.lane_probe import LaneProbeConfig
@@ -177,6 +180,9 @@ class Environment:
     probe: LaneProbeConfig = field(default_factory=LaneProbeConfig)
     """The probe that resumes a lane that paused itself (stacks/constructs/lane_probe.py)."""
     alarms: AlarmConfig = field(default_factory=AlarmConfig)
+    webhook_door: WebhookDoor = field(default_factory=WebhookDoor)
+    """Which door Meta's webhook comes in by: the HTTP API's route or a function URL
+    (stacks/config/doors.py says what each gives up)."""
     edge: EdgeConfig = field(default_factory=EdgeConfig)
     mutual_tls: MutualTlsConfig | None = None
     accounts: AccountWatch | None = None
@@ -227,6 +233,14 @@ class Environment:
                 f"{self.name}: the edge needs the stack in {EDGE_REGION} (AWS WAF for CloudFront exists only "
                 f"there), and this environment is pinned to {self.region}"
             )
+        if self.webhook_door.function_url and (self.edge.enabled or self.mutual_tls is not None):
+            raise ValueError(
+                f"{self.name}: the function URL door has no edge in front of it and no mutual TLS (the edge "
+                "fronts the HTTP API's route; a function URL cannot ask for a client certificate): use the "
+                "HTTP API door for either"
+            )
+        if self.webhook_door.function_url and self.region in NO_FUNCTION_URLS:
+            raise ValueError(f"{self.name}: {self.region} has no Lambda function URLs: use the HTTP API door there")
         if self.mutual_tls is not None:
             if self.edge.enabled:
                 raise ValueError(
@@ -283,6 +297,11 @@ class Environment:
     def jobs_reservation(self) -> int:
         return self.jobs.reserved_concurrency if self.reserved_concurrency else 0
 
+    @property
+    def webhook_reservation(self) -> int:
+        """The function URL door's bound, reserved whatever `reserved_concurrency` says; 0 behind the API."""
+        return self.webhook_door.reservation(self.api.webhook)
+
 
 def _build() -> dict[str, Environment]:
     lanes = catalogue()
@@ -305,6 +324,10 @@ def _build() -> dict[str, Environment]:
             retain_stateful=False,
             termination_protection=False,
             tracing_active=True,
+            # The function URL door, $1.00 a million webhooks under the route, is tried where
+            # nothing depends on the API's access log or per-route 5xx; 100/s x 30 ms x 2 = 6
+            # instances reserved. Staging and prod keep the route (docs/ARCHITECTURE.md, the doors).
+            webhook_door=WebhookDoor(WebhookDoorKind.FUNCTION_URL),
             retention=Retention(
                 raw_deliveries_days=4, jobs_days=7, effects_days=14, erasure_requests_days=30, backup_days=7
             ),
@@ -449,6 +472,8 @@ __all__ = [
     "Throttle",
     "Unattended",
     "UnknownEnvironment",
+    "WebhookDoor",
+    "WebhookDoorKind",
     "WebhookSettings",
     "get_environment",
 ]

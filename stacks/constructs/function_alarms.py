@@ -4,7 +4,8 @@ A door's own failure counts (WebhookFailed, JobFailed, ErasureFailed) are emitte
 handler; a timeout, an out-of-memory kill, a failed initialisation or a throttle answers 5xx and
 emits none of them. Lambda counts those as the function's `Errors` and `Throttles`, a run near its
 timeout shows in `Duration`, and API Gateway counts every 5xx answered on a route (detailed
-metrics, turned on per route in stacks/constructs/ingress.py). Each is a `Notice.EVENT`:
+metrics, turned on per route in stacks/constructs/ingress.py), or, for a door on a Lambda function
+URL, Lambda counts every 5xx its URL answered (`Url5xxCount`). Each is a `Notice.EVENT`:
 each is an incident on-call looks at, not a state whose end must page again; missing data (no
 traffic) is not breaching.
 """
@@ -21,6 +22,7 @@ DURATION_SHARE = 0.8
 """A run past this share of the timeout pages: the next slower call times it out."""
 API_NAMESPACE = "AWS/ApiGateway"
 API_STAGE = "$default"
+LAMBDA_NAMESPACE = "AWS/Lambda"
 
 _AT_LEAST = cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD
 
@@ -45,7 +47,7 @@ def function_alarms(
             function.metric_throttles(period=period, statistic="Sum"),
             1,
             "Lambda throttled the function (its reservation or the account's concurrency is spent); each "
-            "throttled request was answered 5xx.",
+            "throttled request was refused (5xx behind the API, 429 on a function URL).",
         ),
         (
             "LambdaNearTimeout",
@@ -96,10 +98,34 @@ def route_5xx_alarm(
     )
 
 
+def url_5xx_alarm(
+    scope: Construct, on_call: OnCall, construct_id: str, function: lambda_.IFunction
+) -> cloudwatch.Alarm:
+    """Every 5xx a function's URL answered, whoever made it: the function, or Lambda (a failed
+    invocation). A throttle is a 429 there, which the function's Throttles alarm counts."""
+    return on_call.alarm(
+        scope,
+        construct_id,
+        metric=cloudwatch.Metric(
+            namespace=LAMBDA_NAMESPACE,
+            metric_name="Url5xxCount",
+            dimensions_map={"FunctionName": function.function_name},
+            period=on_call.period(),
+            statistic="Sum",
+        ),
+        threshold=1,
+        comparison=_AT_LEAST,
+        evaluation_periods=1,
+        notice=Notice.EVENT,
+        description="The webhook's function URL answered a 5xx in a period (Lambda's count, whatever failed). "
+        "See docs/RUNBOOK.md#route-5xx.",
+    )
+
+
 def route_alarm_id(route_key: str) -> str:
     """`POST /webhooks/meta` -> `RoutePostWebhooksMeta5xx`."""
     words = "".join(c if c.isalnum() else " " for c in route_key).split()
     return "Route" + "".join(word.capitalize() for word in words) + "5xx"
 
 
-__all__ = ["function_alarms", "route_5xx_alarm", "route_alarm_id"]
+__all__ = ["function_alarms", "route_5xx_alarm", "route_alarm_id", "url_5xx_alarm"]

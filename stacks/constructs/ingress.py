@@ -1,13 +1,15 @@
-"""The doors: an HTTP API with a throttle per route and access logs, the Meta webhook route (ingress
-function, authenticated by the HMAC signature it verifies), the jobs API (IAM-authorised), and the
-routes other constructs serve through it (`serve`: Meta's data-deletion callback)."""
+"""The doors: an HTTP API with a throttle per route and access logs, the Meta webhook (ingress
+function, authenticated by the HMAC signature it verifies) as the API's route or, where the
+environment says (`WebhookDoor`, stacks/config/doors.py), as the function's own URL bounded by its
+reserved concurrency, the jobs API (IAM-authorised), and the routes other constructs serve
+through the API (`serve`: Meta's data-deletion callback)."""
 
 from __future__ import annotations
 
 import json
 
 import jsii
-from aws_cdk import Duration
+from aws_cdk import Aws, CfnRule, CfnRuleAssertion, Duration, Fn
 from aws_cdk import aws_apigateway as apigw_v1
 from aws_cdk import aws_apigatewayv2 as apigw
 from aws_cdk import aws_apigatewayv2_authorizers as authorizers
@@ -20,11 +22,11 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from pipeline import metric_filters, metric_names
-from stacks.config.doors import WEBHOOK_PATH, WEBHOOK_ROUTE
+from stacks.config.doors import NO_FUNCTION_URLS, WEBHOOK_PATH, WEBHOOK_ROUTE
 from stacks.config.environments import Environment, Throttle
 from stacks.constructs.alarms import Notice, OnCall
 from stacks.constructs.function import FunctionSpec, PipelineFunction, SharedCode, log_group
-from stacks.constructs.function_alarms import function_alarms, route_5xx_alarm, route_alarm_id
+from stacks.constructs.function_alarms import function_alarms, route_5xx_alarm, route_alarm_id, url_5xx_alarm
 from stacks.constructs.grants import DEPTH, SEND, grant_queue, grant_rows, grant_secret
 from stacks.constructs.removal import keeps_data
 from stacks.constructs.tables import PipelineTables
@@ -139,6 +141,8 @@ class Ingress(Construct):
                 # answer in milliseconds.
                 memory_mb=1024,
                 description="Meta webhook door: verify, log, route, enqueue, answer",
+                # Behind a function URL nothing else bounds it (0 behind the API: the route's throttle does).
+                reserved_concurrency=env.webhook_reservation or None,
             ),
         )
         self.webhook.count_lines(metric_filters.DOOR, metrics_namespace(env))
@@ -196,14 +200,33 @@ class Ingress(Construct):
             throttle=apigw.ThrottleSettings(rate_limit=env.api.other.rate_limit, burst_limit=env.api.other.burst_limit),
             access_log_settings=_AccessLogSettings(self.access_logs),
         )
-        webhook_integration = integrations.HttpLambdaIntegration("WebhookIntegration", webhook_fn)
         jobs_integration = integrations.HttpLambdaIntegration("JobsIntegration", jobs_fn)
         iam = authorizers.HttpIamAuthorizer()
-        self.webhook_routes = self.api.add_routes(
-            path=WEBHOOK_PATH,
-            methods=[apigw.HttpMethod.GET, apigw.HttpMethod.POST],
-            integration=webhook_integration,
-        )
+        self.function_url: lambda_.FunctionUrl | None = None
+        self.webhook_routes: list[apigw.HttpRoute] = []
+        if env.webhook_door.function_url:
+            # AuthType NONE: Meta cannot sign for IAM; the function verifies Meta's signature.
+            self.function_url = webhook_fn.add_function_url(auth_type=lambda_.FunctionUrlAuthType.NONE)
+            if env.region is None:
+                # An environment pinned to a region is checked by its config; one that is not
+                # stops here rather than half-way through a deploy.
+                CfnRule(
+                    self,
+                    "FunctionUrlsHere",
+                    assertions=[
+                        CfnRuleAssertion(
+                            assert_=Fn.condition_not(Fn.condition_contains(sorted(NO_FUNCTION_URLS), Aws.REGION)),
+                            assert_description="This region has no Lambda function URLs: use the HTTP API webhook "
+                            "door (WebhookDoor in stacks/config/doors.py) here.",
+                        )
+                    ],
+                )
+        else:
+            self.webhook_routes = self.api.add_routes(
+                path=WEBHOOK_PATH,
+                methods=[apigw.HttpMethod.GET, apigw.HttpMethod.POST],
+                integration=integrations.HttpLambdaIntegration("WebhookIntegration", webhook_fn),
+            )
         self.jobs_routes = [
             *self.api.add_routes(
                 path="/jobs", methods=[apigw.HttpMethod.POST], integration=jobs_integration, authorizer=iam
@@ -216,10 +239,12 @@ class Ingress(Construct):
         self._shed_threshold = env.alarms.jobs_shed_threshold
         self.route_alarms: list[cloudwatch.Alarm] = []
         self._route_settings: dict[str, dict[str, float | bool]] = {}
-        self._throttle(
-            [*self.webhook_routes, *self.jobs_routes],
-            {WEBHOOK_ROUTE: env.api.webhook, "POST /jobs": env.api.jobs, "GET /jobs/{id}": env.api.jobs},
-        )
+        throttles = {"POST /jobs": env.api.jobs, "GET /jobs/{id}": env.api.jobs}
+        if self.webhook_routes:
+            throttles[WEBHOOK_ROUTE] = env.api.webhook
+        self._throttle([*self.webhook_routes, *self.jobs_routes], throttles)
+        if self.function_url is not None:
+            self.route_alarms.append(url_5xx_alarm(self, on_call, "WebhookUrl5xx", webhook_fn))
 
         self._failure_alarms(env, on_call)
         self.function_alarms = [
@@ -340,3 +365,12 @@ class Ingress(Construct):
     @property
     def url(self) -> str:
         return self.stage.url
+
+    @property
+    def webhook_url(self) -> str:
+        """The callback URL to give Meta: the function URL's, or the API's, with the webhook's path
+        (a function URL takes any path; the same one keeps the two doors interchangeable)."""
+        if self.function_url is not None:
+            # The function URL ends in "/", the path starts with one.
+            return self.function_url.url + WEBHOOK_PATH.lstrip("/")
+        return self.stage.url + WEBHOOK_PATH.lstrip("/")

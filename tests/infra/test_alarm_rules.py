@@ -174,6 +174,7 @@ FAMILIES: dict[tuple[str, str | None], Family] = {
     ("AWS/Lambda", "DoorErrors"): Family("event", _count_of_what_happened),
     ("AWS/Lambda", "Duration"): Family("event", _near_timeout),
     ("AWS/ApiGateway", "5xx"): Family("event", _count_of_what_happened),
+    ("AWS/Lambda", "Url5xxCount"): Family("event", _count_of_what_happened),
     ("", metric_names.REPLIES_FAILED): Family(
         "condition", _sustained_count(lambda env: env.alarms.replies_failed_per_period)
     ),

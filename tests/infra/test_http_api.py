@@ -1,4 +1,5 @@
-"""The HTTP API: its routes, who may call each, and each route's throttle, in every environment."""
+"""The HTTP API: its routes, who may call each, and each route's throttle, in every environment.
+Meta's webhook is one of its routes only where the environment's webhook door is the API's."""
 
 from __future__ import annotations
 
@@ -13,15 +14,15 @@ def test_http_api_routes_and_their_authorisation(synthesized):
     routes = {
         r["Properties"]["RouteKey"]: r["Properties"] for r in synthesized.resources("AWS::ApiGatewayV2::Route").values()
     }
+    webhook = set() if synthesized.env.webhook_door.function_url else {"GET /webhooks/meta", "POST /webhooks/meta"}
     assert set(routes) == {
-        "GET /webhooks/meta",
-        "POST /webhooks/meta",
+        *webhook,
         "POST /jobs",
         "GET /jobs/{id}",
         "POST /meta/data-deletion",
         "GET /meta/data-deletion/{code}",
     }
-    for key in ("GET /webhooks/meta", "POST /webhooks/meta", "POST /meta/data-deletion"):
+    for key in (*webhook, "POST /meta/data-deletion"):
         assert routes[key]["AuthorizationType"] == "NONE"  # HMAC-verified in the function
     # The erasure status page: its credential is the confirmation code in the path
     assert routes["GET /meta/data-deletion/{code}"]["AuthorizationType"] == "NONE"
@@ -45,8 +46,13 @@ def test_each_route_is_throttled_on_its_own_and_the_stage_logs_access(synthesize
     # The webhook and the jobs routes have their own buckets; the handshake has the stage default.
     # Each route with a bucket also has its detailed metrics (its 5xx alarm reads them).
     detailed = {"DetailedMetricsEnabled": True}
+    webhook = (
+        {}
+        if synthesized.env.webhook_door.function_url
+        else {"POST /webhooks/meta": {**bucket(api.webhook), **detailed}}
+    )
     assert props["RouteSettings"] == {
-        "POST /webhooks/meta": {**bucket(api.webhook), **detailed},
+        **webhook,
         "POST /jobs": {**bucket(api.jobs), **detailed},
         "GET /jobs/{id}": {**bucket(api.jobs), **detailed},
         "POST /meta/data-deletion": {**bucket(api.erasure), **detailed},

@@ -10,6 +10,7 @@ from aws_cdk import aws_sqs as sqs
 from cfnlint.api import lint_all
 
 from stacks.app_builder import build_app
+from stacks.config.doors import NO_FUNCTION_URLS
 from stacks.config.environments import ENVIRONMENTS
 
 pytestmark = pytest.mark.xdist_group("synth")
@@ -54,7 +55,17 @@ def test_an_unacknowledged_finding_fails_the_synth(tmp_path):
     assert "AwsSolutions-SQS3" in str(failure.value)
 
 
+def _refused_where_absent(synthesized, match) -> bool:
+    """A function URL linted for a region that has none, where the template's rule refuses that
+    region (stacks/constructs/ingress.py): the deploy stops there before creating anything."""
+    if match.rule.id != "E3006" or "'AWS::Lambda::Url'" not in match.message:
+        return False
+    region = match.message.split("does not exist in '")[1].rstrip("'")
+    rules = synthesized.template.get("Rules", {})
+    return region in NO_FUNCTION_URLS and any("FunctionUrlsHere" in name for name in rules)
+
+
 def test_cfn_lint_finds_no_errors(synthesized):
     matches = lint_all(json.dumps(synthesized.template))
-    errors = [m for m in matches if m.rule.id.startswith("E")]
+    errors = [m for m in matches if m.rule.id.startswith("E") and not _refused_where_absent(synthesized, m)]
     assert errors == [], "\n".join(f"{m.rule.id} {m.message} ({m.path})" for m in errors)

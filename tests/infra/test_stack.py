@@ -17,6 +17,8 @@ def test_outputs_name_every_lane_resource_for_the_operator_cli(synthesized):
             assert f"{prefix}{suffix}" in outputs
     for key in (
         "ApiUrl",
+        "WebhookUrl",
+        "WebhookFunctionName",
         "WebhookTableName",
         "JobsTableName",
         "StateTableName",

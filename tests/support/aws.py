@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any
+from urllib.parse import parse_qs
 
 import boto3
 import botocore.session
@@ -243,6 +244,70 @@ def http_api_event(
                 "validity": {"notBefore": "Jan  1 00:00:00 2026 GMT", "notAfter": "Jan  1 00:00:00 2027 GMT"},
             }
         }
+    return event
+
+
+def function_url_event(
+    method: str,
+    path: str = "/",
+    *,
+    body: str | None = None,
+    headers: dict[str, str] | None = None,
+    raw_query: str = "",
+    is_base64: bool = False,
+) -> dict:
+    """A Lambda function URL event with AuthType NONE, shaped as Lambda's guide shows it
+    (urls-invocation, request payload): payload format 2.0 with the API Gateway-only keys set to
+    sentinels (`routeKey` and `stage` "$default"), `pathParameters` and `stageVariables` null, no
+    authorizer, the caller's TLS and address in `x-amzn-*`/`x-forwarded-*` headers. Lambda
+    base64-encodes a body it does not take for text, whatever its content type says."""
+    url_id = "a1b2c3d4e5f6g7h8i9j0k1l2m3n4o5p6"
+    domain = f"{url_id}.lambda-url.{REGION}.on.aws"
+    sent = {
+        "content-length": str(len(body or "")),
+        "x-amzn-tls-cipher-suite": "TLS_AES_128_GCM_SHA256",
+        "x-amzn-tls-version": "TLSv1.3",
+        "x-amzn-trace-id": "Root=1-6750b8c2-2c3f5a1e6b7d8c9e0f1a2b3c",
+        "x-forwarded-proto": "https",
+        "host": domain,
+        "x-forwarded-port": "443",
+        "x-forwarded-for": "173.252.127.1",
+        "accept-encoding": "deflate, gzip",
+        "user-agent": "facebookexternalua",
+        **{name.lower(): value for name, value in (headers or {}).items()},
+    }
+    event: dict = {
+        "version": "2.0",
+        "routeKey": "$default",
+        "rawPath": path,
+        "rawQueryString": raw_query,
+        "headers": sent,
+        "requestContext": {
+            "accountId": "anonymous",
+            "apiId": url_id,
+            "domainName": domain,
+            "domainPrefix": url_id,
+            "http": {
+                "method": method,
+                "path": path,
+                "protocol": "HTTP/1.1",
+                "sourceIp": "173.252.127.1",
+                "userAgent": "facebookexternalua",
+            },
+            "requestId": "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0",
+            "routeKey": "$default",
+            "stage": "$default",
+            "time": "04/Dec/2026:04:10:00 +0000",
+            "timeEpoch": 1796357400000,
+        },
+        "pathParameters": None,
+        "stageVariables": None,
+        "isBase64Encoded": is_base64,
+    }
+    if raw_query:
+        event["queryStringParameters"] = {k: ",".join(v) for k, v in parse_qs(raw_query).items()}
+    if body is not None:
+        event["body"] = body
     return event
 
 

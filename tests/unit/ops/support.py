@@ -59,6 +59,7 @@ def template(env: Environment, *, drop_outputs: tuple[str, ...] = ()) -> dict[st
     }
     outputs: dict[str, Any] = {
         "ApiUrl": {"Value": "https://api.example.test/"},
+        "WebhookUrl": {"Value": "https://api.example.test/webhooks/meta"},
         "WebhookTableName": {"Value": "webhook-log"},
         "JobsTableName": {"Value": "jobs"},
         "StateTableName": {"Value": "state"},

@@ -10,6 +10,7 @@ import pytest
 from ops.cost import environment_cost, pricing
 from ops.cost.plan import plan_lane, run_plan
 from ops.output import Console
+from stacks.config.doors import WebhookDoor, WebhookDoorKind
 from stacks.config.environments import ENVIRONMENTS, EdgeConfig
 from stacks.config.lane_overrides import LaneOverride, lanes_for
 from stacks.config.lanes import Traffic
@@ -331,3 +332,41 @@ def test_plan_as_json_prices_the_per_account_signal_and_its_alternatives(lanectl
         "instead_write_per_delivery": 92.39,
     }
     assert dev is None
+
+
+def test_both_webhook_doors_are_priced_side_by_side_and_the_total_counts_the_one_used(capsys):
+    # Given prod on the HTTP API's route, and the same environment on a function URL
+    env = ENVIRONMENTS["prod"]
+    url_env = replace(env, webhook_door=WebhookDoor(WebhookDoorKind.FUNCTION_URL))
+    webhook = [lane for lane in env.lanes if pricing.entry(lane) == "webhook"]
+    requests = sum(lane.traffic.peak_per_second for lane in webhook) * 0.25 * 730 * 3600
+
+    def plan(environment) -> tuple[str, dict]:
+        run_plan(environment, Console(), utilisation=0.7, average_fraction=0.25, strict=False)
+        text = capsys.readouterr().out
+        run_plan(environment, Console(), utilisation=0.7, average_fraction=0.25, strict=False, output="json")
+        return text, json.loads(capsys.readouterr().out)
+
+    route_text, route = plan(env)
+    url_text, url = plan(url_env)
+
+    # Then each plan shows both doors: the route pays $1.00 a million deliveries and its six
+    # detailed metrics; the function URL neither
+    for text, planned, used in ((route_text, route, "http_api"), (url_text, url, "function_url")):
+        doors = planned["cost"]["webhook_door"]
+        assert doors["used"] == used
+        assert doors["doors"]["http_api"]["requests"] == pytest.approx(requests / 1e6 * 1.00, abs=0.01)
+        assert doors["doors"]["http_api"]["route_metrics"] == pytest.approx(6 * 0.30)
+        assert doors["doors"]["function_url"]["total"] == 0.0
+        assert doors["doors"]["http_api"]["bound"] == "route throttle 2000/s, burst 5000"
+        assert doors["doors"]["function_url"]["bound"] == "120 reserved instances"  # 2000/s x 30 ms x 2
+        assert "HTTP API route" in text
+        assert "function URL" in text
+    assert "HTTP API route (used)" in route_text
+    assert "function URL (used)" in url_text
+    # And the function URL's environment costs exactly the route's requests and metrics less
+    saved = route["cost"]["webhook_door"]["doors"]["http_api"]["total"]
+    assert route["cost"]["total_per_month"] - url["cost"]["total_per_month"] == pytest.approx(saved, abs=0.02)
+    # And its reservation is counted against the account
+    assert "webhook door 120" in url_text
+    assert "webhook door" not in " ".join(route["account"])

@@ -101,7 +101,11 @@ def test_everything_ready(prod_stack, lanectl):
     assert lines[11] == "SKIP  mutual tls: off in prod"
     assert lines[12] == "PASS  on-call subscriptions: 1 endpoint(s) subscribed and confirmed"
     assert lines[13] == "SKIP  chat channels: prod pages no Slack or Teams channel"
-    assert lines[14] == "ready to deploy"
+    assert lines[14] == (
+        "PASS  webhook url: give Meta https://api.example.test/webhooks/meta (prod's webhook door is the HTTP "
+        "API's route)"
+    )
+    assert lines[15] == "ready to deploy"
     assert "s3cr3t" not in result.out
 
 
@@ -210,6 +214,7 @@ def test_no_credentials_fails_and_skips_the_rest(monkeypatch, tmp_path, lanectl)
         "SKIP  mutual tls: needs credentials",
         "SKIP  on-call subscriptions: needs credentials",
         "SKIP  chat channels: needs credentials",
+        "SKIP  webhook url: needs credentials",
         "1 check(s) failed: do not deploy yet",
     ]
 
@@ -381,4 +386,26 @@ def test_a_chat_workspace_chatbot_was_never_authorised_for_is_reported(aws, lane
         "FAIL  chat channels: AWS Chatbot is not authorised for Slack workspace T999ZZ9ZZ in this account: authorise "
         "each once in the Chatbot console (https://console.aws.amazon.com/chatbot/, configure a client), or the "
         "deploy fails creating its channel" in result.out.splitlines()
+    )
+
+
+def test_a_function_url_door_reserves_where_reservations_are_off_and_preflight_says_which_url_to_give_meta(
+    aws, lanectl, monkeypatch
+):
+    # Given dev, which reserves nothing for its lanes but takes the webhook's function URL door,
+    # before its first deploy
+    _bootstrap()
+    dev = ENVIRONMENTS["dev"]
+    monkeypatch.setitem(ENVIRONMENTS, "dev", replace(dev, on_call=(ON_CALL,)))
+    assert not dev.reserved_concurrency
+
+    result = lanectl("preflight", "dev", aws=_lambda(quota=1000, unreserved=1000, functions=0))
+
+    # Then its door's reservation is checked against the account, and Meta's URL waits for the deploy
+    assert (
+        f"PASS  concurrency: dev reserves {dev.webhook_reservation} (already holding 0); the account has 1000 "
+        "unreserved of 1000 and Lambda keeps 100"
+    ) in result.out
+    assert "SKIP  webhook url: lanes-dev is not deployed yet; after the deploy, give Meta its WebhookUrl output" in (
+        result.out
     )
