@@ -24,7 +24,10 @@ under the delivery's first. A unit of an entry naming no business is the deliver
 
 A Messenger or Instagram echo (`message.is_echo`: Meta's copy of a message the business itself
 sent, `sender` the business and `recipient` the customer) is the business's outgoing message to
-that customer: stored as such, in the customer's partition, where their erasure finds it.
+that customer: stored as such, in the customer's partition, where their erasure finds it. So is
+WhatsApp's `smb_message_echoes` (a message a person sent from the WhatsApp Business app, `from` the
+business, `to` the customer). A Messenger or Instagram echo carrying our own replies' `metadata`
+is marked `ours`: only a person's echo pauses auto-reply (tasks/auto_reply.py).
 """
 
 from __future__ import annotations
@@ -36,9 +39,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pipeline.domain import epoch, stored_text
+from pipeline.domain.dependencies.meta_send import OWN_REPLY_METADATA
 from pipeline.domain.errors import PermanentError
 from pipeline.domain.webhook import routing
 
+SMB_ECHOES = "smb_message_echoes"
+"""WhatsApp's copy of a message a person sent from the WhatsApp Business app (coexistence)."""
 COMMENT_FIELDS = frozenset({"feed", "comments", "live_comments", "mentions"})
 COMMENT_VERBS = frozenset({"add", "edited"})
 INBOUND = "inbound"
@@ -64,6 +70,11 @@ class InboundMessage:
     """OUTGOING for an echo: `sender` is the business, `recipient` the customer."""
     tenant: str = ""
     """The business of the entry it came in (routing.entry_tenant); "" when the entry names none."""
+    business_id: str = ""
+    """The asset the message was written to, which a reply is sent from: WhatsApp's
+    `metadata.phone_number_id`, the entry's Page or Instagram account on Messenger and Instagram."""
+    ours: bool = False
+    """An echo of a reply this pipeline sent (the Send API's `metadata`, OWN_REPLY_METADATA)."""
 
     @property
     def person(self) -> str:
@@ -147,14 +158,17 @@ def _dicts(value: Any) -> list[Mapping[str, Any]]:
     return [v for v in value if isinstance(v, Mapping)] if isinstance(value, list) else []
 
 
-def _whatsapp(value: Mapping[str, Any], units: Units, tenant: str) -> None:
-    for message in _dicts(value.get("messages")):
+def _whatsapp(value: Mapping[str, Any], units: Units, tenant: str, *, echoes: bool = False) -> None:
+    """`echoes`: the value is an `smb_message_echoes` change, a message a person sent the
+    customer from the WhatsApp Business app (`from` the business's number, `to` the customer)."""
+    phone_number_id = _text(_mapping(value.get("metadata")).get("phone_number_id"))
+    for message in _dicts(value.get("message_echoes" if echoes else "messages")):
         message_id = _text(message.get("id"))
         if not message_id:
             units.ignore("message", "no_id")
             continue
-        sender = _text(message.get("from"))
-        if not _storable(units, message_id, sender):
+        sender, recipient = _text(message.get("from")), _text(message.get("to")) if echoes else ""
+        if not _storable(units, message_id, sender, recipient):
             continue
         kind = _text(message.get("type")) or "unknown"
         body = _mapping(message.get(kind))
@@ -166,9 +180,14 @@ def _whatsapp(value: Mapping[str, Any], units: Units, tenant: str) -> None:
                 type=stored_text.well_formed(kind),
                 text=_text(body.get("body") or body.get("caption")),
                 channel="whatsapp",
+                recipient=recipient,
+                direction=OUTGOING if echoes else INBOUND,
                 tenant=tenant,
+                business_id=phone_number_id if stored_text.is_well_formed(phone_number_id) else "",
             )
         )
+    if echoes:
+        return
     for status in _dicts(value.get("statuses")):
         message_id, name = _text(status.get("id")), _text(status.get("status"))
         if not message_id or not name:
@@ -247,6 +266,8 @@ def _messaging(event: Mapping[str, Any], channel: str, units: Units, tenant: str
             recipient=recipient,
             direction=OUTGOING if message.get("is_echo") is True else INBOUND,
             tenant=tenant,
+            business_id=tenant,
+            ours=message.get("metadata") == OWN_REPLY_METADATA,
         )
     )
 
@@ -269,6 +290,8 @@ def read(payload: Any) -> Units:
                 add_comment(value, units, tenant)
             elif name == "messages":
                 _whatsapp(value, units, tenant)
+            elif name == SMB_ECHOES:
+                _whatsapp(value, units, tenant, echoes=True)
             else:
                 units.ignore("field", name)
         for event in _dicts(entry.get("messaging")):
