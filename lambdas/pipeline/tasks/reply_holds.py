@@ -11,14 +11,13 @@ settled as a no-op, named in its line's `settled`, when:
   `echo_pause_seconds` ago, so the model does not talk over them.
 
 A conversation's hold is one data-table item in the conversation's partition (`auto-reply`),
-carrying the customer's `sender_hash`, so their erasure removes it with the conversation; like
-every effect it expires with the effects' retention. Turning auto-reply on again (`lanectl
-auto-reply on`) removes the off switch and the opt-out; an echo pause ends by itself.
+carrying the customer's `sender_hash`, so their erasure removes it with the conversation. Written
+by the messages lane (a pause, an opt-out) it expires with the effects' retention, as every effect
+does; an operator's switch (adapters/reply_switches.py) stays until turned on again (`lanectl
+auto-reply on`), which also removes the opt-out. An echo pause ends by itself.
 """
 
 from __future__ import annotations
-
-from typing import Any
 
 from pipeline import schema
 from pipeline.domain.consumer.work import TaskContext
@@ -56,41 +55,52 @@ def held(ctx: TaskContext, tenant: str, conversation: str) -> str | None:
     return None
 
 
-def _hold(ctx: TaskContext, tenant: str, person: str, expression: str, values: dict[str, Any]) -> dict[str, Any]:
-    names = {"#sender": schema.SENDER_HASH}
+def _with_sender(ctx: TaskContext, person: str, update: Update) -> Update:
+    """`update` also setting the customer's `sender_hash`, so their erasure finds the hold."""
     sender = ctx.sender_hash(person)
     if sender is None:
-        return {"names": {}, "expression": expression, "values": values}
-    return {
-        "names": names,
-        "expression": f"{expression}, #sender = :sender",
-        "values": {**values, ":sender": sender},
-    }
+        return update
+    return Update(
+        table=update.table,
+        key=update.key,
+        expression=f"{update.expression}, #sender = :sender",
+        condition=update.condition,
+        names={**update.names, "#sender": schema.SENDER_HASH},
+        values={**update.values, ":sender": sender},
+        on_conflict=update.on_conflict,
+        standalone=update.standalone,
+    )
 
 
 def pause(ctx: TaskContext, tenant: str, conversation: str, until: float) -> Update:
     """Hold the conversation until `until`; a later pause already there stays."""
-    parts = _hold(ctx, tenant, conversation, "SET #until = :until", {":until": until})
-    return Update(
-        table=Table.DATA,
-        key=hold_key(tenant, conversation),
-        expression=parts["expression"],
-        condition="attribute_not_exists(#until) OR #until < :until",
-        names={"#until": "paused_until", **parts["names"]},
-        values=parts["values"],
-        on_conflict=OnConflict.SKIP,
-        standalone=True,
+    return _with_sender(
+        ctx,
+        conversation,
+        Update(
+            table=Table.DATA,
+            key=hold_key(tenant, conversation),
+            expression="SET #until = :until",
+            condition="attribute_not_exists(#until) OR #until < :until",
+            names={"#until": "paused_until"},
+            values={":until": until},
+            on_conflict=OnConflict.SKIP,
+            standalone=True,
+        ),
     )
 
 
 def opt_out(ctx: TaskContext, tenant: str, conversation: str) -> Update:
     """The customer asked for no more automatic replies; the first time asked is kept."""
-    parts = _hold(ctx, tenant, conversation, "SET #out = if_not_exists(#out, :now)", {":now": ctx.now})
-    return Update(
-        table=Table.DATA,
-        key=hold_key(tenant, conversation),
-        expression=parts["expression"],
-        names={"#out": "opted_out_at", **parts["names"]},
-        values=parts["values"],
-        standalone=True,
+    return _with_sender(
+        ctx,
+        conversation,
+        Update(
+            table=Table.DATA,
+            key=hold_key(tenant, conversation),
+            expression="SET #out = if_not_exists(#out, :now)",
+            names={"#out": "opted_out_at"},
+            values={":now": ctx.now},
+            standalone=True,
+        ),
     )

@@ -11,14 +11,15 @@ import boto3
 import pytest
 
 from local_aws.graph_fake import GraphFake
+from pipeline import schema
 from pipeline.adapters.reply_switches import ReplySwitches
-from pipeline.domain import reply_length
+from pipeline.domain import reply_length, senders
 from pipeline.tasks import ai, reply_holds
 from stacks.config.environments import LOCAL_ASSETS, LOCAL_SHOP
 from tests.support.aws import META_ACCESS_TOKEN, REGION
 from tests.unit.consumer.handler_output import log_lines
 from tests.unit.consumer.lane_env import with_lane
-from tests.unit.tasks.payloads import FakeVendor, person
+from tests.unit.tasks.payloads import HARNESS_KEY, FakeVendor, person
 
 SHOP = LOCAL_ASSETS.tenants[LOCAL_SHOP]
 SHOP_WABA, SHOP_NUMBER, SHOP_PAGE = SHOP.waba[0], SHOP.phones[0], SHOP.pages[0]
@@ -269,6 +270,10 @@ def test_a_persons_echo_pauses_the_model_in_that_conversation(door, graph, caplo
     # And the echo is stored as the shop's outgoing message, in the customer's conversation
     stored = [item for item in door.messages.data_items(person(CUSTOMER)) if item.get("direction") == "outgoing"]
     assert [(item["recipient"], item["sender"]) for item in stored] == [(CUSTOMER, "15550783881")]
+    # And the pause is kept in the conversation with the customer's hash, where their erasure finds it
+    key = reply_holds.hold_key(LOCAL_SHOP, CUSTOMER)
+    hold = door.messages.data(key[schema.PK], key[schema.SK])
+    assert hold[schema.SENDER_HASH] == senders.sender_hash(HARNESS_KEY, CUSTOMER)
 
 
 def test_an_echo_of_our_own_reply_does_not_pause(door, graph):
