@@ -121,6 +121,13 @@ def _cost_lines(env: Environment, average_fraction: float) -> list[str | Table]:
                 right=(2, 3, 4, 6),
             )
         )
+        for cost in costs.models.values():
+            if cost.price is not None and cost.calls:
+                lines.append(
+                    f"a call on {cost.lane} ({cost.input_tokens / cost.calls:,.0f} tokens in, "
+                    f"{cost.output_tokens / cost.calls:,.0f} out): ${cost.per_call:.6f}, "
+                    f"${cost.per_call * 1000:,.2f} per 1,000"
+                )
     edge = costs.edge
     edge_detail = (
         f"{edge.requests / 1e6:,.1f}M webhook requests: CloudFront {money(edge.cloudfront)}, AWS WAF "
