@@ -10,6 +10,8 @@ most once (tasks/replies.py); its binding check (`reply_asset_not_bound`) still 
 
 - The tenant is the one owning the entry's asset, and the asset written to must be that
   tenant's too (settings/tenant_assets.py); otherwise nothing is started (`auto_reply.unbound`).
+  Nor is it for a customer a reply could not be addressed to (`auto_reply.malformed`,
+  domain/reply_to.py): the ai lane would refuse it for good, into its dead-letter queue.
 - The turn's envelope id derives from the tenant, the customer and Meta's message id, so a second
   delivery of the same message (Meta retries) is a duplicate the ai lane's done-marker absorbs:
   one turn, one reply.
@@ -34,6 +36,7 @@ from typing import Any
 from pipeline.domain.consumer.work import FollowUp, TaskContext
 from pipeline.domain.effects import Write
 from pipeline.domain.envelope import Envelope
+from pipeline.domain.reply_to import ReplyTo, ReplyToRefused
 from pipeline.settings.auto_reply import ANSWER
 from pipeline.tasks import ai, meta, reply_holds
 from pipeline.tasks.conversations import conversation_ref
@@ -74,10 +77,22 @@ def turn_starts(
             counts["opted_out"] += 1
         elif message.type != "text" and config.media != ANSWER:
             counts["left"] += 1
+        elif not _addressable(message.channel, message.business_id, customer):
+            counts["malformed"] += 1
         else:
             starts.append(FollowUp(_inbound(ctx, tenant, customer, message)))
             counts["started"] += 1
     return writes, starts, counts
+
+
+def _addressable(channel: str, business_id: str, customer: str) -> bool:
+    """Whether a reply could be addressed to the customer as the Send APIs take it: a turn whose
+    `reply_to` the ai lane would refuse for good would only end in its dead-letter queue."""
+    try:
+        ReplyTo.parse({"channel": channel, "business_id": business_id, "recipient": customer})
+    except ReplyToRefused:
+        return False
+    return True
 
 
 def _inbound(ctx: TaskContext, tenant: str, customer: str, message: meta.InboundMessage) -> Envelope:

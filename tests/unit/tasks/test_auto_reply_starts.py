@@ -77,3 +77,10 @@ def test_the_same_message_twice_starts_the_same_work_id():
     again = auto_reply.turn_starts(_ctx(), [_message()])[1][0].envelope.id
     assert first == again
     assert CUSTOMER not in first
+
+
+def test_a_customer_no_reply_could_be_addressed_to_starts_nothing():
+    # Given a sender id no Send API takes as a recipient
+    _, starts, counts = auto_reply.turn_starts(_ctx(), [_message(sender="../15551230001?x=")])
+    # Then no turn is started, so none is refused for good on the ai lane
+    assert (starts, dict(counts)) == ([], {"malformed": 1})
