@@ -11,7 +11,8 @@ local's `shop-1`.
 Instagram's `message_echoes`, WhatsApp's `smb_message_echoes`) keeps the model quiet in that
 conversation. `opt_out_keywords`: a customer's message that is exactly one of these (case and
 surrounding blanks aside) stops auto-replies to them until an operator turns them on again
-(`lanectl auto-reply on`).
+(`lanectl auto-reply on`). `own_app_ids`: the Meta app(s) replies are sent with, so an echo of our
+own reply is told from a person's by its `app_id` too, not only by the `metadata` we send.
 
 The stack writes it as AUTO_REPLY only for the messages lane, with the codec, and only where a
 tenant has it on, so a function's 4 KB of variables pays nothing for it elsewhere.
@@ -49,6 +50,9 @@ class AutoReplySettings:
     tenants: dict[str, TenantAutoReply] = field(default_factory=dict)
     echo_pause_seconds: int = 3600
     opt_out_keywords: tuple[str, ...] = ("STOP",)
+    own_app_ids: tuple[str, ...] = ()
+    """The Meta app(s) the pipeline sends replies with: an echo naming one (`app_id`) is of our own
+    reply, and pauses nothing, even where Meta does not hand back the Send API's `metadata`."""
 
     def __post_init__(self) -> None:
         bad = [tenant for tenant in self.tenants if not tenant_ids.is_valid(tenant)]
@@ -65,6 +69,9 @@ class AutoReplySettings:
         """The tenant's auto-reply on `channel`, or None when it is off there."""
         config = self.tenants.get(tenant)
         return config if config is not None and channel in config.channels else None
+
+    def ours(self, app_id: str) -> bool:
+        return bool(app_id) and app_id in self.own_app_ids
 
     def opts_out(self, text: str) -> bool:
         words = text.strip().casefold()

@@ -19,7 +19,8 @@ most once (tasks/replies.py); its binding check (`reply_asset_not_bound`) still 
   prompt being its type and caption (`[image] the red one?`); otherwise it is left to people.
 - A text that is an opt-out keyword starts no turn and holds the conversation (`opted_out`).
 - An echo (a message the business sent the customer) starts no turn; unless it is one of our own
-  replies (meta.InboundMessage.ours) it pauses the conversation for `echo_pause_seconds`
+  replies (the Send API's `metadata` we send, meta.InboundMessage.ours, or an `app_id` among the
+  settings' `own_app_ids`) it pauses the conversation for `echo_pause_seconds`
   (tasks/reply_holds.py). WhatsApp's Cloud API sends no echo of what it sent, so on WhatsApp
   every echo (`smb_message_echoes`) is a person's.
 
@@ -69,7 +70,7 @@ def turn_starts(
         if not customer:
             counts["no_customer"] += 1
         elif message.direction == meta.OUTGOING:
-            if not message.ours:
+            if not (message.ours or ctx.auto_reply.ours(message.app_id)):
                 writes.append(reply_holds.pause(ctx, tenant, customer, ctx.now + ctx.auto_reply.echo_pause_seconds))
                 counts["paused"] += 1
         elif message.type == "text" and ctx.auto_reply.opts_out(message.text):

@@ -75,6 +75,8 @@ class InboundMessage:
     `metadata.phone_number_id`, the entry's Page or Instagram account on Messenger and Instagram."""
     ours: bool = False
     """An echo of a reply this pipeline sent (the Send API's `metadata`, OWN_REPLY_METADATA)."""
+    app_id: str = ""
+    """A Messenger or Instagram echo's `app_id`: the app that sent the message, "" for none."""
 
     @property
     def person(self) -> str:
@@ -268,8 +270,15 @@ def _messaging(event: Mapping[str, Any], channel: str, units: Units, tenant: str
             tenant=tenant,
             business_id=tenant,
             ours=message.get("metadata") == OWN_REPLY_METADATA,
+            app_id=_app_id(message.get("app_id")),
         )
     )
+
+
+def _app_id(value: Any) -> str:
+    """Meta writes an app id as a JSON number; a number, or digits, or nothing."""
+    text = str(value) if isinstance(value, int | str) and not isinstance(value, bool) else ""
+    return text if text.isascii() and text.isdigit() else ""
 
 
 def read(payload: Any) -> Units:

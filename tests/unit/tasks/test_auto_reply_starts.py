@@ -84,3 +84,31 @@ def test_a_customer_no_reply_could_be_addressed_to_starts_nothing():
     _, starts, counts = auto_reply.turn_starts(_ctx(), [_message(sender="../15551230001?x=")])
     # Then no turn is started, so none is refused for good on the ai lane
     assert (starts, dict(counts)) == ([], {"malformed": 1})
+
+
+def test_an_echo_from_our_own_app_pauses_nothing_and_a_persons_does():
+    # Given Instagram echoes with no metadata: one sent by the pipeline's app, one by the inbox's
+    ctx = _ctx()
+    ctx.auto_reply = AutoReplySettings(tenants=ctx.auto_reply.tenants, own_app_ids=("1517776481860111",))
+    echo = {"direction": meta.OUTGOING, "sender": SHOP.instagram[0], "recipient": "17841400000000001"}
+    ours = _message(channel="instagram", business_id=SHOP.instagram[0], app_id="1517776481860111", **echo)
+    persons = _message(channel="instagram", business_id=SHOP.instagram[0], app_id="263902037430900", **echo)
+    # Then ours holds nothing, the person's pauses the conversation
+    assert auto_reply.turn_starts(ctx, [ours]) == ([], [], {})
+    writes, starts, counts = auto_reply.turn_starts(ctx, [persons])
+    assert (starts, dict(counts)) == ([], {"paused": 1})
+    assert [write.names["#until"] for write in writes] == ["paused_until"]
+
+
+def test_an_echo_says_which_app_sent_it_and_whether_it_carried_our_metadata():
+    # Given Messenger echoes as Meta documents them, one carrying our replies' metadata
+    def echo(**extra) -> dict:
+        message = {"mid": "m_1", "text": "hi", "is_echo": True, "app_id": 1517776481860111, **extra}
+        event = {"sender": {"id": "1077"}, "recipient": {"id": "2468"}, "timestamp": 1, "message": message}
+        return {"object": "page", "entry": [{"id": "1077", "messaging": [event]}]}
+
+    [plain] = meta.read(echo()).messages
+    [marked] = meta.read(echo(metadata="lanes-reply")).messages
+    # Then both name the app, and only ours is marked ours
+    assert (plain.app_id, plain.ours, plain.direction) == ("1517776481860111", False, meta.OUTGOING)
+    assert (marked.app_id, marked.ours) == ("1517776481860111", True)
