@@ -6,6 +6,7 @@ non-zero with a message that says what to do instead.
   lanectl lane pause|resume         stop a lane's consumer, and bring it back (optionally ramped)
   lanectl trace ID | --tenant T     one delivery's or job's path; a tenant's in a window
   lanectl replay --since … FILTER   re-process rows of the raw log after a fix, paced, once per generation
+  lanectl auto-reply off|on         stop or restart the model's own replies (a tenant, or one conversation)
   lanectl erase --sender ID         erase one person (Meta's data-deletion callback, for on-call)
   lanectl erase --link ASID --to ID link an app-scoped id to an id the pipeline stores
   lanectl meta check                which fields each Meta account is subscribed to, and what is missing
@@ -102,7 +103,7 @@ def _dispatch(args: argparse.Namespace, runtime: Runtime) -> int:
         return preflight.run_preflight(ctx)
     if args.command == "trace":
         return _trace(args, ctx)
-    if args.command in ("replay", "meta"):
+    if args.command in ("replay", "meta", "auto-reply"):
         return _replay_or_meta(args, ctx)
     if args.command == "erase":
         if args.status is not None:
@@ -130,8 +131,10 @@ def _dispatch(args: argparse.Namespace, runtime: Runtime) -> int:
 
 
 def _replay_or_meta(args: argparse.Namespace, ctx: Context) -> int:
-    from ops.commands import meta, replay
+    from ops.commands import auto_reply, meta, replay
 
+    if args.command == "auto-reply":
+        return auto_reply.switch(ctx, args.tenant, args.conversation, on=args.action == "on")
     if args.command == "replay":
         return replay.replay(
             ctx,

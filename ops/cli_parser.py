@@ -155,6 +155,16 @@ def build_parser() -> argparse.ArgumentParser:
         help="raise MaximumConcurrency from 2 to the catalogue's value over this long (90s, 5m)",
     )
 
+    replies = commands.add_parser(
+        "auto-reply", help="turn the model's own replies off or on, for a tenant or one conversation"
+    ).add_subparsers(dest="action", required=True, metavar="ACTION")
+    for word, text in (("off", "stop auto-replies"), ("on", "let auto-replies go out again (and clear an opt-out)")):
+        switch = replies.add_parser(word, parents=[common], help=text)
+        switch.add_argument("--tenant", required=True, help="a tenant with auto-reply in the environment's config")
+        switch.add_argument(
+            "--conversation", metavar="ID", help="only this customer (their id as Meta sends it); default: the tenant"
+        )
+
     erase = commands.add_parser(
         "erase", parents=[common], help="erase everything about one person; prints a confirmation code"
     )

@@ -157,6 +157,32 @@ SIGNING_TASKS = SENDING_TASKS | STATUS_TASKS
 tasks/messages.py): their lanes get the reply callback key's secret."""
 
 
+AUTO_REPLY_TASKS = frozenset({"messages"})
+"""Tasks that turn a tenant's stored inbound messages into ai turns (tasks/auto_reply.py)."""
+AUTO_REPLY_LANE = "ai"
+"""Where those turns go: the ai lane (tasks/ai.py), whose queue the messages lane may send to."""
+
+
+def auto_replies(env: Environment, lane: Lane) -> bool:
+    """Whether `lane` starts ai turns itself: its task does, a tenant has auto-reply on, and the
+    environment has an ai lane. Only then is it given the variables (and the grant) it needs."""
+    return (
+        lane.policy.task in AUTO_REPLY_TASKS
+        and env.auto_reply.on_anywhere
+        and any(other.name == AUTO_REPLY_LANE for other in env.lanes)
+    )
+
+
+def _auto_reply(env: Environment, lane: Lane, resources: Resources, dumps: Dumps) -> dict[str, str]:
+    if not auto_replies(env, lane):
+        return {}
+    return {
+        EnvVar.AUTO_REPLY: codec.dumps(env.auto_reply),
+        EnvVar.TENANT_ASSETS: env.tenant_assets.to_text(),
+        EnvVar.LANE_QUEUES: dumps({AUTO_REPLY_LANE: resources.queue_urls[AUTO_REPLY_LANE]}),
+    }
+
+
 def consumer(env: Environment, lane: Lane, resources: Resources, dumps: Dumps) -> dict[str, str]:
     model = env.model(lane.name)
     sends = lane.policy.task in SENDING_TASKS and resources.access_token_arn
@@ -174,6 +200,7 @@ def consumer(env: Environment, lane: Lane, resources: Resources, dumps: Dumps) -
             else {}
         ),
         **({EnvVar.MODEL: codec.dumps(model.settings)} if model is not None else {}),
+        **_auto_reply(env, lane, resources, dumps),
         **_common(env, resources, f"consumer-{lane.name}"),
         **_retention(env),
         EnvVar.SENDER_KEY_ARN: resources.sender_key_arn,

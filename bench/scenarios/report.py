@@ -124,6 +124,11 @@ def write(
         # `make soak` writes this section; the scenarios keep it as it was measured.
         lines += soak.read_text(encoding="utf-8").rstrip("\n").splitlines()
         lines.append("")
+    auto_reply = root / "report" / "auto_reply.md"
+    if auto_reply.exists():
+        # `python -m bench.auto_reply` writes this section; the scenarios keep it as it was measured.
+        lines += auto_reply.read_text(encoding="utf-8").rstrip("\n").splitlines()
+        lines.append("")
     lines.append("## Findings")
     lines.append("")
     if findings:

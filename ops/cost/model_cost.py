@@ -3,7 +3,9 @@
 Each message on a lane with a model is priced as one call of the tokens its model's planning
 assumptions state (stacks/config/models.py). For the ai lane that is an upper bound: a burst
 coalesced into one turn makes one call, not one per message. What a lane really spends is its
-`ModelInputTokens` and `ModelOutputTokens` metrics.
+`ModelInputTokens` and `ModelOutputTokens` metrics. `lanectl plan` also prints one call's price
+(`per_call`): on the ai lane, what one reply turn costs at the planned tokens; prompt caching is
+not priced.
 """
 
 from __future__ import annotations
@@ -23,6 +25,11 @@ class ModelCost:
     output_tokens: float
     price: ModelPrice | None
     """None: a model with no price here; the plan warns rather than guess."""
+
+    @property
+    def per_call(self) -> float:
+        """One call at the planned tokens: on the ai lane, one reply turn (a whole burst)."""
+        return self.total / self.calls if self.calls else 0.0
 
     @property
     def total(self) -> float:

@@ -123,6 +123,13 @@ def _cost_lines(env: Environment, average_fraction: float) -> list[str | Table]:
                 right=(2, 3, 4, 6),
             )
         )
+        for model in costs.models.values():
+            if model.price is not None and model.calls:
+                lines.append(
+                    f"a call on {model.lane} ({model.input_tokens / model.calls:,.0f} tokens in, "
+                    f"{model.output_tokens / model.calls:,.0f} out): ${model.per_call:.6f}, "
+                    f"${model.per_call * 1000:,.2f} per 1,000"
+                )
     edge = costs.edge
     edge_detail = (
         f"{edge.requests / 1e6:,.1f}M webhook requests: CloudFront {money(edge.cloudfront)}, AWS WAF "

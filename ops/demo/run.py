@@ -8,10 +8,12 @@ Retry-After, and a poison message that ends in the dead-letter queue, fires its 
 redriven with `lanectl` once the fault is cleared, a webhook door that cannot start paging through
 Lambda's own error count (ops/demo/incidents.py), and a replay after a fix:
 one of the customer's deliveries traced, their window listed and replayed, each task re-run once
-(ops/demo/replays.py); a customer with a WhatsApp username and no phone number stored, answered by
-business-scoped user id, traced and erased (ops/demo/usernames.py). Last, it checks that
-on-call's inbox holds only the pages the story called for (ops/demo/on_call.py). It ends with a
-table of what happened and exits 0 only if every expectation held.
+(ops/demo/replays.py); a customer's three quick texts answered by one reply with no job posted
+and a person's echo silencing the model (ops/demo/auto_reply.py); a customer with a WhatsApp
+username and no phone number stored, answered by business-scoped user id, traced and erased
+(ops/demo/usernames.py). Last, it checks that on-call's inbox holds only the pages the story
+called for (ops/demo/on_call.py). It ends with a table of what happened and exits 0 only if every
+expectation held.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import logging
 import os
 import sys
 
+from ops.demo import auto_reply as demo_auto_reply
 from ops.demo import incidents as demo_incidents
 from ops.demo import on_call as demo_on_call
 from ops.demo import replays as demo_replays
@@ -44,6 +47,7 @@ def main(args: argparse.Namespace | None = None) -> int:
             *demo_replays.SCENES,
             *demo_webhooks.LAST,
             *demo_usernames.SCENES,
+            *demo_auto_reply.SCENES,
             *demo_on_call.SCENES,
         )
     )

@@ -133,3 +133,33 @@ def _whatsapp(waba: str, value: dict[str, Any]) -> dict[str, Any]:
             }
         ],
     }
+
+
+def whatsapp_text_to(waba: str, phone_number_id: str, wamid: str, text: str, sender: str = CUSTOMER) -> dict[str, Any]:
+    """A customer's WhatsApp text to a given phone-number id of `waba` (a tenant's bound number)."""
+    delivery = whatsapp_message(waba, wamid, text, sender)
+    delivery["entry"][0]["changes"][0]["value"]["metadata"]["phone_number_id"] = phone_number_id
+    return delivery
+
+
+def whatsapp_echo(waba: str, phone_number_id: str, wamid: str, text: str, to: str = CUSTOMER) -> dict[str, Any]:
+    """A message a person sent `to` from the WhatsApp Business app, as `smb_message_echoes` echoes it."""
+    echo = {"from": "15550000000", "to": to, "id": wamid, "timestamp": str(int(time.time())), "type": "text"}
+    return {
+        "object": "whatsapp_business_account",
+        "entry": [
+            {
+                "id": waba,
+                "changes": [
+                    {
+                        "field": "smb_message_echoes",
+                        "value": {
+                            "messaging_product": "whatsapp",
+                            "metadata": {"display_phone_number": "15550000000", "phone_number_id": phone_number_id},
+                            "message_echoes": [{**echo, "text": {"body": text}}],
+                        },
+                    }
+                ],
+            }
+        ],
+    }

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pipeline.domain.erasure import requests as erasure_rules
+from pipeline.settings.auto_reply import AutoReplySettings, TenantAutoReply
 from pipeline.settings.callers import ALL_TENANTS
 from pipeline.settings.dependency_budget import DependencyBudget
 from pipeline.settings.doors import MIB, JobsSettings, WebhookSettings
@@ -64,6 +65,8 @@ LOCAL_ASSETS = AssetBinding(
     }
 )
 """Which Meta assets the local tenants own (settings/tenant_assets.py)."""
+LOCAL_AUTO_REPLY = AutoReplySettings(tenants={LOCAL_SHOP: TenantAutoReply()})
+"""Locally `shop-1`'s customers are answered on every channel; `acme`'s are left to its products."""
 
 
 UNWRITTEN = Unattended(
@@ -196,6 +199,10 @@ class Environment:
     each tenant owns (lambdas/pipeline/settings/tenant_assets.py): a job's reply goes out only
     through its own tenant's. Empty binds nothing: no reply is sent until the tenants' assets are
     written here, as no producer may post until its role is granted (`JobsSettings.callers`)."""
+    auto_reply: AutoReplySettings = field(default_factory=AutoReplySettings)
+    """Which tenants' customers the model answers with no product in between, on which channels
+    (lambdas/pipeline/settings/auto_reply.py); no tenant by default, so an environment replies to
+    nobody until one is named here (and bound in `tenant_assets`)."""
     erasure: ErasureConfig = field(default_factory=ErasureConfig)
     idempotency_ttl_seconds: int = 7 * 24 * 3600
     graph_api_url: str = "https://graph.facebook.com/v21.0"
@@ -416,6 +423,7 @@ def _build() -> dict[str, Environment]:
             idempotency_ttl_seconds=3600,
             accounts=LOCAL_ACCOUNTS,
             tenant_assets=LOCAL_ASSETS,
+            auto_reply=LOCAL_AUTO_REPLY,
             retention=Retention(
                 raw_deliveries_days=4, jobs_days=4, effects_days=4, erasure_requests_days=4, backup_days=1
             ),
@@ -448,6 +456,7 @@ __all__ = [
     "ENVIRONMENTS",
     "LOCAL_ACCOUNT",
     "LOCAL_ASSETS",
+    "LOCAL_AUTO_REPLY",
     "LOCAL_ON_CALL",
     "LOCAL_PRODUCER",
     "LOCAL_SHOP",

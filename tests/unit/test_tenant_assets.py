@@ -69,8 +69,16 @@ def test_a_binding_that_cannot_be_read_fails_the_cold_start_naming_what(text, me
         asset_binding({EnvVar.TENANT_ASSETS: text})
 
 
-def test_only_the_jobs_api_and_the_sending_lanes_are_given_the_binding():
-    env = ENVIRONMENTS["local"]
+@pytest.mark.parametrize(
+    ("name", "holders"),
+    [
+        # local's shop-1 has auto-reply on: the messages lane finds a delivery's tenant in the binding
+        ("local", {"jobs", "consumer-ai", "consumer-messages"}),
+        ("prod", {"jobs", "consumer-ai"}),
+    ],
+)
+def test_only_the_jobs_api_the_sending_lanes_and_an_auto_replying_lane_are_given_the_binding(name, holders):
+    env = ENVIRONMENTS[name]
     resources = Resources(
         webhook_table="w",
         jobs_table="j",
@@ -89,8 +97,8 @@ def test_only_the_jobs_api_and_the_sending_lanes_are_given_the_binding():
     given["jobs"] = EnvVar.TENANT_ASSETS in runtime_env.jobs(env, resources, json.dumps)
     given["ingress"] = EnvVar.TENANT_ASSETS in runtime_env.ingress(env, resources, json.dumps)
     given["sweeper"] = EnvVar.TENANT_ASSETS in runtime_env.sweeper(env, resources, json.dumps)
-    assert {name for name, has in given.items() if has} == {"jobs", "consumer-ai"}
-    assert asset_binding(runtime_env.jobs(env, resources, json.dumps)) == LOCAL_ASSETS
+    assert {function for function, has in given.items() if has} == holders
+    assert asset_binding(runtime_env.jobs(env, resources, json.dumps)) == env.tenant_assets
 
 
 class _Recorded(BaseHTTPRequestHandler):

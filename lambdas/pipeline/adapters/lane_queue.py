@@ -7,7 +7,9 @@
   `SqsLaneQueue`. Per batch at most one SendMessageBatch per ten deferrals (or per 256 KiB of
   them, SQS's limit on a batch's payload: `send_batch`), one
   ChangeMessageVisibilityBatch per ten retries, and a SendMessage per dead letter (rare, and each
-  carries its own attributes).
+  carries its own attributes). A follow-up goes to its own lane's queue, or to the lane its
+  envelope names when the consumer was given that lane's queue (the messages lane's auto-reply
+  turns go to the ai lane's).
 - Reading it (`depth`, `max_receives`): admission, the sweeper and `lanectl` all read a queue's
   depth here, one GetQueueAttributes each time.
 """
@@ -157,15 +159,20 @@ class FollowUpNotSent(RuntimeError):
 
 
 class SqsLaneQueue:
-    def __init__(self, sqs: Any, queue_url: str, dlq_url: str) -> None:
+    def __init__(self, sqs: Any, queue_url: str, dlq_url: str, others: Mapping[str, str] | None = None) -> None:
         self._sqs = sqs
         self._queue_url = queue_url
         self._dlq_url = dlq_url
+        self._others = dict(others or {})
+        """Other lanes' queues, by lane name: a follow-up whose envelope names one goes there."""
         self._sender = QueueSender(sqs)
 
     def send(self, follow_ups: Sequence[FollowUp]) -> None:
-        outgoing = [Outgoing(f.envelope, delay_seconds=f.delay_seconds) for f in follow_ups]
-        refused = self._sender.send_batch(self._queue_url, outgoing)
+        by_queue: dict[str, list[Outgoing]] = {}
+        for follow_up in follow_ups:
+            url = self._others.get(follow_up.envelope.lane, self._queue_url)
+            by_queue.setdefault(url, []).append(Outgoing(follow_up.envelope, delay_seconds=follow_up.delay_seconds))
+        refused = [failure for url, outgoing in by_queue.items() for failure in self._sender.send_batch(url, outgoing)]
         if refused:
             codes = ", ".join(sorted({failure.code for failure in refused}))
             raise FollowUpNotSent(f"{len(refused)} follow-up(s) refused by SQS ({codes})")

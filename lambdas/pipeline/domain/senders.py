@@ -137,6 +137,8 @@ def _ids_in_change(value: Mapping[str, Any]) -> Iterator[str]:
     for message in _mappings(value.get("messages")):
         yield _id(message.get("from"))
         yield _id(message.get("from_user_id"))
+    for echo in _mappings(value.get("message_echoes")):  # WhatsApp's smb_message_echoes: from the business
+        yield _id(echo.get("to"))
     for contact in _mappings(value.get("contacts")):
         yield _id(contact.get("wa_id"))
         yield _id(contact.get("user_id"))
@@ -150,7 +152,8 @@ def _ids_in_change(value: Mapping[str, Any]) -> Iterator[str]:
 
 def people_in_delivery(payload: Any) -> frozenset[str]:
     """Every person a Meta delivery names (normalised): message senders, WhatsApp contacts,
-    status recipients, comment authors, both ends of a Messenger or Instagram event; never the
+    status recipients, the customer a WhatsApp Business app echo went `to`, comment authors, both
+    ends of a Messenger or Instagram event; never the
     business itself (each entry's id: the page, or the WhatsApp Business Account)."""
     found: set[str] = set()
     businesses: set[str] = set()

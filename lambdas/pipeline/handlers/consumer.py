@@ -55,6 +55,11 @@ def _table_names(tables: settings.Tables) -> TableNames:
     )
 
 
+def _other_queues(environ: Mapping[str, str]) -> dict[str, str]:
+    """The other lanes this lane's tasks start work on (the messages lane's auto-reply turns)."""
+    return settings.lane_queues(environ) if environ.get(settings.EnvVar.LANE_QUEUES) else {}
+
+
 def create_handler(
     environ: Mapping[str, str],
     *,
@@ -118,7 +123,10 @@ def create_handler(
             marker_ttl_seconds=config.idempotency_ttl_seconds,
             effects_retention_seconds=config.retention.effects_seconds,
             send_per_second=config.send_per_second,
-            assets=settings.asset_binding(environ) if meta is not None else settings.AssetBinding(),
+            # The sending lane checks its replies against it; the messages lane, where auto-reply
+            # is on, finds the tenant owning a delivery's asset in it (tasks/auto_reply.py).
+            assets=settings.asset_binding(environ),
+            auto_reply=settings.auto_reply_settings(environ),
             model_rate=(
                 rates.model_requests(lane.dependency, dependency.requests_per_minute)
                 if dependency and lane.dependency and dependency.requests_per_minute
@@ -138,7 +146,7 @@ def create_handler(
                 ),
             ),
             committer=committer,
-            queue=SqsLaneQueue(clients.sqs, config.queue_url, config.dlq_url),
+            queue=SqsLaneQueue(clients.sqs, config.queue_url, config.dlq_url, others=_other_queues(environ)),
             drain=LaneDrain(LaneCounts(dynamodb, config.tables.state), lane.name),
             observer=observer,
             vendor=vendor,

@@ -38,7 +38,17 @@ _HOME = {
         ("SECRET_CACHE_SECONDS", "ErasureSettings", "JobsSettings", "WebhookSettings"), "pipeline.settings.doors"
     ),
     **dict.fromkeys(
-        ("account_silence", "erasure", "jobs", "probe", "retention", "sweeper", "asset_binding", "webhook"),
+        (
+            "account_silence",
+            "auto_reply_settings",
+            "erasure",
+            "jobs",
+            "probe",
+            "retention",
+            "sweeper",
+            "asset_binding",
+            "webhook",
+        ),
         "pipeline.settings.readers",
     ),
     **dict.fromkeys(
@@ -62,11 +72,13 @@ _HOME = {
     "DependencyBudget": "pipeline.settings.dependency_budget",
     "ModelSettings": "pipeline.settings.model",
     "AssetBinding": "pipeline.settings.tenant_assets",
+    "AutoReplySettings": "pipeline.settings.auto_reply",
 }
 
 __all__ = [
     "SECRET_CACHE_SECONDS",
     "AssetBinding",
+    "AutoReplySettings",
     "ConsumerSettings",
     "Credentials",
     "DependencyBudget",
@@ -83,6 +95,7 @@ __all__ = [
     "WebhookSettings",
     "account_silence",
     "asset_binding",
+    "auto_reply_settings",
     "credentials",
     "dependencies",
     "erasure",
@@ -114,6 +127,7 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:
+    from pipeline.settings.auto_reply import AutoReplySettings
     from pipeline.settings.dependency_budget import DependencyBudget
     from pipeline.settings.doors import SECRET_CACHE_SECONDS, ErasureSettings, JobsSettings, WebhookSettings
     from pipeline.settings.environ import (
@@ -135,6 +149,7 @@ if TYPE_CHECKING:
     from pipeline.settings.readers import (
         account_silence,
         asset_binding,
+        auto_reply_settings,
         erasure,
         jobs,
         probe,

@@ -64,6 +64,9 @@ class EnvVar:
     TENANT_ASSETS = "TENANT_ASSETS"
     """Which Meta assets each tenant owns (AssetBinding.to_text, settings/tenant_assets.py), for the
     jobs API and the lanes that send; absent or empty binds nothing, so no reply is sent."""
+    AUTO_REPLY = "AUTO_REPLY"
+    """JSON: AutoReplySettings (settings/auto_reply.py), on the messages lane where a tenant has it
+    on; absent everywhere else, so nothing is answered without a product asking."""
     MODEL = "MODEL_SETTINGS"
     """JSON: the lane's model (ModelSettings); absent on lanes whose task calls none."""
     RETENTION = "RETENTION_SETTINGS"

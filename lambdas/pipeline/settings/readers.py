@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from pipeline.settings.auto_reply import AutoReplySettings
 from pipeline.settings.doors import ErasureSettings, JobsSettings, WebhookSettings
 from pipeline.settings.environ import EnvVar, SettingsError, policy
 from pipeline.settings.kept import RetentionSettings
@@ -63,3 +64,10 @@ def asset_binding(environ: Mapping[str, str]) -> AssetBinding:
         return AssetBinding.from_text(text)
     except ValueError as exc:
         raise SettingsError(f"{EnvVar.TENANT_ASSETS}: {exc}") from exc
+
+
+def auto_reply_settings(environ: Mapping[str, str]) -> AutoReplySettings:
+    """Which tenants' customers are answered without a product asking; none without the variable."""
+    if not environ.get(EnvVar.AUTO_REPLY):
+        return AutoReplySettings()
+    return policy(environ, EnvVar.AUTO_REPLY, AutoReplySettings)

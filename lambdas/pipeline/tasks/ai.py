@@ -33,6 +33,13 @@ at most once, by `reply.send` (tasks/replies.py); without it the reply is only s
 one of the job's tenant's own assets (`reply_asset_not_bound`, settings/tenant_assets.py), fails
 the message for good before anything is stored.
 
+Before its model call a turn may be settled as a no-op, its line's `settled` saying why, and its
+messages taken out of the unanswered set: `outside_service_window` when it sends through Meta and
+its newest message is more than 24 h old (Meta's customer service window: nothing is called or
+sent), and, for a turn auto-reply started (`auto`, tasks/auto_reply.py), `auto_reply_off`,
+`opted_out` or `echo_pause` (tasks/reply_holds.py). A reply that is sent is first cut to its
+channel's limit (domain/reply_length.py states the rule), so Meta never refuses it for length.
+
 The turn's id derives from the message (`turn-<conversation ref>-<message id>`), so a repeated
 follow-up is a duplicate the consumer's done-marker absorbs.
 
@@ -53,13 +60,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from pipeline import schema
-from pipeline.domain import epoch, senders, stored_text
+from pipeline.domain import epoch, reply_length, senders, stored_text
 from pipeline.domain.consumer.work import FollowUp, TaskContext, TaskResult
 from pipeline.domain.dependencies import meta_send
 from pipeline.domain.effects import Check, OnConflict, Put, Table, Update
 from pipeline.domain.envelope import Envelope
 from pipeline.domain.errors import PermanentError, TransientError
-from pipeline.tasks import privacy, replies
+from pipeline.tasks import privacy, replies, reply_holds
 from pipeline.tasks.conversations import (
     conversation_pk,
     conversation_ref,
@@ -76,6 +83,10 @@ PROMPT_MESSAGES = 20
 """The most messages a turn reads for its prompt (one GetItem each), newest first: more than a
 burst, and a bound on a turn's reads after a long outage of the model."""
 UNANSWERED_SK = "unanswered"
+SERVICE_WINDOW_SECONDS = 24 * 3600
+"""Meta's customer service window: a free-form reply only within 24 h of the customer's last
+message (WhatsApp; Messenger's and Instagram's standard messaging window is the same 24 h)."""
+OUTSIDE_SERVICE_WINDOW = "outside_service_window"
 _SEQ_WIDTH = 20
 
 
@@ -198,6 +209,7 @@ def stamp(ctx: TaskContext) -> TaskResult:
             "seq": seq,
             "sender_hash": sender,
             **_reply_to(ctx, payload),
+            **({"auto": True} if payload.get("auto") is True else {}),
         },
     )
     return TaskResult(
@@ -230,9 +242,15 @@ def turn(ctx: TaskContext) -> TaskResult:
         return TaskResult(superseded=True, detail={"conversation": ref, "superseded_by": theirs[1]})
     if theirs < (seq, token):
         raise TurnBeforeStamp(f"marker for conversation {ref} predates message {token}")
+    sending = _reply_to(ctx, payload)
+    settled = _settled(ctx, tenant, conversation, seq, sending, auto=payload.get("auto") is True)
+    if settled is not None:
+        return _settle(ctx, tenant, conversation, unanswered_entry(seq, token), settled)
     answered, prompt = _unanswered(ctx, tenant, conversation, unanswered_entry(seq, token))
     with ctx.dependency():
         reply = ctx.vendor.complete(prompt or str(marker.get("text", "")), timeout=ctx.remaining())
+    if sending:
+        reply = reply_length.fit(reply, sending["reply_to"]["channel"])
     reply_item = {
         schema.PK: conversation_pk(tenant, conversation),
         schema.SK: f"reply#{token}",
@@ -242,7 +260,6 @@ def turn(ctx: TaskContext) -> TaskResult:
     }
     if senders.is_hash(payload.get("sender_hash")):
         reply_item[schema.SENDER_HASH] = payload["sender_hash"]
-    sending = _reply_to(ctx, payload)
     if sending:
         reply_item["send_state"] = meta_send.PENDING
     answer = Put(
@@ -280,11 +297,50 @@ def turn(ctx: TaskContext) -> TaskResult:
     return TaskResult(writes=writes, follow_ups=follow_ups, detail={"conversation": ref, "answered": len(answered)})
 
 
+def _settled(
+    ctx: TaskContext, tenant: str, conversation: str, seq: float, sending: Mapping[str, Any], *, auto: bool
+) -> str | None:
+    """Why this turn must not answer at all, or None: a hold on an auto-reply conversation
+    (tasks/reply_holds.py), or, for a reply sent through Meta, a newest message older than the
+    customer service window (Meta refuses a free-form message after it)."""
+    if auto:
+        held = reply_holds.held(ctx, tenant, conversation)
+        if held is not None:
+            return held
+    if sending and ctx.now - seq > SERVICE_WINDOW_SECONDS:
+        return OUTSIDE_SERVICE_WINDOW
+    return None
+
+
+def _settle(ctx: TaskContext, tenant: str, conversation: str, newest: str, reason: str) -> TaskResult:
+    """The turn settled without a model call or a send: its messages leave the unanswered set, so
+    the next reply does not answer what was left to people or to the window."""
+    entries = _entries(ctx, tenant, conversation, newest)
+    writes = (
+        (
+            Update(
+                table=Table.DATA,
+                key=unanswered_key(tenant, conversation),
+                expression="DELETE #waiting :answered",
+                names={"#waiting": "waiting"},
+                values={":answered": set(entries)},
+            ),
+        )
+        if entries
+        else ()
+    )
+    return TaskResult(writes=writes, detail={"conversation": conversation_ref(tenant, conversation), "settled": reason})
+
+
+def _entries(ctx: TaskContext, tenant: str, conversation: str, newest: str) -> list[str]:
+    item = ctx.read(Table.DATA, unanswered_key(tenant, conversation)) or {}
+    return sorted(entry for entry in item.get("waiting") or () if isinstance(entry, str) and entry <= newest)
+
+
 def _unanswered(ctx: TaskContext, tenant: str, conversation: str, newest: str) -> tuple[list[str], str]:
     """The unanswered set's entries up to `newest`, and the prompt made of their texts, oldest
     first (empty when the conversation has no set yet)."""
-    item = ctx.read(Table.DATA, unanswered_key(tenant, conversation)) or {}
-    entries = sorted(entry for entry in item.get("waiting") or () if isinstance(entry, str) and entry <= newest)
+    entries = _entries(ctx, tenant, conversation, newest)
     texts = []
     for entry in entries[-PROMPT_MESSAGES:]:
         message = ctx.read(

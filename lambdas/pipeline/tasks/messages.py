@@ -19,6 +19,12 @@
 - Comments in a delivery that also carried messages land here (the door never lets a message
   wait behind a comment flood) and are stored for triage, untriaged.
 
+- An echo (Messenger's and Instagram's copy of the business's own message, WhatsApp's
+  `smb_message_echoes`) is stored the same way, never as an inbound message.
+- Where the entry's tenant has auto-reply on (settings/auto_reply.py), each inbound message also
+  starts an ai turn, and an echo or an opt-out holds the conversation (tasks/auto_reply.py); the
+  line's `auto_reply` counts what each message got.
+
 A WhatsApp customer is named by phone number when the webhook carries one and by business-scoped
 user id (BSUID) otherwise (tasks/meta.py, domain/senders.py), and their items live in that id's
 partition. Since April 2026 Meta sends both to most: a message or status naming both lives in the
@@ -53,7 +59,7 @@ from pipeline.domain import senders, stored_text
 from pipeline.domain.consumer.work import TaskContext, TaskResult
 from pipeline.domain.dependencies.meta_send import CALLBACK_PREFIX
 from pipeline.domain.effects import OnConflict, Put, Table, Update, Write
-from pipeline.tasks import meta, privacy, replies
+from pipeline.tasks import auto_reply, meta, privacy, replies
 
 STATUS_RANK = {"sent": 1, "delivered": 2, "read": 3, "failed": 4}
 """`failed` outranks the rest: it is final, and no later status follows it."""
@@ -200,10 +206,14 @@ def run(ctx: TaskContext) -> TaskResult:
     writes += [store_untriaged(tenant(c), c, ctx.now, ctx.sender_hash(c.author)) for c in comments.values()]
     resolved, failed, refused = _replies(ctx, statuses.values())
     writes += resolved
+    holds, turns, started = auto_reply.turn_starts(ctx, messages.values())
+    writes += holds
     writes += privacy.delivery_index(ctx)
     return TaskResult(
         writes=tuple(writes),
+        follow_ups=tuple(turns),
         detail={
+            **({"auto_reply": dict(started)} if started else {}),
             "messages": len(messages),
             "statuses": len(statuses),
             "comments": len(comments),

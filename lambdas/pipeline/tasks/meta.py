@@ -33,7 +33,10 @@ BSUID otherwise (senders.whatsapp_person).
 
 A Messenger or Instagram echo (`message.is_echo`: Meta's copy of a message the business itself
 sent, `sender` the business and `recipient` the customer) is the business's outgoing message to
-that customer: stored as such, in the customer's partition, where their erasure finds it.
+that customer: stored as such, in the customer's partition, where their erasure finds it. So is
+WhatsApp's `smb_message_echoes` (a message a person sent from the WhatsApp Business app, `from` the
+business, `to` the customer). A Messenger or Instagram echo carrying our own replies' `metadata`
+is marked `ours`: only a person's echo pauses auto-reply (tasks/auto_reply.py).
 """
 
 from __future__ import annotations
@@ -45,9 +48,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pipeline.domain import epoch, senders, stored_text
+from pipeline.domain.dependencies.meta_send import OWN_REPLY_METADATA
 from pipeline.domain.errors import PermanentError
 from pipeline.domain.webhook import routing
 
+SMB_ECHOES = "smb_message_echoes"
+"""WhatsApp's copy of a message a person sent from the WhatsApp Business app (coexistence)."""
 COMMENT_FIELDS = frozenset({"feed", "comments", "live_comments", "mentions"})
 COMMENT_VERBS = frozenset({"add", "edited"})
 INBOUND = "inbound"
@@ -97,6 +103,13 @@ class InboundMessage:
     """The business of the entry it came in (routing.entry_tenant); "" when the entry names none."""
     ids: WhatsAppIds = field(default_factory=WhatsAppIds)
     """A WhatsApp customer's business-scoped ids and username, as far as Meta sent them."""
+    business_id: str = ""
+    """The asset the message was written to, which a reply is sent from: WhatsApp's
+    `metadata.phone_number_id`, the entry's Page or Instagram account on Messenger and Instagram."""
+    ours: bool = False
+    """An echo of a reply this pipeline sent (the Send API's `metadata`, OWN_REPLY_METADATA)."""
+    app_id: str = ""
+    """A Messenger or Instagram echo's `app_id`: the app that sent the message, "" for none."""
 
     @property
     def person(self) -> str:
@@ -210,21 +223,28 @@ def _ids(contacts: Mapping[str, WhatsAppIds], phone: str, user_id: str, parent_u
     )
 
 
-def _whatsapp(value: Mapping[str, Any], units: Units, tenant: str) -> None:
+def _whatsapp(value: Mapping[str, Any], units: Units, tenant: str, *, echoes: bool = False) -> None:
+    """`echoes`: the value is an `smb_message_echoes` change, a message a person sent the
+    customer from the WhatsApp Business app (`from` the business's number, `to` the customer)."""
     contacts = _contacts(value)
-    for message in _dicts(value.get("messages")):
+    phone_number_id = _text(_mapping(value.get("metadata")).get("phone_number_id"))
+    for message in _dicts(value.get("message_echoes" if echoes else "messages")):
         message_id = _text(message.get("id"))
         if not message_id:
             units.ignore("message", "no_id")
             continue
-        ids = _ids(
-            contacts,
-            _text(message.get("from")),
-            _text(message.get("from_user_id")),
-            _text(message.get("from_parent_user_id")),
-        )
-        sender = senders.whatsapp_person(ids.phone, ids.user_id)
-        if not _storable(units, message_id, sender, ids.user_id, ids.parent_user_id):
+        if echoes:
+            ids = WhatsAppIds()
+            sender, recipient = _text(message.get("from")), _text(message.get("to"))
+        else:
+            ids = _ids(
+                contacts,
+                _text(message.get("from")),
+                _text(message.get("from_user_id")),
+                _text(message.get("from_parent_user_id")),
+            )
+            sender, recipient = senders.whatsapp_person(ids.phone, ids.user_id), ""
+        if not _storable(units, message_id, sender, recipient, ids.user_id, ids.parent_user_id):
             continue
         kind = _text(message.get("type")) or "unknown"
         body = _mapping(message.get(kind))
@@ -236,10 +256,15 @@ def _whatsapp(value: Mapping[str, Any], units: Units, tenant: str) -> None:
                 type=stored_text.well_formed(kind),
                 text=_text(body.get("body") or body.get("caption")),
                 channel="whatsapp",
+                recipient=recipient,
+                direction=OUTGOING if echoes else INBOUND,
                 tenant=tenant,
                 ids=ids,
+                business_id=phone_number_id if stored_text.is_well_formed(phone_number_id) else "",
             )
         )
+    if echoes:
+        return
     for status in _dicts(value.get("statuses")):
         message_id, name = _text(status.get("id")), _text(status.get("status"))
         if not message_id or not name:
@@ -325,8 +350,17 @@ def _messaging(event: Mapping[str, Any], channel: str, units: Units, tenant: str
             recipient=recipient,
             direction=OUTGOING if message.get("is_echo") is True else INBOUND,
             tenant=tenant,
+            business_id=tenant,
+            ours=message.get("metadata") == OWN_REPLY_METADATA,
+            app_id=_app_id(message.get("app_id")),
         )
     )
+
+
+def _app_id(value: Any) -> str:
+    """Meta writes an app id as a JSON number; a number, or digits, or nothing."""
+    text = str(value) if isinstance(value, int | str) and not isinstance(value, bool) else ""
+    return text if text.isascii() and text.isdigit() else ""
 
 
 def read(payload: Any) -> Units:
@@ -347,6 +381,8 @@ def read(payload: Any) -> Units:
                 add_comment(value, units, tenant)
             elif name == "messages":
                 _whatsapp(value, units, tenant)
+            elif name == SMB_ECHOES:
+                _whatsapp(value, units, tenant, echoes=True)
             else:
                 units.ignore("field", name)
         for event in _dicts(entry.get("messaging")):

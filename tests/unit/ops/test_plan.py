@@ -294,6 +294,16 @@ def test_plan_prices_each_lanes_model_tokens_into_the_total(lanectl):
             / 1e6
         )
         assert cost.total > 0
+        # And one call (on the ai lane, one reply turn) is priced on its own
+        per_call = (
+            model.input_tokens_per_call * price.input_per_million
+            + model.output_tokens_per_call * price.output_per_million
+        ) / 1e6
+        assert cost.per_call == pytest.approx(per_call)
+        assert (
+            f"a call on {model.lane} ({model.input_tokens_per_call} tokens in, {model.output_tokens_per_call} out): "
+            f"${cost.per_call:.6f}, ${cost.per_call * 1000:,.2f} per 1,000"
+        ) in result.out
     # And the total includes them
     without_models = costs.total - sum(c.total for c in costs.models.values())
     assert costs.total > without_models

@@ -62,6 +62,32 @@ def test_a_delivery_names_its_senders_contacts_recipients_and_authors_never_the_
     assert senders.people_in_delivery(None) == frozenset()
 
 
+def test_a_whatsapp_business_app_echo_names_the_customer_it_went_to():
+    # Given a person's message to a customer from the WhatsApp Business app, as Meta echoes it
+    echo = {
+        "object": "whatsapp_business_account",
+        "entry": [
+            {
+                "id": "1000001",
+                "changes": [
+                    {
+                        "field": "smb_message_echoes",
+                        "value": {
+                            "messaging_product": "whatsapp",
+                            "metadata": {"display_phone_number": "15550783881", "phone_number_id": "1098765"},
+                            "message_echoes": [
+                                {"from": "15550783881", "to": "16505551234", "id": "wamid.E", "type": "text"}
+                            ],
+                        },
+                    }
+                ],
+            }
+        ],
+    }
+    # Then the customer is who its row names, so their erasure finds the raw delivery
+    assert senders.people_in_delivery(echo) == {"16505551234"}
+
+
 def test_a_job_names_its_person_by_sender_then_author_then_conversation():
     assert senders.person_in_job({"sender": "+1 555 000 1111", "conversation": "c-9"}) == "15550001111"
     assert senders.person_in_job({"comment_id": "c", "from": {"id": "1357"}}) == "1357"

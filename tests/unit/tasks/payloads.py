@@ -12,6 +12,8 @@ from pipeline.domain import senders
 from pipeline.domain.dependencies.model import Completion
 from pipeline.domain.effects import Table
 from pipeline.domain.envelope import Envelope
+from pipeline.settings.auto_reply import AutoReplySettings
+from pipeline.settings.tenant_assets import AssetBinding
 
 WABA = "waba-100"
 PAGE = "page-200"
@@ -132,6 +134,11 @@ class FakeContext:
     items: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
     held: int = 0
     row_names_everyone: bool = False
+    auto_reply: AutoReplySettings = field(default_factory=AutoReplySettings)
+    assets: AssetBinding = field(default_factory=AssetBinding)
+
+    def owner_of(self, asset: str) -> str | None:
+        return self.assets.owner_of(asset)
 
     def option(self, name: str, default: str) -> str:
         return self.options.get(name, default)

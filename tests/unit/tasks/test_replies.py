@@ -15,6 +15,9 @@ from tests.unit.consumer.handler_output import log_lines
 from tests.unit.consumer.lane_env import with_dependency, with_lane
 from tests.unit.tasks.payloads import FakeVendor
 
+_RECENT = time.time() - 60
+"""A customer message's time within the customer service window (24 h), as a live one is."""
+
 SHOP = "shop-1"
 PHONE_ID = "1098765"
 CUSTOMER = "15551230001"
@@ -30,7 +33,7 @@ def ai_lane(lane, graph):
 
 
 def _message(h, message_id: str = "m1", reply_to=REPLY_TO, conversation: str = "conv-1"):
-    payload = {"conversation": conversation, "message_id": message_id, "text": "open on Sunday?", "sent_at": 1000.0}
+    payload = {"conversation": conversation, "message_id": message_id, "text": "open on Sunday?", "sent_at": _RECENT}
     if reply_to is not None:
         payload["reply_to"] = reply_to
     h.send(h.job_row(f"job-{conversation}-{message_id}", payload, tenant=SHOP, kind=ai.INBOUND))

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from local_aws.graph_fake import GraphFake
@@ -11,6 +13,9 @@ from stacks.config.environments import LOCAL_ASSETS, LOCAL_SHOP
 from tests.support.aws import META_ACCESS_TOKEN
 from tests.unit.consumer.lane_env import with_lane
 from tests.unit.tasks.payloads import FakeVendor
+
+_RECENT = time.time() - 60
+"""A customer message's time within the customer service window (24 h), as a live one is."""
 
 SHOP_NUMBER = LOCAL_ASSETS.tenants[LOCAL_SHOP].phones[0]
 ACME = "acme"
@@ -42,7 +47,7 @@ def _post(h, tenant: str, kind: str, payload: dict, job_id: str) -> None:
 
 
 def _inbound(h, tenant: str, reply_to: dict | None, conversation: str = "conv-1") -> None:
-    payload = {"conversation": conversation, "message_id": "m1", "text": "open on Sunday?", "sent_at": 1000.0}
+    payload = {"conversation": conversation, "message_id": "m1", "text": "open on Sunday?", "sent_at": _RECENT}
     if reply_to is not None:
         payload["reply_to"] = reply_to
     _post(h, tenant, ai.INBOUND, payload, f"job-{tenant}-{conversation}")

@@ -17,6 +17,9 @@ from tests.unit.tasks.payloads import FakeVendor
 from tests.unit.tasks.reply_statuses import CUSTOMER, PHONE_ID, SHOP, WABA, failed_errors, put_reply, ref, reply
 from tests.unit.tasks.reply_statuses import status_delivery as delivery
 
+_RECENT = time.time() - 60
+"""A customer message's time within the customer service window (24 h), as a live one is."""
+
 REPLY_TO = {"channel": "whatsapp", "business_id": PHONE_ID, "recipient": CUSTOMER}
 
 
@@ -44,7 +47,7 @@ def test_a_reply_meta_took_and_then_reported_failed_is_failed_with_its_code_and_
         **with_lane(ai_lane.environ, options={"debounce_seconds": "0", "resolve_seconds": "0"}),
         "GRAPH_API_URL": graph.url,
     }
-    payload = {"conversation": "conv-1", "message_id": "m1", "text": "open?", "sent_at": 1000.0, "reply_to": REPLY_TO}
+    payload = {"conversation": "conv-1", "message_id": "m1", "text": "open?", "sent_at": _RECENT, "reply_to": REPLY_TO}
     ai_lane.send(ai_lane.job_row("job-conv-1-m1", payload, tenant=SHOP, kind=ai.INBOUND))
     handler = ai_lane.handler(vendor=FakeVendor(answers=["We open at 10."]))
     for _ in range(3):

@@ -19,6 +19,7 @@ from pipeline.domain.dependencies.budgets import Budget
 from pipeline.domain.dependencies.failure_rate import FailureWindow
 from pipeline.domain.dependencies.rates import Rate, RateKeeper
 from pipeline.domain.ports import Committer, SenderHasher
+from pipeline.settings.auto_reply import AutoReplySettings
 from pipeline.settings.lane_policy import LanePolicy
 from pipeline.settings.tenant_assets import AssetBinding
 
@@ -36,6 +37,8 @@ class ConsumerConfig:
     """The lane's dependency's requests a minute, shared by every lane that calls it."""
     assets: AssetBinding = field(default_factory=AssetBinding)
     """Which Meta assets each tenant owns: a reply goes out only through its tenant's own."""
+    auto_reply: AutoReplySettings = field(default_factory=AutoReplySettings)
+    """Which tenants' customers are answered without a product asking (the messages lane's)."""
 
     @property
     def reserve_seconds(self) -> float:

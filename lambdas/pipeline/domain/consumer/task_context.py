@@ -18,6 +18,7 @@ from pipeline.domain.dependencies.rates import Rate, RateKeeper, whatsapp_number
 from pipeline.domain.effects import TASK_TABLES, Table, Write
 from pipeline.domain.envelope import Envelope
 from pipeline.domain.errors import DependencyBusy
+from pipeline.settings.auto_reply import AutoReplySettings
 from pipeline.settings.tenant_assets import AssetBinding
 
 
@@ -47,6 +48,7 @@ class TaskRun:
         send_per_second: int | None = None,
         model_rate: Rate | None = None,
         assets: AssetBinding | None = None,
+        auto_reply: AutoReplySettings | None = None,
     ) -> None:
         self.envelope = envelope
         self.payload = payload
@@ -77,6 +79,7 @@ class TaskRun:
         self._send_per_second = send_per_second
         self._model_rate = model_rate
         self._assets = assets or AssetBinding()
+        self.auto_reply = auto_reply or AutoReplySettings()
 
     def option(self, name: str, default: str) -> str:
         return self._options.get(name, default)
@@ -107,6 +110,9 @@ class TaskRun:
         (`reply_asset_not_bound`) otherwise. Checked before the send's rate is counted and again
         before the call, whatever path the work came by (a job, a redrive, a replay)."""
         return reply_to.check_bound(self.envelope.tenant, self._assets)
+
+    def owner_of(self, asset: str) -> str | None:
+        return self._assets.owner_of(asset)
 
     def send_room(self, reply_to: ReplyTo) -> None:
         rate = self.send_rate(self.bound(reply_to))

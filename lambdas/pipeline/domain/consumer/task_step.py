@@ -126,6 +126,7 @@ class TaskStep:
                 send_per_second=self._config.send_per_second,
                 model_rate=self._config.model_rate,
                 assets=self._config.assets,
+                auto_reply=self._config.auto_reply,
             )
             spent.append(context)
             started = self._clock()

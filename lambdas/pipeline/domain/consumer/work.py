@@ -26,6 +26,7 @@ from pipeline.domain.dependencies.meta_send import CallbackRef, ReplyTo, Sent
 from pipeline.domain.dependencies.model import Completion
 from pipeline.domain.effects import Table, Write
 from pipeline.domain.envelope import Envelope
+from pipeline.settings.auto_reply import AutoReplySettings
 
 
 class Vendor(Protocol):
@@ -128,8 +129,16 @@ class TaskContext(Protocol):
     """The record's webhook row carries the hash of every person its delivery names
     (schema.SENDER_HASHES), so the erasure's scan of the log finds it without an item per person."""
 
+    auto_reply: AutoReplySettings
+    """Which tenants' customers are answered without a product asking (tasks/auto_reply.py)."""
+
     def option(self, name: str, default: str) -> str:
         """One of the lane's task options from the catalogue, as text."""
+        ...
+
+    def owner_of(self, asset: str) -> str | None:
+        """The tenant that owns a Meta asset (a WhatsApp Business Account, phone-number, Page or
+        Instagram id; settings/tenant_assets.py), or None when none does."""
         ...
 
     def read(self, table: Table, key: Mapping[str, Any]) -> dict[str, Any] | None:
@@ -171,7 +180,9 @@ class TaskContext(Protocol):
 
 @dataclass(frozen=True)
 class FollowUp:
-    """A message the task wants on its own lane (e.g. a coalesced reply turn a few seconds out).
+    """A message the task wants on its own lane (e.g. a coalesced reply turn a few seconds out),
+    or on the lane its envelope names when the consumer holds that lane's queue (the messages
+    lane's auto-reply turns, sent to the ai lane).
     Sent before the commit, so a crash in between repeats it rather than loses it: follow-ups
     must be idempotent by id (the consumer's done-marker makes a repeated id a no-op)."""
 

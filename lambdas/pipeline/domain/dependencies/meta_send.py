@@ -180,9 +180,18 @@ def whatsapp_text(reply_to: ReplyTo, text: str, callback: str) -> dict[str, Any]
     }
 
 
+OWN_REPLY_METADATA = "lanes-reply"
+"""The Send API's `metadata` on every reply we send: Meta hands it back on the reply's echo, so
+the messages lane tells our own replies from a person's (only a person's pauses auto-reply)."""
+
+
 def send_api_text(reply_to: ReplyTo, text: str) -> dict[str, Any]:
     """The body of the Send API's `POST /{page-id}/messages` (Messenger and Instagram)."""
-    return {"recipient": {"id": reply_to.recipient}, "messaging_type": "RESPONSE", "message": {"text": text}}
+    return {
+        "recipient": {"id": reply_to.recipient},
+        "messaging_type": "RESPONSE",
+        "message": {"text": text, "metadata": OWN_REPLY_METADATA},
+    }
 
 
 class CallbackRef(NamedTuple):

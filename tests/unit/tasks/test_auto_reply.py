@@ -1,0 +1,322 @@
+"""Auto-reply end to end: a customer's message at the messages lane becomes one reply at the Graph
+endpoint, with no job posted, unless a rule says it must not (unbound asset, auto-reply off, an
+opt-out, a person's echo, the customer service window); replies fit the channel's limit."""
+
+from __future__ import annotations
+
+import hashlib
+import time
+
+import boto3
+import pytest
+
+from local_aws.graph_fake import GraphFake
+from pipeline import schema
+from pipeline.adapters.reply_switches import ReplySwitches
+from pipeline.domain import reply_length, senders
+from pipeline.tasks import ai, reply_holds
+from stacks.config.environments import LOCAL_ASSETS, LOCAL_SHOP
+from tests.support.aws import META_ACCESS_TOKEN, REGION
+from tests.unit.consumer.handler_output import log_lines
+from tests.unit.consumer.lane_env import with_lane
+from tests.unit.tasks.payloads import HARNESS_KEY, FakeVendor, person
+
+SHOP = LOCAL_ASSETS.tenants[LOCAL_SHOP]
+SHOP_WABA, SHOP_NUMBER, SHOP_PAGE = SHOP.waba[0], SHOP.phones[0], SHOP.pages[0]
+ACME = LOCAL_ASSETS.tenants["acme"]
+CUSTOMER = "16505551234"
+PSID = "24518920114411111"
+
+
+def whatsapp_texts(*texts: str, sent_at: float | None = None, waba: str = SHOP_WABA, number: str = SHOP_NUMBER):
+    """A WhatsApp delivery as Meta documents it (Cloud API webhooks, `messages` field)."""
+    now = int(sent_at if sent_at is not None else time.time())
+    messages = [
+        {
+            "from": CUSTOMER,
+            "id": "wamid.HBgLMTY1MDU1NTEyMzQVAgASGBQ" + hashlib.sha256(text.encode()).hexdigest()[:22].upper(),
+            "timestamp": str(now - len(texts) + index),
+            "type": "text",
+            "text": {"body": text},
+        }
+        for index, text in enumerate(texts)
+    ]
+    return {
+        "object": "whatsapp_business_account",
+        "entry": [
+            {
+                "id": waba,
+                "changes": [
+                    {
+                        "value": {
+                            "messaging_product": "whatsapp",
+                            "metadata": {"display_phone_number": "15550783881", "phone_number_id": number},
+                            "contacts": [{"profile": {"name": "Sheena Nelson"}, "wa_id": CUSTOMER}],
+                            "messages": messages,
+                        },
+                        "field": "messages",
+                    }
+                ],
+            }
+        ],
+    }
+
+
+def whatsapp_echo(text: str) -> dict:
+    """A message a person sent the customer from the WhatsApp Business app (`smb_message_echoes`)."""
+    return {
+        "object": "whatsapp_business_account",
+        "entry": [
+            {
+                "id": SHOP_WABA,
+                "changes": [
+                    {
+                        "value": {
+                            "messaging_product": "whatsapp",
+                            "metadata": {"display_phone_number": "15550783881", "phone_number_id": SHOP_NUMBER},
+                            "message_echoes": [
+                                {
+                                    "from": "15550783881",
+                                    "to": CUSTOMER,
+                                    "id": "wamid.HBgLMTY1MDU1NTEyMzQVAgARGBI5ECHO",
+                                    "timestamp": str(int(time.time())),
+                                    "type": "text",
+                                    "text": {"body": text},
+                                }
+                            ],
+                        },
+                        "field": "smb_message_echoes",
+                    }
+                ],
+            }
+        ],
+    }
+
+
+def messenger_echo(text: str, *, ours: bool) -> dict:
+    """The Page's own message to the customer as Meta echoes it; ours carries our replies' metadata."""
+    message: dict = {"mid": "m_echo1", "text": text, "is_echo": True, "app_id": 1517776481860111}
+    if ours:
+        message["metadata"] = "lanes-reply"
+    at = int(time.time() * 1000)
+    return {
+        "object": "page",
+        "entry": [
+            {
+                "id": SHOP_PAGE,
+                "time": at,
+                "messaging": [
+                    {"sender": {"id": SHOP_PAGE}, "recipient": {"id": PSID}, "timestamp": at, "message": message}
+                ],
+            }
+        ],
+    }
+
+
+def messenger_text(text: str) -> dict:
+    at = int(time.time() * 1000)
+    return {
+        "object": "page",
+        "entry": [
+            {
+                "id": SHOP_PAGE,
+                "time": at,
+                "messaging": [
+                    {
+                        "sender": {"id": PSID},
+                        "recipient": {"id": SHOP_PAGE},
+                        "timestamp": at,
+                        "message": {"mid": f"m_{text[:8]}", "text": text},
+                    }
+                ],
+            }
+        ],
+    }
+
+
+@pytest.fixture
+def graph():
+    fake = GraphFake(token=META_ACCESS_TOKEN)
+    fake.start()
+    yield fake
+    fake.stop()
+
+
+class Door:
+    """The messages lane and the ai lane, as a delivery meets them after the door's 200."""
+
+    def __init__(self, lane, graph) -> None:
+        self.messages = lane("messages")
+        self.ai = lane("ai")
+        options = {"debounce_seconds": "0", "resolve_seconds": "0", "resolve_rounds": "2"}
+        self.ai.environ = {**with_lane(self.ai.environ, options=options), "GRAPH_API_URL": graph.url}
+        self.model = FakeVendor()
+
+    def deliver(self, *payloads: dict, tenant: str = SHOP_WABA) -> None:
+        handler = self.messages.handler()
+        for payload in payloads:
+            self.messages.send(self.messages.webhook_row(payload, tenant=tenant))
+            response, _ = self.messages.poll(handler)
+            assert response == {"batchItemFailures": []}
+
+    def answer(self) -> None:
+        handler = self.ai.handler(vendor=self.model)
+        for _ in range(20):
+            if self.ai.depth() == 0:
+                return
+            self.ai.poll(handler, visibility=0)
+        raise AssertionError("the ai lane did not drain")
+
+
+@pytest.fixture
+def door(lane, graph):
+    return Door(lane, graph)
+
+
+def _settled(caplog) -> list[str]:
+    """What each settled turn's line says it was settled as."""
+    return [line["detail"]["settled"] for line in log_lines(caplog) if "settled" in (line.get("detail") or {})]
+
+
+def test_three_quick_whatsapp_texts_get_one_reply_at_the_graph_endpoint_and_no_job(door, graph, lane):
+    # Given shop-1 (auto-reply on) and a customer's burst of three texts, as Meta delivers them
+    door.deliver(whatsapp_texts("hi", "are you open", "on Sunday?"))
+    # When the ai lane runs what the messages lane handed it
+    door.answer()
+    # Then the model was asked once, reading all three, and one reply went to the customer
+    # from shop-1's number; no job was ever posted
+    assert len(door.model.prompts) == 1
+    assert door.model.prompts[0].split("\n") == ["hi", "are you open", "on Sunday?"]
+    [sent] = graph.outbox()
+    assert (sent.channel, sent.business_id, sent.recipient, sent.text) == ("whatsapp", SHOP_NUMBER, CUSTOMER, "ok")
+    assert door.ai.dead_letters() == []
+
+
+def test_a_message_delivered_twice_is_answered_once(door, graph):
+    # Given Meta delivering one text, then the same text again batched with nothing else changed
+    # but the delivery (a retry: a second log row)
+    first = whatsapp_texts("do you deliver?")
+    again = {**first, "entry": [{**first["entry"][0], "time": 1}]}
+    door.deliver(first)
+    door.answer()
+    door.deliver(again)
+    # When the ai lane runs again
+    door.answer()
+    # Then one model call and one reply
+    assert len(door.model.prompts) == 1
+    assert len(graph.outbox()) == 1
+
+
+def test_an_unbound_asset_starts_nothing_and_sends_nothing(door, graph):
+    # Given a delivery from a WhatsApp Business Account no tenant owns, one from shop-1's account
+    # naming acme's phone-number id as the number written to, and shop-1's own customer's text
+    door.deliver(whatsapp_texts("hello", waba="9990001"), tenant="9990001")
+    door.deliver(whatsapp_texts("hello again", number=ACME.phones[0]))
+    door.deliver(whatsapp_texts("and from me"))
+    # When the ai lane runs
+    door.answer()
+    # Then only shop-1's own customer was answered, from shop-1's number
+    assert door.model.prompts == ["and from me"]
+    assert [(sent.business_id, sent.recipient) for sent in graph.outbox()] == [(SHOP_NUMBER, CUSTOMER)]
+
+
+def test_a_tenant_without_auto_reply_is_left_to_its_products(door, graph):
+    # Given acme, bound to its assets but without auto-reply, and shop-1 each get a text
+    door.deliver(whatsapp_texts("hello acme", waba=ACME.waba[0], number=ACME.phones[0]), tenant=ACME.waba[0])
+    door.deliver(whatsapp_texts("hello shop"))
+    # When the ai lane runs
+    door.answer()
+    # Then only shop-1's customer was answered: acme's products decide for theirs
+    assert door.model.prompts == ["hello shop"]
+    assert [sent.business_id for sent in graph.outbox()] == [SHOP_NUMBER]
+
+
+def test_a_tenant_turned_off_by_an_operator_gets_no_reply(door, graph, caplog):
+    # Given an operator turned shop-1's auto-reply off
+    switches = ReplySwitches(boto3.client("dynamodb", region_name=REGION), "state", "data", time.time)
+    switches.tenant(reply_holds.tenant_switch_key(LOCAL_SHOP), on=False)
+    # When a customer writes
+    door.deliver(whatsapp_texts("anyone there?"))
+    door.answer()
+    # Then the turn is settled as off, without a model call or a send
+    assert (door.model.prompts, graph.outbox()) == ([], [])
+    assert _settled(caplog) == ["auto_reply_off"]
+    # And once it is on again, the next message is answered
+    switches.tenant(reply_holds.tenant_switch_key(LOCAL_SHOP), on=True)
+    door.deliver(whatsapp_texts("hello?", sent_at=time.time() + 1))
+    door.answer()
+    assert len(graph.outbox()) == 1
+
+
+def test_a_message_older_than_the_service_window_is_settled_without_a_call(door, graph, caplog):
+    # Given a text sent 25 hours ago, delivered only now
+    door.deliver(whatsapp_texts("still there?", sent_at=time.time() - 25 * 3600))
+    # When its turn runs
+    door.answer()
+    # Then nothing was asked or sent, and the line says why
+    assert (door.model.prompts, graph.outbox()) == ([], [])
+    assert _settled(caplog) == [ai.OUTSIDE_SERVICE_WINDOW]
+
+
+def test_a_persons_echo_pauses_the_model_in_that_conversation(door, graph, caplog):
+    # Given a person at the shop wrote to the customer from the WhatsApp Business app
+    door.deliver(whatsapp_echo("Hi Sheena, Sam here, I'll help you"))
+    # When the customer answers
+    door.deliver(whatsapp_texts("thanks Sam"))
+    door.answer()
+    # Then the model stays quiet in that conversation
+    assert (door.model.prompts, graph.outbox()) == ([], [])
+    assert _settled(caplog) == ["echo_pause"]
+    # And the echo is stored as the shop's outgoing message, in the customer's conversation
+    stored = [item for item in door.messages.data_items(person(CUSTOMER)) if item.get("direction") == "outgoing"]
+    assert [(item["recipient"], item["sender"]) for item in stored] == [(CUSTOMER, "15550783881")]
+    # And the pause is kept in the conversation with the customer's hash, where their erasure finds it
+    key = reply_holds.hold_key(LOCAL_SHOP, CUSTOMER)
+    hold = door.messages.data(key[schema.PK], key[schema.SK])
+    assert hold[schema.SENDER_HASH] == senders.sender_hash(HARNESS_KEY, CUSTOMER)
+
+
+def test_an_echo_of_our_own_reply_does_not_pause(door, graph):
+    # Given Meta echoing a reply the pipeline sent on Messenger
+    door.deliver(messenger_echo("ok", ours=True), tenant=SHOP_PAGE)
+    # When the customer writes again
+    door.deliver(messenger_text("one more question"), tenant=SHOP_PAGE)
+    door.answer()
+    # Then it is answered through the Page
+    [sent] = graph.outbox()
+    assert (sent.channel, sent.business_id, sent.recipient) == ("send_api", SHOP_PAGE, PSID)
+
+
+def test_a_persons_messenger_echo_pauses(door, graph, caplog):
+    # Given a person at the shop wrote to the customer from the Page inbox
+    door.deliver(messenger_echo("Sam here", ours=False), tenant=SHOP_PAGE)
+    # When the customer answers
+    door.deliver(messenger_text("thanks"), tenant=SHOP_PAGE)
+    door.answer()
+    # Then the model stays quiet
+    assert (door.model.prompts, graph.outbox()) == ([], [])
+    assert _settled(caplog) == ["echo_pause"]
+
+
+def test_an_opt_out_keyword_stops_auto_replies_to_that_customer(door, graph, caplog):
+    # Given the customer sends STOP
+    door.deliver(whatsapp_texts(" stop "))
+    door.answer()
+    # When they write again later
+    door.deliver(whatsapp_texts("what time do you close?", sent_at=time.time() + 1))
+    door.answer()
+    # Then nothing was asked or sent
+    assert (door.model.prompts, graph.outbox()) == ([], [])
+    assert _settled(caplog) == ["opted_out"]
+
+
+def test_a_reply_over_whatsapps_limit_is_cut_before_the_send(door, graph):
+    # Given the model answers with 5,000 characters
+    door.model.answers.append("word " * 1000)
+    door.deliver(whatsapp_texts("tell me everything"))
+    # When it is sent
+    door.answer()
+    # Then what reached Meta fits WhatsApp's 4,096 and says it was cut
+    [sent] = graph.outbox()
+    assert reply_length.units(sent.text) <= 4096
+    assert sent.text.endswith("word…")
