@@ -197,8 +197,9 @@ def _path(trace: Trace) -> list[tuple[str, str]]:
         steps.append(("sweeper", f"replayed {row['replays']} time(s)"))
     if row.get("generation"):
         steps.append(("replay", f"finished by replay generation {row['generation']} (lanectl replay)"))
-    attempts = row.get(marks.ATTEMPTS)
-    if attempts:
+    # A finished row records the attempt that finished it; any other, the attempts that failed.
+    attempts = int(row.get(marks.ATTEMPTS) or 0) - (1 if row.get(STATUS) == "done" else 0)
+    if attempts > 0:
         steps.append(("attempts", f"{attempts} failed attempt(s)"))
     if row.get(marks.DEFERRALS):
         steps.append(("deferrals", f"{row[marks.DEFERRALS]} (deferred without spending an attempt)"))
