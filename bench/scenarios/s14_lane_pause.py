@@ -157,6 +157,9 @@ def _drive(h: Harness, p: Params) -> Observed:
             producer.join(timeout=p.turns / p.per_second + p.settle_timeout)
             counts = poll(settled, p.settle_timeout, interval=1) or _replies(s, p, tenant)
             poll(lambda: s.total_depth(LANE) == 0, p.settle_timeout, interval=0.5)
+            # The ramp is part of what is observed: the turns may all be answered before the probe's
+            # next step raises the lane to its concurrency (a busy machine answers them in the first).
+            poll(lambda: enabled() == 1.0 and level() == target, p.settle_timeout, interval=0.5)
             time.sleep(1.0)
         dlq = s.depth(LANE, dlq=True)
         refused = [r for r in s.runtime.graph.refused() if r.code == ms.TOKEN_INVALID]
