@@ -299,6 +299,8 @@ def main(argv: list[str] | None = None) -> int:
     unknown = [shape for shape in shapes if shape not in load.SHAPES]
     if unknown or not shapes:
         parser.error(f"--shape takes {', '.join(load.SHAPES)}; got {args.shape!r}")
+    if not rates:
+        parser.error("--ramp needs at least one rate: the report's ramp and its stop under load are measured at them")
     command = "make soak" if argv is None and len(sys.argv) == 1 else "python -m bench.soak " + " ".join(sys.argv[1:])
     retention = args.retention or None
     reports = []
