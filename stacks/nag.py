@@ -177,9 +177,9 @@ def acknowledge(stack: PipelineStack) -> None:
 
 
 def _acknowledge_on_call(on_call: OnCall) -> None:
-    for rule in on_call.recovery_rules:
+    for recovery in on_call.recovery_rules:
         _ack(
-            rule,
+            recovery,
             "Serverless-EventBusDLQ",
             "Carries an alarm's return to OK to the on-call topic. EventBridge retries a failed publish for 24 "
             "hours; after that the notice is stale, and the alarm's own state says the trouble is over, so a "

@@ -21,6 +21,7 @@ from aws_cdk import aws_events as events
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_sns as sns
+from aws_cdk.interfaces.aws_events import IRuleRef
 from constructs import Construct
 
 from stacks.config.environments import Environment
@@ -59,7 +60,7 @@ class _Topic:
     def __init__(self, topic: sns.ITopic) -> None:
         self._topic = topic
 
-    def bind(self, _rule: events.IRule, _id: str | None = None) -> events.RuleTargetConfig:
+    def bind(self, rule: IRuleRef, id: str | None = None) -> events.RuleTargetConfig:
         return events.RuleTargetConfig(arn=self._topic.topic_arn)
 
 

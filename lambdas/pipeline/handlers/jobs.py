@@ -40,6 +40,7 @@ from pipeline.domain.jobs.requests import JobsTableUnavailable
 from pipeline.handlers.http_door import Failures, Handler, entry_point, http_handler
 from pipeline.metric_names import JobFailure
 from pipeline.settings import RetentionSettings
+from pipeline.settings.tenant_assets import AssetBinding
 
 SERVICE = "jobs"
 FAILURES = Failures(
@@ -56,7 +57,7 @@ class JobsApiSettings:
     queue_urls: Mapping[str, str]
     profiles: Mapping[str, LaneProfile]
     retention: RetentionSettings
-    assets: settings.AssetBinding
+    assets: AssetBinding
 
     @property
     def max_body_bytes(self) -> int:
