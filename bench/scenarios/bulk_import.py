@@ -75,6 +75,8 @@ class Import:
             if status == 503:
                 self.shed += 1  # admission said the bulk lane is behind: come back when it says
                 time.sleep(min(5.0, float(response.headers.get("retry-after", "1"))))
+            elif status == 429:
+                time.sleep(0.5)  # the route's throttle: retried as any client retries a 429
             elif status >= 500:
                 self.server_errors += 1  # counted and reported; retried as any client retries a 5xx
                 time.sleep(0.2)
