@@ -129,8 +129,12 @@ def test_a_rate_limit_is_retried_and_the_reply_sent_once_it_passes(ai_lane, grap
         for item in ai_lane.dynamodb.Table("state").scan()["Items"]
         if item[schema.PK].startswith(f"rate#meta#{PHONE_ID}#")
     ]
-    assert len(slices) >= 9
-    assert len({item["calls"] for item in slices}) == 1
+    full = max(item["calls"] for item in slices)
+    held = sorted(int(item[schema.PK].rsplit("#", 1)[1]) for item in slices if item["calls"] == full)
+    assert len(held) >= 9
+    assert held == list(range(held[0], held[0] + len(held)))  # one run of slices, from the refusal on
+    # (the send's own slice may be an earlier one, when the refusal came in the next slice)
+    assert all(int(i[schema.PK].rsplit("#", 1)[1]) < held[0] for i in slices if i["calls"] != full)
     graph.configure(error_rate=0.0)
     waited_until = time.monotonic() + 15
     while ai_lane.depth() and time.monotonic() < waited_until:  # the retry's visibility
