@@ -46,7 +46,7 @@ class Params:
 
 
 FULL = Params()
-QUICK = Params(seconds=6.0, flood_at=1.0, interactive_per_second=8.0, pages=300, producers=6, wait_for_import=False)
+QUICK = Params(seconds=6.0, flood_at=1.0, interactive_per_second=8.0, pages=300, producers=4, wait_for_import=False)
 
 
 @dataclass
