@@ -15,7 +15,7 @@ def commenter(comment_id: str) -> str:
 
 
 def whatsapp_message(waba: str, wamid: str, text: str, sender: str = CUSTOMER) -> dict[str, Any]:
-    return _whatsapp(
+    return whatsapp_delivery(
         waba,
         {
             "contacts": [{"wa_id": sender, "profile": {"name": "Customer"}}],
@@ -41,7 +41,7 @@ def whatsapp_username_message(waba: str, wamid: str, text: str, bsuid: str = BSU
     """A message from a customer with a username: their BSUID (`from_user_id`, the contact's
     `user_id`) and username, no phone number (no `from`, no `wa_id`), as Meta's "Business-scoped
     user IDs" page shows it."""
-    return _whatsapp(
+    return whatsapp_delivery(
         waba,
         {
             "contacts": [{"user_id": bsuid, "profile": {"name": "Customer", "username": USERNAME}}],
@@ -59,7 +59,7 @@ def whatsapp_username_message(waba: str, wamid: str, text: str, bsuid: str = BSU
 
 
 def whatsapp_status(waba: str, wamid: str, status: str, recipient: str = CUSTOMER) -> dict[str, Any]:
-    return _whatsapp(
+    return whatsapp_delivery(
         waba,
         {"statuses": [{"id": wamid, "status": status, "timestamp": str(int(time.time())), "recipient_id": recipient}]},
     )
@@ -114,7 +114,11 @@ def page_comment(page: str, comment_id: str, text: str, post_id: str = "post-1")
     }
 
 
-def _whatsapp(waba: str, value: dict[str, Any]) -> dict[str, Any]:
+def whatsapp_delivery(
+    waba: str, value: dict[str, Any], phone_number_id: str | None = None, field: str = "messages"
+) -> dict[str, Any]:
+    """The envelope of a WhatsApp webhook `field` around `value` (its contacts, messages, statuses or
+    echoes), to `waba`'s phone-number id `phone_number_id` (one of its own by default)."""
     return {
         "object": "whatsapp_business_account",
         "entry": [
@@ -122,10 +126,13 @@ def _whatsapp(waba: str, value: dict[str, Any]) -> dict[str, Any]:
                 "id": waba,
                 "changes": [
                     {
-                        "field": "messages",
+                        "field": field,
                         "value": {
                             "messaging_product": "whatsapp",
-                            "metadata": {"display_phone_number": "15550000000", "phone_number_id": f"{waba}-phone"},
+                            "metadata": {
+                                "display_phone_number": "15550000000",
+                                "phone_number_id": phone_number_id or f"{waba}-phone",
+                            },
                             **value,
                         },
                     }
@@ -145,21 +152,6 @@ def whatsapp_text_to(waba: str, phone_number_id: str, wamid: str, text: str, sen
 def whatsapp_echo(waba: str, phone_number_id: str, wamid: str, text: str, to: str = CUSTOMER) -> dict[str, Any]:
     """A message a person sent `to` from the WhatsApp Business app, as `smb_message_echoes` echoes it."""
     echo = {"from": "15550000000", "to": to, "id": wamid, "timestamp": str(int(time.time())), "type": "text"}
-    return {
-        "object": "whatsapp_business_account",
-        "entry": [
-            {
-                "id": waba,
-                "changes": [
-                    {
-                        "field": "smb_message_echoes",
-                        "value": {
-                            "messaging_product": "whatsapp",
-                            "metadata": {"display_phone_number": "15550000000", "phone_number_id": phone_number_id},
-                            "message_echoes": [{**echo, "text": {"body": text}}],
-                        },
-                    }
-                ],
-            }
-        ],
-    }
+    return whatsapp_delivery(
+        waba, {"message_echoes": [{**echo, "text": {"body": text}}]}, phone_number_id, field="smb_message_echoes"
+    )

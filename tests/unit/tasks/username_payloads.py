@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ops.drive.meta_payloads import whatsapp_delivery
 from tests.unit.tasks.payloads import WABA
 
 BSUID = "US.13491208655302741918"
@@ -20,27 +21,11 @@ PARENT_BSUID = "US.ENT.11815799212886844830"
 USERNAME = "sheena.bakes"
 NAME = "Sheena"
 PHONE = "15550001"
+PHONE_NUMBER_ID = "pn-1"
 
 
 def _delivery(value: dict[str, Any], waba: str = WABA) -> dict[str, Any]:
-    return {
-        "object": "whatsapp_business_account",
-        "entry": [
-            {
-                "id": waba,
-                "changes": [
-                    {
-                        "field": "messages",
-                        "value": {
-                            "messaging_product": "whatsapp",
-                            "metadata": {"display_phone_number": "15550100", "phone_number_id": "pn-1"},
-                            **value,
-                        },
-                    }
-                ],
-            }
-        ],
-    }
+    return whatsapp_delivery(waba, value, PHONE_NUMBER_ID)
 
 
 def contact(*, bsuid: str = BSUID, phone: str | None = None, username: str | None = USERNAME) -> dict[str, Any]:
