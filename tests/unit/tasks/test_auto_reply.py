@@ -207,6 +207,21 @@ def test_a_message_delivered_twice_is_answered_once(door, graph):
     assert len(graph.outbox()) == 1
 
 
+def test_a_turn_start_sent_twice_by_an_sdk_retry_is_answered_once(door, graph):
+    # Given the messages lane's SendMessage of a turn start to the ai queue, which succeeded and
+    # whose answer was lost, so botocore sent the same body again: two copies in the ai queue
+    door.deliver(whatsapp_texts("do you deliver?"))
+    started = door.ai.receive(visibility=0)
+    assert len(started) == 1
+    door.ai.send_raw(started[0]["Body"])
+    assert door.ai.depth() == 2
+    # When the ai lane takes both
+    door.answer()
+    # Then the model is asked once and one reply goes out
+    assert door.model.prompts == ["do you deliver?"]
+    assert len(graph.outbox()) == 1
+
+
 def test_an_unbound_asset_starts_nothing_and_sends_nothing(door, graph):
     # Given a delivery from a WhatsApp Business Account no tenant owns, one from shop-1's account
     # naming acme's phone-number id as the number written to, and shop-1's own customer's text

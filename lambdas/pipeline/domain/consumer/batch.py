@@ -170,6 +170,7 @@ class Consumer:
                 settled[index] = self._settle.dead_letter(received, None, malformed(received), received.receive_count)
             else:
                 live.append(index)
+        live = _first_copies(batch, live, settled)
         if self._time.left_after(remaining, batch, settled, calls=1) < 0:
             self._time.not_started(batch, live, settled, remaining)
             return
@@ -318,3 +319,25 @@ def _retention_over(obligation: Obligation, now: float) -> bool:
         return False
     expires_at = obligation.found.get(schema.TTL)
     return expires_at is not None and float(expires_at) <= now
+
+
+def _first_copies(batch: list[Received], live: list[int], settled: dict[int, RecordOutcome]) -> list[int]:
+    """The first copy of each envelope in the batch; later copies are settled as duplicates.
+
+    Two copies of one envelope in a batch (a producer's SDK retry of a SendMessage that had
+    succeeded, SQS's own at-least-once) would both find its obligation open, both run its task
+    (a model call each) and only the second's commit would find the first's. Acking the later copy
+    loses nothing: the first is settled in this batch, or its message comes back."""
+    first: list[int] = []
+    seen: set[tuple[str, int]] = set()
+    for index in live:
+        envelope = batch[index].envelope
+        assert envelope is not None
+        copy = (envelope.id, envelope.generation)
+        if copy in seen:
+            settled[index] = out.acked(Outcome.DUPLICATE, attempt_of(batch[index]))
+        else:
+            seen.add(copy)
+            first.append(index)
+    return first
+
