@@ -33,6 +33,10 @@ from local_aws.fairness import FairCounts, Fairness
 DELETED_HANDLES_KEPT = 100_000
 """Receipt handles of deleted messages remembered, so a repeated delete still succeeds (SQS's
 behaviour) without the set growing for ever."""
+DELETED_HANDLES_SECONDS = 120
+"""...and for no longer than this: a repeated delete is an SDK retry of one whose answer was lost,
+which botocore makes within its attempts (standard mode: 3, backoff capped at 20 s). Kept by count
+alone, 50 deletes a second grew the runtime's memory for half an hour before the bound held."""
 
 READY, WAITING = "ready", "waiting"
 
@@ -55,7 +59,8 @@ class MessageIndex:
         self.lock = threading.Condition()
         self._by_id: dict[str, Any] = {}
         self._handles: dict[str, str] = {}
-        self._deleted: OrderedDict[str, None] = OrderedDict()
+        self._deleted: OrderedDict[str, float] = OrderedDict()
+        """Receipt handle of a deleted message -> when it was deleted (ms), oldest first."""
         self._waiting: list[tuple[float, int, str, int]] = []
         """(ready at ms, sequence, message id, version)"""
         self._by_age: list[tuple[int, int, str]] = []
@@ -127,8 +132,14 @@ class MessageIndex:
         for handle in message.all_receipt_handles:
             if handle is not None:
                 self._handles.pop(handle, None)
-                self._deleted[handle] = None
-        while len(self._deleted) > DELETED_HANDLES_KEPT:
+                self._deleted[handle] = now_ms
+        self._forget_deleted(now_ms)
+
+    def _forget_deleted(self, now_ms: float) -> None:
+        cutoff = now_ms - DELETED_HANDLES_SECONDS * 1000
+        while self._deleted and (
+            len(self._deleted) > DELETED_HANDLES_KEPT or next(iter(self._deleted.values())) < cutoff
+        ):
             self._deleted.popitem(last=False)
 
     # ------------------------------------------------------------------ the queue's API
@@ -214,14 +225,13 @@ class MessageIndex:
             else:
                 self._set_waiting(message, message.visible_at, received=True)
 
-    def clear(self) -> None:
+    def clear(self, now_ms: float) -> None:
         with self.lock:
             for message in list(self._by_id.values()):
                 for handle in message.all_receipt_handles:
                     if handle is not None:
-                        self._deleted[handle] = None
-            while len(self._deleted) > DELETED_HANDLES_KEPT:
-                self._deleted.popitem(last=False)
+                        self._deleted[handle] = now_ms
+            self._forget_deleted(now_ms)
             self._by_id.clear()
             self._handles.clear()
             self._state.clear()

@@ -19,11 +19,13 @@ from typing import Any
 
 Key = tuple[str, str, frozenset[tuple[str, str]]]
 _KEEP_SECONDS = 300
-"""Per-second statistics are kept this long: the alarms read the last few periods (10 s locally)
-and nothing reads older seconds. Kept for an hour, they grew the runtime's memory through the
-whole of a ten-minute soak. Totals are kept apart, for the whole run."""
-_MIRROR_KEEP_SECONDS = 900
-"""What the CloudWatch mirror keeps for other processes' GetMetricData (a quarter of an hour)."""
+"""Per-second statistics are kept this long unless told how far back their readers look
+(`MetricsStore.keep_for`: the runtime keeps what its alarms read). Kept for an hour, they grew the
+runtime's memory through the whole of a ten-minute soak. Totals are kept apart, for the whole run."""
+_MIRROR_KEEP_SECONDS = 120
+"""What the CloudWatch mirror keeps for other processes' GetMetricData: the operator tools read the
+newest datapoint (ops/messages.py) and the mirror is published every few seconds. A quarter of an
+hour, it grew the runtime's memory through the first 15 minutes of every long run."""
 VALUES_PER_BUCKET = 200
 """Values kept per metric per second for percentiles; past it, a second's percentiles are read
 from a sample of its first values (a webhook door at 2000 a second keeps a tenth)."""
@@ -59,7 +61,8 @@ class Bucket:
 
 
 class MetricsStore:
-    def __init__(self) -> None:
+    def __init__(self, keep_seconds: float = _KEEP_SECONDS) -> None:
+        self._keep_seconds = keep_seconds
         self._series: dict[Key, deque[Bucket]] = defaultdict(deque)
         self._totals: dict[Key, float] = defaultdict(float)
         self._lock = threading.Lock()
@@ -83,13 +86,21 @@ class MetricsStore:
             bucket = _bucket_for(series, second, unit)
             bucket.add(value)
             self._totals[metric] += value
-            while series and series[0].second < second - _KEEP_SECONDS:
+            while series and series[0].second < second - self._keep_seconds:
                 series.popleft()
             pending = self._pending.get(metric)
             if pending is None:
                 pending = self._pending[metric] = Bucket(second, unit)
             pending.second = max(pending.second, second)
             pending.add(value)
+
+    def keep_for(self, seconds: float) -> None:
+        """Keep per-second statistics `seconds` back from the newest (what the slowest reader looks
+        at), no longer."""
+        if seconds <= 0:
+            raise ValueError(f"metrics must be kept for a positive time, got {seconds}")
+        with self._lock:
+            self._keep_seconds = seconds
 
     def _buckets(self, metric: Key, start: float, end: float) -> list[Bucket]:
         with self._lock:

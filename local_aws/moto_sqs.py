@@ -103,7 +103,7 @@ def _get_messages(queue: Any) -> list[Any]:
 def _set_messages(queue: Any, value: list[Any]) -> None:
     if _standard(queue) and "_lanes_index" in queue.__dict__:
         index = index_of(queue)
-        index.clear()
+        index.clear(_now_ms())
         for message in value:
             index.add(message, _now_ms())
     else:
@@ -205,7 +205,7 @@ def _purge_queue(backend: Any, queue_name: str) -> None:
     if not _standard(queue):
         return _ORIGINAL["purge_queue"](backend, queue_name)
     queue.last_purged_at = unix_time()
-    index_of(queue).clear()
+    index_of(queue).clear(_now_ms())
     return None
 
 

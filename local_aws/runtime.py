@@ -336,6 +336,9 @@ class LocalRuntime:
     def _evaluate_alarms(self) -> None:
         assert self.deployment is not None
         definitions = wiring.alarm_definitions(self.deployment)
+        if definitions:
+            # The store keeps what the alarms read: their longest look-back, and a period of slack.
+            self.metrics.keep_for(max(a.period * (a.evaluation_periods + 1) for a in definitions))
         self.alarms = AlarmEvaluator(
             definitions,
             self.metrics,

@@ -226,3 +226,33 @@ def test_deleted_handles_are_remembered_up_to_a_bound():
         assert not index.delete("h0", now_ms=20)
     finally:
         message_index.DELETED_HANDLES_KEPT = bound
+
+
+def test_deleted_handles_are_forgotten_once_an_sdk_retry_is_past():
+    # Given a message deleted at t=10 s, whose handle a retried delete may still name
+    from local_aws import message_index
+
+    index = MessageIndex()
+
+    class Message:
+        def __init__(self, n: int) -> None:
+            self.id = f"id{n}"
+            self.sent_timestamp = n
+            self.delayed_until = 0
+            self.receipt_handle = f"h{n}"
+            self.all_receipt_handles = [self.receipt_handle]
+
+    def delete_new(n: int, at_ms: float) -> None:
+        message = Message(n)
+        index.add(message, now_ms=at_ms)
+        index._handles[message.receipt_handle] = message.id
+        assert index.delete(message.receipt_handle, now_ms=at_ms)
+
+    delete_new(0, 10_000)
+    window_ms = message_index.DELETED_HANDLES_SECONDS * 1000
+    # When the retry comes within the window, it succeeds as SQS's would
+    assert index.delete("h0", now_ms=10_000 + window_ms - 1)
+    # And once another delete happens past the window, the old handle is no longer held
+    delete_new(1, 10_000 + window_ms + 1)
+    assert list(index._deleted) == ["h1"]
+    assert not index.delete("h0", now_ms=10_000 + window_ms + 2)

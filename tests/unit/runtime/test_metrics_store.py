@@ -24,3 +24,18 @@ def test_totals_cover_the_whole_run_while_old_seconds_are_dropped():
     assert store.total(NS, NAME, {"Lane": "messages"}) == 8
     assert store.total_matching(NS, NAME, {}) == 10
     assert store.total_matching(NS, NAME, {"Lane": "ai"}) == 2
+
+
+def test_a_store_told_its_readers_look_back_keeps_no_more():
+    # Given a store whose slowest reader (an alarm of 12 periods of 10 s) looks back 130 s
+    store = MetricsStore()
+    store.keep_for(130)
+    start = 1_000_000.0
+    store.put(NS, NAME, {"Lane": "messages"}, 1, timestamp=start)
+    store.put(NS, NAME, {"Lane": "messages"}, 2, timestamp=start + 130)
+    # When a datapoint comes past that look-back
+    store.put(NS, NAME, {"Lane": "messages"}, 4, timestamp=start + 131)
+    # Then the second it left behind is gone and the ones within it stay
+    assert store.statistic(NS, NAME, {"Lane": "messages"}, "Sum", start, start + 1) is None
+    assert store.statistic(NS, NAME, {"Lane": "messages"}, "Sum", start + 130, start + 132) == 6
+    assert store.total(NS, NAME, {"Lane": "messages"}) == 7
