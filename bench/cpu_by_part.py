@@ -89,6 +89,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rate", type=load.rate_argument, default=50.0)
     parser.add_argument("--for", dest="seconds", type=load.duration_seconds, default=60.0)
     parser.add_argument("--retention", type=int, default=60, help="seconds the runtime keeps data (60; 0: days)")
+    parser.add_argument("--samples", type=Path, default=None, help="also keep py-spy's raw stacks in this file")
     args = parser.parse_args(argv)
     spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
     with tempfile.TemporaryDirectory(prefix="cpu-") as scratch:
@@ -112,6 +113,8 @@ def main(argv: list[str] | None = None) -> int:
             if runtime.process.poll() is None:
                 os.killpg(runtime.process.pid, signal.SIGKILL)
         total, owners, pairs = shares(raw)
+        if args.samples is not None:
+            shutil.copyfile(raw, args.samples)
     cpu = report.cpu_ms_per_webhook
     print(f"\n{args.shape} at {args.rate:g}/s for {args.seconds:g} s: runtime CPU {cpu} ms a webhook")
     for name, n in owners.most_common():

@@ -37,7 +37,8 @@ from typing import Any
 
 from ops.drive.launch import LaunchFailed, launch
 from ops.load import command as load
-from stacks.config.environments import ENVIRONMENTS
+from ops.load.shapes import BURST_CUSTOMERS, BURST_TEXTS
+from stacks.config.environments import ENVIRONMENTS, LOCAL_SHOP
 
 ROOT = Path(__file__).resolve().parents[1]
 REPORT_DIR = ROOT / "bench" / "report"
@@ -50,6 +51,58 @@ WARM_UP_FRACTION = 0.2
 """Memory is judged flat against what the runtime held once this share of the soak had passed."""
 DOOR_P99_GOAL_MS = 250
 """The door's p99 the embedded default must hold at 50/s; the ramp reports where it passes it."""
+AUTO_REPLY = "auto-reply"
+AUTO_REPLY_MODEL_MS = 1000.0
+"""How long the model takes to answer in the auto-reply soak (`--model-latency`): a short reply's
+order from Bedrock. The other shapes start no turn, so the model's time does not touch them."""
+METRIC_LAG_SECONDS = 15
+"""The runtime mirrors its metrics every few seconds: a window is read once this long has passed."""
+AI_DRAIN_SECONDS = 120.0
+"""After the load, how long the auto-reply soak waits for the ai lane to answer what is queued."""
+
+
+class LaneCount:
+    """The ai lane's replies sent and model calls, read from the stack's CloudWatch every half
+    minute while the soak runs: the local mirror keeps two minutes, the soak lasts ten."""
+
+    def __init__(self, stack: load.StackView, lane: str = "ai") -> None:
+        self.stack, self.lane = stack, lane
+        self.replies = 0.0
+        self.model_calls = 0.0
+        self._since = int(time.time())
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="lane-count", daemon=True)
+
+    def start(self) -> LaneCount:
+        self._thread.start()
+        return self
+
+    def _read(self, until: int) -> None:
+        from pipeline import metric_names
+
+        if until <= self._since:
+            return
+        self.replies += self.stack.lane_metric(metric_names.REPLIES_SENT, self.lane, self._since, until)
+        self.model_calls += self.stack.lane_metric(
+            metric_names.MODEL_INPUT_TOKENS, self.lane, self._since, until, "SampleCount"
+        )
+        self._since = until
+
+    def _loop(self) -> None:
+        while not self._stop.wait(30):
+            self._read(int(time.time()) - METRIC_LAG_SECONDS)
+
+    def finish(self) -> dict[str, Any]:
+        """Wait for the lane to empty (up to AI_DRAIN_SECONDS), then count the rest."""
+        self._stop.set()
+        self._thread.join()
+        deadline = time.monotonic() + AI_DRAIN_SECONDS
+        while time.monotonic() < deadline and self.stack.depth().get(self.lane, 0):
+            time.sleep(1.0)
+        drained = not self.stack.depth().get(self.lane, 0)
+        time.sleep(METRIC_LAG_SECONDS)
+        self._read(int(time.time()) + 1)
+        return {"replies": int(self.replies), "model_calls": int(self.model_calls), "ai_drained": drained}
 
 
 @dataclass
@@ -61,9 +114,15 @@ class Runtime:
     lines: list[str] = field(default_factory=list)
 
 
-def start(tmp: Path, retention_seconds: int | None) -> Runtime:
+def start(tmp: Path, retention_seconds: int | None, model_latency_ms: float | None = None) -> Runtime:
     try:
-        launched = launch(tmp / "logs", {"TMPDIR": str(tmp)}, own_session=True, retention_seconds=retention_seconds)
+        launched = launch(
+            tmp / "logs",
+            {"TMPDIR": str(tmp)},
+            own_session=True,
+            retention_seconds=retention_seconds,
+            model_latency_ms=model_latency_ms,
+        )
     except LaunchFailed as exc:
         raise SystemExit(str(exc)) from None
     return Runtime(launched.process, launched.api_url, launched.aws_endpoint, tmp, launched.lines)
@@ -73,11 +132,19 @@ def _stack(runtime: Runtime) -> tuple[str, load.StackView]:
     return load.connect("local", endpoint_url=runtime.aws_endpoint)
 
 
-def soak(runtime: Runtime, rate: float, seconds: float, shape: str = "texts") -> load.Report:
+def soak(runtime: Runtime, rate: float, seconds: float, shape: str = "texts") -> tuple[load.Report, dict[str, Any]]:
+    """The shape's report, and for `auto-reply` what the ai lane did with it."""
     secret, stack = _stack(runtime)
     run = load.LoadRun(url=runtime.api_url, app_secret=secret, rate=rate, seconds=seconds, connections=64, shape=shape)
     print(f"\n== soak ({shape}): {rate:g}/s offered for {seconds:g} s", flush=True)
-    return load.measure(run, stack=stack, pid=runtime.process.pid, interval_seconds=10, write=print)
+    count = LaneCount(stack).start() if shape == AUTO_REPLY else None
+    report = load.measure(run, stack=stack, pid=runtime.process.pid, interval_seconds=10, write=print)
+    if count is None:
+        return report, {}
+    turns = count.finish()
+    turns["bursts"] = report.total.statuses.get("200", 0) // BURST_TEXTS
+    print(f"  auto-reply: {turns}", flush=True)
+    return report, turns
 
 
 def ramp(runtime: Runtime, rates: list[float], step: float) -> list[dict[str, Any]]:
@@ -170,6 +237,19 @@ def _summary_row(report: load.Report) -> str:
     )
 
 
+def _auto_reply_line(turns: dict[str, Any]) -> str:
+    local = ENVIRONMENTS["local"]
+    ai = next(lane for lane in local.lanes if lane.name == "ai")
+    return (
+        f"**{AUTO_REPLY}**: the local tenant with auto-reply on ({LOCAL_SHOP}) gets bursts of {BURST_TEXTS} texts from "
+        f"{BURST_CUSTOMERS} customers at a time; the model answers in {turns['model_ms']:g} ms; the ai lane runs at "
+        f"its local concurrency ({ai.policy.max_concurrency}). {turns['bursts']} bursts, {turns['model_calls']} model "
+        f"calls, {turns['replies']} replies accepted by the Graph endpoint (RepliesSent); the ai lane "
+        + ("had answered everything" if turns["ai_drained"] else f"still held turns {AI_DRAIN_SECONDS:g} s")
+        + " after the load."
+    )
+
+
 def _intervals(report: load.Report) -> list[str]:
     origin = report.intervals[0].start if report.intervals else 0.0
     lines = [
@@ -194,6 +274,7 @@ def markdown(
     stop: dict[str, Any],
     command: str,
     retention: int | None,
+    turns: dict[str, Any] | None = None,
 ) -> str:
     first = reports[0]
     local = ENVIRONMENTS["local"].api.webhook
@@ -228,6 +309,8 @@ def markdown(
         *(_summary_row(r) for r in reports),
         "",
     ]
+    if turns:
+        lines += [_auto_reply_line(turns), ""]
     for report in reports:
         lines += _intervals(report)
     lines += [
@@ -292,8 +375,17 @@ def main(argv: list[str] | None = None) -> int:
         default=SOAK_RETENTION_SECONDS,
         help=f"seconds the runtime keeps data ({SOAK_RETENTION_SECONDS}); 0 keeps the environment's days",
     )
+    parser.add_argument(
+        "--model-latency",
+        type=float,
+        default=AUTO_REPLY_MODEL_MS,
+        metavar="MS",
+        help=f"the model's time to answer in the {AUTO_REPLY} shape ({AUTO_REPLY_MODEL_MS:g})",
+    )
     parser.add_argument("--no-report", action="store_true", help="print only; leave bench/REPORT.md alone")
     args = parser.parse_args(argv)
+    if not 0 <= args.model_latency <= 60_000:
+        parser.error(f"--model-latency must be 0..60000 ms, got {args.model_latency:g}")
     rates = [load.rate_argument(r) for r in args.ramp.split(",") if r.strip()]
     shapes = [shape.strip() for shape in args.shape.split(",") if shape.strip()]
     unknown = [shape for shape in shapes if shape not in load.SHAPES]
@@ -304,13 +396,18 @@ def main(argv: list[str] | None = None) -> int:
     command = "make soak" if argv is None and len(sys.argv) == 1 else "python -m bench.soak " + " ".join(sys.argv[1:])
     retention = args.retention or None
     reports = []
+    turns: dict[str, Any] = {}
     for shape in shapes:
         with tempfile.TemporaryDirectory(prefix="soak-") as scratch:
-            runtime = start(Path(scratch), retention)
+            runtime = start(Path(scratch), retention, args.model_latency if shape == AUTO_REPLY else None)
             try:
-                reports.append(soak(runtime, args.rate, args.seconds, shape))
+                report, found = soak(runtime, args.rate, args.seconds, shape)
+                reports.append(report)
+                turns = found or turns
             finally:
                 _kill(runtime)
+    if turns:
+        turns["model_ms"] = args.model_latency
     with tempfile.TemporaryDirectory(prefix="soak-") as scratch:
         runtime = start(Path(scratch), retention)
         try:
@@ -320,11 +417,14 @@ def main(argv: list[str] | None = None) -> int:
             _kill(runtime)
     REPORT_DIR.mkdir(parents=True, exist_ok=True)
     (REPORT_DIR / "soak.json").write_text(
-        json.dumps({"soak": [r.as_dict() for r in reports], "ramp": steps, "stop": stop}, indent=1), encoding="utf-8"
+        json.dumps(
+            {"soak": [r.as_dict() for r in reports], "auto_reply": turns, "ramp": steps, "stop": stop}, indent=1
+        ),
+        encoding="utf-8",
     )
     for report in reports:
         load.plot(report, REPORT_DIR / f"soak-{report.shape}.png")
-    section = markdown(reports, steps, stop, command, retention)
+    section = markdown(reports, steps, stop, command, retention, turns)
     (REPORT_DIR / "soak.md").write_text(section, encoding="utf-8")
     if not args.no_report:
         update_report(section)

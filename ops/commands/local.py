@@ -44,6 +44,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="the webhook route's throttle for this run instead of the stage's (60/200): a lower one "
         "shows the door's 429 on a machine too busy to answer faster than the stage's rate",
     )
+    parser.add_argument(
+        "--model-latency",
+        type=model_latency,
+        default=None,
+        metavar="MS",
+        help="the local model answers each call after this many milliseconds (default 0), as Bedrock "
+        "takes its time: a soak with auto-reply on states the model's time it was measured with",
+    )
 
 
 def throttle(text: str) -> tuple[float, int]:
@@ -56,6 +64,16 @@ def throttle(text: str) -> tuple[float, int]:
     if parsed[0] <= 0 or parsed[1] < 1:
         raise argparse.ArgumentTypeError(f"the rate must be above 0 and the burst at least 1, got {text!r}")
     return parsed
+
+
+def model_latency(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected milliseconds such as 1000, got {text!r}") from None
+    if not 0 <= value <= 60_000:
+        raise argparse.ArgumentTypeError(f"the model's latency must be 0 to 60000 ms, got {text!r}")
+    return value
 
 
 def main(args: argparse.Namespace) -> int:
@@ -96,6 +114,8 @@ def main(args: argparse.Namespace) -> int:
     except OSError as exc:
         out.write(f"error: cannot start the local runtime: {exc} (is another one running on these ports?)\n")
         return 1
+    if getattr(args, "model_latency", None) is not None:
+        runtime.model.configure(latency_ms=args.model_latency)
     out.write(f"ready: API {runtime.api_url}  AWS endpoint {runtime.aws_endpoint}  (Ctrl-C stops)\n")
     out.flush()
     waited = 0.0

@@ -38,6 +38,7 @@ def launch(
     own_session: bool = False,
     retention_seconds: int | None = None,
     webhook_throttle: str | None = None,
+    model_latency_ms: float | None = None,
 ) -> Launched:
     api_port, aws_port = free_port(), free_port()
     process = subprocess.Popen(  # noqa: S603 (this interpreter, our own module)
@@ -54,6 +55,7 @@ def launch(
             str(log_dir),
             *([] if retention_seconds is None else ["--retention", str(retention_seconds)]),
             *([] if webhook_throttle is None else ["--webhook-throttle", webhook_throttle]),
+            *([] if model_latency_ms is None else ["--model-latency", f"{model_latency_ms:g}"]),
         ],
         cwd=ROOT,
         stdout=subprocess.PIPE,

@@ -14,6 +14,10 @@ and Meta's documented webhooks), padded to about `size` bytes:
   a delivery of its own, to the customer the reply went to.
 - `products`: WhatsApp texts, Messenger messages and Instagram direct messages in turn, each from
   its own business (a WhatsApp account, a Page, an Instagram account).
+- `auto-reply`: conversations with the local tenant that has auto-reply on (stacks/config/
+  environments.py `LOCAL_SHOP`), written to its bound number: `BURST_CUSTOMERS` customers at a time
+  each send a burst of `BURST_TEXTS` texts, interleaved, then the next customers; each burst is one
+  turn of the ai lane, answered at the Graph endpoint.
 
 A delivery says what its stored item is (`item`: a message, or a reply's status) so the watcher
 reads the right key back.
@@ -35,6 +39,10 @@ MESSAGE, STATUS = "msg", "status"
 STATUS_STEPS = ("sent", "delivered", "read")
 KNOWN_NUMBERS = 100_000
 """How many customers `texts` cycles over."""
+BURST_CUSTOMERS = 25
+"""Customers writing at once in `auto-reply`: at 50 a second, a burst's texts come half a second apart."""
+BURST_TEXTS = 3
+"""Texts in one customer's burst in `auto-reply` ("hi", "are you open", "on Sunday?")."""
 
 
 @dataclass(frozen=True)
@@ -139,6 +147,22 @@ def _products(run: str, businesses: int, size: int) -> Iterator[Delivery]:
         sequence += 1
 
 
+def _auto_reply(run: str, size: int) -> Iterator[Delivery]:
+    from stacks.config.environments import LOCAL_ASSETS, LOCAL_SHOP
+
+    shop = LOCAL_ASSETS.tenants[LOCAL_SHOP]
+    waba, number = shop.waba[0], shop.phones[0]
+    sequence = 0
+    while True:
+        group, within = divmod(sequence, BURST_CUSTOMERS * BURST_TEXTS)
+        customer = f"4478{(group * BURST_CUSTOMERS + within % BURST_CUSTOMERS) % KNOWN_NUMBERS:08d}"
+        message_id = f"wamid.load.{run}.{sequence}"
+        payload = meta_payloads.whatsapp_text_to(waba, number, message_id, "", sender=customer)
+        body = _padded(payload, size, sequence, lambda p: p["entry"][0]["changes"][0]["value"]["messages"][0]["text"])
+        yield Delivery(waba, message_id, body, customer)
+        sequence += 1
+
+
 SHAPES: dict[str, Callable[[str, int, int], Iterator[Delivery]]] = {
     "texts": lambda run, businesses, size: _texts(run, businesses, size, lambda n: f"4477009{n % KNOWN_NUMBERS:05d}"),
     "one-to-many": lambda run, businesses, size: _texts(run, businesses, size, lambda n: "447700900001"),
@@ -148,6 +172,7 @@ SHAPES: dict[str, Callable[[str, int, int], Iterator[Delivery]]] = {
     ),
     "statuses": lambda run, businesses, size: _statuses(run, businesses),
     "products": _products,
+    "auto-reply": lambda run, businesses, size: _auto_reply(run, size),
 }
 """Every shape by name; `texts` first, the default."""
 

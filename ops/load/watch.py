@@ -26,6 +26,7 @@ class StackView:
 
         self._dynamodb = client("dynamodb")
         self._sqs = client("sqs")
+        self._cloudwatch = client("cloudwatch")
         self.table = outputs["DataTableName"]
         self.queues = {lane: outputs[f"{output_prefix(lane)}QueueUrl"] for lane in lanes}
         # A stored message is in its sender's partition, named by their hash under the stack's key.
@@ -63,6 +64,34 @@ class StackView:
                     if found is not None and at is not None:
                         found.stored_at = float(at)
                 request = response.get("UnprocessedKeys") or {}
+
+    def lane_metric(self, name: str, lane: str, start: int, end: int, statistic: str = "Sum") -> float:
+        """`statistic` of the stack's metric `name` for `lane` from `start` to `end` (epoch seconds,
+        end excluded), over every series of it naming the lane (RepliesSent from the log filter,
+        ModelInputTokens from the lane's own lines)."""
+        from datetime import UTC, datetime
+
+        from pipeline import metric_names
+
+        found = self._cloudwatch.list_metrics(MetricName=name, Dimensions=[{"Name": metric_names.LANE, "Value": lane}])
+        # An emulator may list a series once per datum: each series is read once.
+        series = {
+            (m["Namespace"], m["MetricName"], tuple(sorted((d["Name"], d["Value"]) for d in m["Dimensions"]))): m
+            for m in found.get("Metrics", [])
+        }
+        total = 0.0
+        for metric in series.values():
+            points = self._cloudwatch.get_metric_statistics(
+                Namespace=metric["Namespace"],
+                MetricName=metric["MetricName"],
+                Dimensions=metric["Dimensions"],
+                StartTime=datetime.fromtimestamp(start, UTC),
+                EndTime=datetime.fromtimestamp(end, UTC),
+                Period=60,
+                Statistics=[statistic],
+            )["Datapoints"]
+            total += sum(point[statistic] for point in points)
+        return total
 
     def depth(self) -> dict[str, int]:
         """Messages waiting or in flight per lane (delayed ones are not load yet)."""

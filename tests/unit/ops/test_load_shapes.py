@@ -4,7 +4,7 @@ delivery is one the door routes to the messages lane and the consumer reads as i
 from __future__ import annotations
 
 import json
-from itertools import islice
+from itertools import islice, pairwise
 
 import pytest
 
@@ -86,6 +86,26 @@ def test_products_mix_whatsapp_messenger_and_instagram_in_turn():
     assert objects == ["whatsapp_business_account", "page", "instagram"] * 3
     channels = [meta.read(json.loads(d.body)).messages[0].channel for d in made[1:3]]
     assert channels == ["messenger", "instagram"]
+
+
+def test_auto_reply_is_bursts_of_three_to_the_auto_replying_tenants_bound_number():
+    from ops.load.shapes import BURST_CUSTOMERS, BURST_TEXTS
+    from stacks.config.environments import LOCAL_ASSETS, LOCAL_SHOP
+
+    # Given two groups' worth of the auto-reply shape
+    made = _take("auto-reply", 2 * BURST_CUSTOMERS * BURST_TEXTS)
+    shop = LOCAL_ASSETS.tenants[LOCAL_SHOP]
+    # Then every text goes to the auto-replying tenant's bound number
+    for delivery in made:
+        value = json.loads(delivery.body)["entry"][0]["changes"][0]["value"]
+        assert (delivery.tenant, value["metadata"]["phone_number_id"]) == (shop.waba[0], shop.phones[0])
+    # And each customer sends one burst, their texts interleaved with the others' of the group
+    by_customer: dict[str, list[int]] = {}
+    for index, delivery in enumerate(made):
+        by_customer.setdefault(delivery.sender, []).append(index)
+    assert len(by_customer) == 2 * BURST_CUSTOMERS
+    for indices in by_customer.values():
+        assert [b - a for a, b in pairwise(indices)] == [BURST_CUSTOMERS] * (BURST_TEXTS - 1)
 
 
 @pytest.mark.parametrize("shape", sorted(set(SHAPES) - {"statuses"}))

@@ -1,5 +1,5 @@
-"""`lanectl local --webhook-throttle RATE/BURST`: read as API Gateway's rate and burst, and a bad
-value refused with what to give instead."""
+"""`lanectl local --webhook-throttle RATE/BURST` and `--model-latency MS`: read as API Gateway and the
+model fake take them, and a bad value refused with what to give instead."""
 
 from __future__ import annotations
 
@@ -31,3 +31,20 @@ def test_a_rate_and_burst_are_read_as_api_gateway_takes_them():
 def test_a_throttle_that_is_not_a_positive_rate_and_burst_is_refused_saying_what_to_give(text, message):
     with pytest.raises(argparse.ArgumentTypeError, match=message):
         local.throttle(text)
+
+
+def test_the_models_latency_is_read_in_milliseconds():
+    parser = argparse.ArgumentParser()
+    local.add_arguments(parser)
+
+    assert parser.parse_args(["--model-latency", "1000"]).model_latency == 1000.0
+    assert parser.parse_args([]).model_latency is None
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [("1s", "expected milliseconds such as 1000"), ("-5", "must be 0 to 60000 ms"), ("60001", "must be 0 to 60000 ms")],
+)
+def test_a_model_latency_out_of_range_is_refused_saying_what_to_give(text, message):
+    with pytest.raises(argparse.ArgumentTypeError, match=message):
+        local.model_latency(text)
