@@ -4,16 +4,20 @@ Each message on a lane with a model is priced as one call of the tokens its mode
 assumptions state (stacks/config/models.py). For the ai lane that is an upper bound: a burst
 coalesced into one turn makes one call, not one per message. What a lane really spends is its
 `ModelInputTokens` and `ModelOutputTokens` metrics. `lanectl plan` also prints one call's price
-(`per_call`): on the ai lane, what one reply turn costs at the planned tokens; prompt caching is
-not priced.
+(`per_call`): on the ai lane, what one reply turn costs at the planned tokens, and what prompt
+caching would save of it (`caching`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ops.cost.prices import LIST_PRICES, MODEL_PRICES, ModelPrice, Prices
+from ops.cost.prices import LIST_PRICES, MODEL_PRICES, PROMPT_CACHING, ModelPrice, Prices
 from stacks.config.environments import Environment
+from stacks.config.models import LaneModel
+
+CHARACTERS_PER_TOKEN = 4
+"""How the plan counts a system prompt's tokens (Bedrock's models come close to it for English)."""
 
 
 @dataclass(frozen=True)
@@ -65,3 +69,25 @@ def model_warnings(env: Environment) -> list[str]:
         for model in env.models
         if model.foundation_model not in MODEL_PRICES
     ]
+
+
+def caching(model: LaneModel, cost: ModelCost) -> str:
+    """What Bedrock's prompt caching would save a call of `model`: the static prefix it could cache
+    is the lane's system prompt (the conversation after it changes every turn)."""
+    found = PROMPT_CACHING.get(model.foundation_model)
+    if found is None:
+        return f"prompt caching: {model.foundation_model} has none on Bedrock; nothing to save"
+    prefix = len(model.settings.system_prompt) // CHARACTERS_PER_TOKEN
+    if prefix < found.min_prefix_tokens:
+        return (
+            f"prompt caching: {model.foundation_model} caches a prefix of at least {found.min_prefix_tokens:,} "
+            f"tokens; the system prompt is about {prefix:,} (of {model.input_tokens_per_call:,} planned a call), "
+            "so nothing is cached and nothing saved"
+        )
+    assert cost.price is not None
+    saved = prefix / 1_000_000 * cost.price.input_per_million * (1 - found.read_share)
+    return (
+        f"prompt caching: the system prompt's {prefix:,} tokens read from the cache save at most "
+        f"${saved:.6f} a call (${saved * cost.calls:,.2f} a month), each cache write costing "
+        f"{found.write_share:g} times an input token"
+    )

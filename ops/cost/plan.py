@@ -18,7 +18,7 @@ from ops.cost.account_signal import AccountSignalCost
 from ops.cost.door_cost import DoorCost
 from ops.cost.environment_cost import EDGE_RULES, environment_cost
 from ops.cost.listing_cost import listing_cost
-from ops.cost.model_cost import model_warnings
+from ops.cost.model_cost import caching, model_warnings
 from ops.cost.plan_checks import LanePlan, account_lines, dependency_lines, lane_warnings, plan_lane, tenant_cap_lines
 from ops.cost.prices import ASSUMED, LIST_PRICES
 from ops.errors import FAILED, OK
@@ -130,6 +130,8 @@ def _cost_lines(env: Environment, average_fraction: float) -> list[str | Table]:
                     f"{model.output_tokens / model.calls:,.0f} out): ${model.per_call:.6f}, "
                     f"${model.per_call * 1000:,.2f} per 1,000"
                 )
+                planned = next(m for m in env.models if m.lane == model.lane)
+                lines += _wrapped(caching(planned, model))
     edge = costs.edge
     edge_detail = (
         f"{edge.requests / 1e6:,.1f}M webhook requests: CloudFront {money(edge.cloudfront)}, AWS WAF "

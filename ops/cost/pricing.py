@@ -45,6 +45,11 @@ class UnitsPerMessage:
     at that table's class."""
 
 
+HOLD_READS = 2
+"""Read units an AI turn spends on whether it may answer: the tenant's switch and the conversation's
+hold. Priced per message, as the lane's turns are (an upper bound: a burst is one turn)."""
+
+
 def units(lane: Lane, usage: Usage = ASSUMED) -> UnitsPerMessage:
     """Requests and capacity units per message, counted from the code's write path (the cost
     scenario in bench/scenarios measures the same items)."""
@@ -55,6 +60,9 @@ def units(lane: Lane, usage: Usage = ASSUMED) -> UnitsPerMessage:
     # A reply sent counts against its number's rate: one write unit (domain/dependencies/rates.py), at most
     # one send per message (a turn answers every message since the last reply).
     budgets += 1 if lane.policy.task in SENDING_TASKS else 0
+    # Before the model is asked, a turn reads the tenant's off switch and the conversation's hold
+    # (tasks/reply_holds.py held): two consistent reads of small items, a read unit each.
+    holds = HOLD_READS if lane.policy.task in SENDING_TASKS else 0
     drain = 1 / lane.policy.batch_size  # one drain-count update per batch, for admission
     effect = math.ceil(effect_kib(lane, usage))
     if kind == "tick":
@@ -71,7 +79,7 @@ def units(lane: Lane, usage: Usage = ASSUMED) -> UnitsPerMessage:
         finish = data if lane.policy.dependency is None else 2 * row + data
         reads = math.ceil(row / 4)
         return UnitsPerMessage(
-            sqs, writes=row + finish + budgets + drain, reads=reads, api_requests=1.0, data_writes=data
+            sqs, writes=row + finish + budgets + drain, reads=reads + holds, api_requests=1.0, data_writes=data
         )
     # A job about a person: its row's entry in the jobs table's by_sender index, and the entry of
     # the item its task stores (keys only: a unit each).
@@ -83,7 +91,7 @@ def units(lane: Lane, usage: Usage = ASSUMED) -> UnitsPerMessage:
     return UnitsPerMessage(
         sqs,
         writes=door + finish + budgets + drain + index,
-        reads=reads,
+        reads=reads + holds,
         api_requests=1.0,
         data_writes=2 * effect + index,
     )

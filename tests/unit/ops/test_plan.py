@@ -326,6 +326,12 @@ def test_a_lane_that_sends_replies_pays_a_write_unit_a_message_for_its_numbers_r
     assert pricing.units(ai).writes - pricing.units(not_sending).writes == 1
 
 
+def test_a_reply_turn_pays_two_read_units_for_its_switch_and_hold():
+    ai = ENVIRONMENTS["prod"].lane("ai")
+    not_sending = replace(ai, policy=replace(ai.policy, task="engagement"))
+    assert pricing.units(ai).reads - pricing.units(not_sending).reads == pricing.HOLD_READS == 2
+
+
 def test_plan_as_json_prices_the_per_account_signal_and_its_alternatives(lanectl):
     # Given prod's plan as JSON, and dev's, which watches no account one by one
     prod = json.loads(lanectl("plan", "prod", "--output", "json").out)["cost"]["source_accounts"]
@@ -380,3 +386,25 @@ def test_both_webhook_doors_are_priced_side_by_side_and_the_total_counts_the_one
     # And its reservation is counted against the account
     assert "webhook door 120" in url_text
     assert "webhook door" not in " ".join(route["account"])
+
+
+def test_prompt_caching_is_priced_only_where_the_model_has_it_and_the_prefix_is_long_enough():
+    from ops.cost.model_cost import caching, model_costs
+    from stacks.config.models import reply_model
+
+    prod = ENVIRONMENTS["prod"]
+    # Given prod's reply model (Claude 3 Haiku) and the same lane on Claude 3.5 Haiku, whose cache
+    # takes a prefix of 2,048 tokens, with the shipped short system prompt and with a long one
+    haiku_3 = reply_model()
+    haiku_35 = reply_model("anthropic.claude-3-5-haiku-20241022-v1:0")
+    long_prompt = replace(
+        haiku_35,
+        settings=replace(haiku_35.settings, system_prompt="x" * 4 * 3000),
+        input_tokens_per_call=3200,
+    )
+    cost = model_costs(replace(prod, models=(long_prompt,)), 0.25)["ai"]
+    # Then the first saves nothing for want of caching, the second for want of a long enough prefix
+    assert "has none on Bedrock" in caching(haiku_3, cost)
+    assert "at least 2,048 tokens; the system prompt is about 46" in caching(haiku_35, cost)
+    # And the long prompt's 3,000 cached tokens are read at a tenth of $0.80 a million
+    assert "save at most $0.002160 a call" in caching(long_prompt, cost)
