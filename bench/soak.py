@@ -7,7 +7,8 @@ bench/REPORT.md.
 
 1. Soak, once per traffic shape (--shape, ops/load/shapes.py: WhatsApp texts from many customers,
    one customer writing to many businesses, a customer with a long history, a new customer per
-   message, statuses for earlier replies, a mix of WhatsApp, Messenger and Instagram), each in a
+   message, statuses for earlier replies, a mix of WhatsApp, Messenger and Instagram, bursts of
+   texts answered by auto-reply with the model taking --model-latency ms), each in a
    fresh `lanectl local` in its own process: `lanectl load` at --rate for --for seconds (signed
    deliveries of 1.5 KB from 30 businesses), with figures every 10 s: answers by status, door
    p50/p99, sent-to-stored p50/p99, queue depth, the runtime's memory and CPU.
