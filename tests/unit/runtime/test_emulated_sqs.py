@@ -200,27 +200,34 @@ def test_a_fifo_queue_keeps_motos_own_behaviour(sqs):
     assert "_lanes_index" not in sqs_backends[ACCOUNT][REGION].queues["lane.fifo"].__dict__
 
 
+class _Message:
+    """What the index reads of a moto message."""
+
+    def __init__(self, n: int) -> None:
+        self.id = f"id{n}"
+        self.sent_timestamp = n
+        self.delayed_until = 0
+        self.receipt_handle = f"h{n}"
+        self.all_receipt_handles = [self.receipt_handle]
+
+
+def _delete_new(index: MessageIndex, n: int, at_ms: float) -> None:
+    """Message n added, received (its handle given out) and deleted at `at_ms`."""
+    message = _Message(n)
+    index.add(message, now_ms=at_ms)
+    index._handles[message.receipt_handle] = message.id
+    assert index.delete(message.receipt_handle, now_ms=at_ms)
+
+
 def test_deleted_handles_are_remembered_up_to_a_bound():
-    index = MessageIndex()
-
-    class Message:
-        def __init__(self, n: int) -> None:
-            self.id = f"id{n}"
-            self.sent_timestamp = n
-            self.delayed_until = 0
-            self.receipt_handle = f"h{n}"
-            self.all_receipt_handles = [self.receipt_handle]
-
     from local_aws import message_index
 
+    index = MessageIndex()
     bound = message_index.DELETED_HANDLES_KEPT
     message_index.DELETED_HANDLES_KEPT = 3
     try:
         for n in range(5):
-            message = Message(n)
-            index.add(message, now_ms=10)
-            index._handles[message.receipt_handle] = message.id
-            assert index.delete(message.receipt_handle, now_ms=20)
+            _delete_new(index, n, 20)
         assert len(index._deleted) == 3
         assert index.delete("h4", now_ms=20)
         assert not index.delete("h0", now_ms=20)
@@ -233,26 +240,11 @@ def test_deleted_handles_are_forgotten_once_an_sdk_retry_is_past():
     from local_aws import message_index
 
     index = MessageIndex()
-
-    class Message:
-        def __init__(self, n: int) -> None:
-            self.id = f"id{n}"
-            self.sent_timestamp = n
-            self.delayed_until = 0
-            self.receipt_handle = f"h{n}"
-            self.all_receipt_handles = [self.receipt_handle]
-
-    def delete_new(n: int, at_ms: float) -> None:
-        message = Message(n)
-        index.add(message, now_ms=at_ms)
-        index._handles[message.receipt_handle] = message.id
-        assert index.delete(message.receipt_handle, now_ms=at_ms)
-
-    delete_new(0, 10_000)
+    _delete_new(index, 0, 10_000)
     window_ms = message_index.DELETED_HANDLES_SECONDS * 1000
     # When the retry comes within the window, it succeeds as SQS's would
     assert index.delete("h0", now_ms=10_000 + window_ms - 1)
     # And once another delete happens past the window, the old handle is no longer held
-    delete_new(1, 10_000 + window_ms + 1)
+    _delete_new(index, 1, 10_000 + window_ms + 1)
     assert list(index._deleted) == ["h1"]
     assert not index.delete("h0", now_ms=10_000 + window_ms + 2)
