@@ -125,7 +125,7 @@ def _refresh(table: Any, item: Any) -> None:
         placed = where.setdefault(index.name, {})
         previous = placed.pop(key, None)
         if previous is not None:
-            groups[previous].pop(key, None)
+            _leave(groups, previous, key)
         names = _hash_attributes(index)
         if all(name in item.attrs for name in names):
             value = tuple(item.attrs[name] for name in names)
@@ -141,7 +141,18 @@ def _drop(table: Any, item: Any) -> None:
     for index_name, placed in where.items():
         previous = placed.pop(key, None)
         if previous is not None:
-            members[index_name][previous].pop(key, None)
+            _leave(members[index_name], previous, key)
+
+
+def _leave(groups: dict[Any, dict[Any, Any]], value: Any, key: Any) -> None:
+    """The item `key` is no longer under `value`; a value with no item left goes too (an index
+    keyed by person would otherwise keep every person ever written)."""
+    group = groups.get(value)
+    if group is None:
+        return
+    group.pop(key, None)
+    if not group:
+        del groups[value]
 
 
 def _where(table: Any) -> dict[str, dict[Any, Any]]:

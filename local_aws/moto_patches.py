@@ -40,6 +40,7 @@ from local_aws import (
     moto_dispatch,
     moto_indexes,
     moto_limits,
+    moto_partitions,
     moto_results,
     moto_sqs,
     moto_stacks,
@@ -59,6 +60,7 @@ def install() -> None:
     # the item back under the same lock).
     moto_limits.install()
     moto_indexes.install()
+    moto_partitions.install()
     expiry_index.install()
     make_dynamodb_atomic()
     moto_sqs.install()

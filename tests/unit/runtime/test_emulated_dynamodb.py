@@ -9,6 +9,8 @@ import threading
 import boto3
 import pytest
 from botocore.exceptions import ClientError
+from moto.core import DEFAULT_ACCOUNT_ID
+from moto.dynamodb.models import dynamodb_backends
 
 from local_aws import moto_indexes
 from tests.support.aws import REGION
@@ -254,3 +256,22 @@ def test_an_index_query_reads_only_the_hash_value_it_asks_for_and_follows_a_row_
         ExpressionAttributeValues={":s": {"S": "p1"}},
     )
     assert _pending(indexed) == ["b"]
+
+
+def test_an_index_forgets_a_hash_value_once_no_item_carries_it(indexed):
+    # Given rows under two shards of the index
+    indexed.put_item(TableName="rows", Item={"id": {"S": "a"}, "shard": {"S": "p0"}, "since": {"N": "1"}})
+    indexed.put_item(TableName="rows", Item={"id": {"S": "b"}, "shard": {"S": "p1"}, "since": {"N": "2"}})
+    # When p1's only row is deleted and p0's moves to another shard
+    indexed.delete_item(TableName="rows", Key={"id": {"S": "b"}})
+    indexed.update_item(
+        TableName="rows",
+        Key={"id": {"S": "a"}},
+        UpdateExpression="SET #s = :s",
+        ExpressionAttributeNames={"#s": "shard"},
+        ExpressionAttributeValues={":s": {"S": "p2"}},
+    )
+    # Then the index holds only the value still carried, and a query of a gone one is empty
+    table = dynamodb_backends[DEFAULT_ACCOUNT_ID][REGION].tables["rows"]
+    assert [value[0].value for value in moto_indexes._members(table)["pending"]] == ["p2"]
+    assert _pending(indexed) == []
