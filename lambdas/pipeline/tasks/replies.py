@@ -4,7 +4,8 @@ The turn stores its reply with `send_state` `pending` and puts a `reply.send` on
 (tasks/ai.py). Sending (states in domain/dependencies/meta_send.py):
 
 1. The reply is read. None yet: the turn's commit has not landed (retried shortly), or a newer
-   message superseded the turn (nothing to send). Already `sent` or `unanswered`: done.
+   message superseded the turn (nothing to send: the marker names another message and the reply,
+   read again after the marker, is still missing). Already `sent` or `unanswered`: done.
 2. `calling` or `unknown`: an earlier attempt's outcome is not known. It is never repeated:
    the reply waits for Meta's status to resolve it (`reply.resolve`).
 3. Otherwise the attempt's reference is signed (WhatsApp's `biz_opaque_callback_data`: tenant,
@@ -145,7 +146,13 @@ def send(ctx: TaskContext) -> TaskResult:
     if reply is None:
         marker = ctx.read(Table.STATE, marker_key(tenant, conversation))
         if marker is not None and str(marker.get("token", "")) != token:
-            return TaskResult(superseded=True, detail={"conversation": ref, "reply": "superseded"})
+            # Once the marker names another message, this turn's commit (which checks the marker is
+            # still its own) can no longer land: a reply missing after that read is missing for good.
+            # The turn may have committed between the first read and the marker's, so look again.
+            reply = ctx.read(Table.DATA, key)
+            if reply is None:
+                return TaskResult(superseded=True, detail={"conversation": ref, "reply": "superseded"})
+    if reply is None:
         raise ReplyNotStored(f"the reply of conversation {ref} is not stored yet")
     state = str(reply.get("send_state") or ms.PENDING)
     attempts = int(reply.get("send_attempts") or 0)
