@@ -5,6 +5,7 @@ IAM evaluation, metrics and alarms, logging, the code itself).
 
     python -m bench.cpu_by_part                           # WhatsApp texts, 50/s for 60 s
     python -m bench.cpu_by_part --shape statuses --for 90
+    python -m bench.cpu_by_part --shape auto-reply --rate 20 --model-latency 100
 
 `lanectl local` runs in its own process, as `make soak` runs it; py-spy samples it (only the thread
 holding the interpreter's lock, so the shares are shares of CPU, not of waiting) while
@@ -89,11 +90,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rate", type=load.rate_argument, default=50.0)
     parser.add_argument("--for", dest="seconds", type=load.duration_seconds, default=60.0)
     parser.add_argument("--retention", type=int, default=60, help="seconds the runtime keeps data (60; 0: days)")
+    parser.add_argument(
+        "--model-latency", type=float, default=None, metavar="MS", help="the local model's time a call (auto-reply)"
+    )
     parser.add_argument("--samples", type=Path, default=None, help="also keep py-spy's raw stacks in this file")
     args = parser.parse_args(argv)
     spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
     with tempfile.TemporaryDirectory(prefix="cpu-") as scratch:
-        runtime = start(Path(scratch), args.retention or None)
+        runtime = start(Path(scratch), args.retention or None, args.model_latency)
         raw = Path(scratch) / "stacks.txt"
         try:
             secret, stack = load.connect("local", endpoint_url=runtime.aws_endpoint)
