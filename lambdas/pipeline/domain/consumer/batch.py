@@ -340,4 +340,3 @@ def _first_copies(batch: list[Received], live: list[int], settled: dict[int, Rec
             seen.add(copy)
             first.append(index)
     return first
-
