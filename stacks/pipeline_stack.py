@@ -17,7 +17,7 @@ from stacks.constructs.alarms import OnCall
 from stacks.constructs.consumer_grants import grant_consumer
 from stacks.constructs.edge import Edge
 from stacks.constructs.function import SharedCode
-from stacks.constructs.grants import SEND, grant_queue
+from stacks.constructs.grants import SEND, grant_queue, grant_rows
 from stacks.constructs.ingress import Ingress, MetaSecret
 from stacks.constructs.jobs_callers import JobsCallers
 from stacks.constructs.lane import LaneConsumer, LaneQueues
@@ -110,8 +110,10 @@ class PipelineStack(Stack):
             )
             self.consumers[lane.name] = consumer
             if runtime_env.auto_replies(env, lane):
-                # The messages lane starts the ai lane's turns itself (tasks/auto_reply.py).
+                # The messages lane stamps conversations and schedules the ai lane's turns itself
+                # (tasks/auto_reply.py), reading first whether a message was stamped already.
                 grant_queue(consumer.consumer.function, self.lane_queues[runtime_env.AUTO_REPLY_LANE].queue, SEND)
+                grant_rows(consumer.consumer.function, self.tables.data, ("dynamodb:GetItem",))
             if lane.tick:
                 ticks = Ticks(
                     self, f"{lane_id(lane.name)}Ticks", env=env, lane=lane, queue=self.lane_queues[lane.name].queue

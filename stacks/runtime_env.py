@@ -176,8 +176,11 @@ def auto_replies(env: Environment, lane: Lane) -> bool:
 def _auto_reply(env: Environment, lane: Lane, resources: Resources, dumps: Dumps) -> dict[str, str]:
     if not auto_replies(env, lane):
         return {}
+    ai_lane = next(other for other in env.lanes if other.name == AUTO_REPLY_LANE)
+    debounce = dict(ai_lane.policy.task_options).get("debounce_seconds")
+    settings = env.auto_reply if debounce is None else replace(env.auto_reply, debounce_seconds=float(debounce))
     return {
-        EnvVar.AUTO_REPLY: codec.dumps(env.auto_reply),
+        EnvVar.AUTO_REPLY: codec.dumps(settings),
         EnvVar.TENANT_ASSETS: env.tenant_assets.to_text(),
         EnvVar.LANE_QUEUES: dumps({AUTO_REPLY_LANE: resources.queue_urls[AUTO_REPLY_LANE]}),
     }

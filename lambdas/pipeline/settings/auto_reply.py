@@ -53,6 +53,9 @@ class AutoReplySettings:
     own_app_ids: tuple[str, ...] = ()
     """The Meta app(s) the pipeline sends replies with: an echo naming one (`app_id`) is of our own
     reply, and pauses nothing, even where Meta does not hand back the Send API's `metadata`."""
+    debounce_seconds: float = 4.0
+    """How long after a conversation's newest message its turn runs, so a burst gets one reply: the
+    ai lane's `debounce_seconds` task option (stacks/runtime_env.py copies it here), the source's 4 s."""
 
     def __post_init__(self) -> None:
         bad = [tenant for tenant in self.tenants if not tenant_ids.is_valid(tenant)]
@@ -60,6 +63,8 @@ class AutoReplySettings:
             raise ValueError(f"auto-reply names tenants that are not tenant ids: {bad}")
         if self.echo_pause_seconds < 0:
             raise ValueError("echo_pause_seconds must not be negative")
+        if not 0 <= self.debounce_seconds <= 900:
+            raise ValueError(f"debounce_seconds must be 0..900 (SQS's longest delay), got {self.debounce_seconds}")
 
     @property
     def on_anywhere(self) -> bool:

@@ -56,14 +56,15 @@ can compute its ref and find its log lines; the logs alone do not give the id ba
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from pipeline import schema
 from pipeline.domain import epoch, reply_length, senders, stored_text
 from pipeline.domain.consumer.work import FollowUp, TaskContext, TaskResult
 from pipeline.domain.dependencies import meta_send
-from pipeline.domain.effects import Check, OnConflict, Put, Table, Update
+from pipeline.domain.effects import Check, OnConflict, Put, Table, Update, Write
 from pipeline.domain.envelope import Envelope
 from pipeline.domain.errors import PermanentError, TransientError
 from pipeline.tasks import privacy, replies, reply_holds
@@ -96,6 +97,11 @@ class TurnBeforeStamp(TransientError):
 
 def turn_id(tenant: str, conversation: str, message_id: str) -> str:
     return f"turn-{conversation_ref(tenant, conversation)}-{message_id}"
+
+
+def stored_key(tenant: str, conversation: str, message_id: str) -> dict[str, str]:
+    """The data item a stamp stores a message of the conversation under (`in#<message id>`)."""
+    return {schema.PK: conversation_pk(tenant, conversation), schema.SK: f"in#{message_id}"}
 
 
 def unanswered_key(tenant: str, conversation: str) -> dict[str, str]:
@@ -141,12 +147,64 @@ def _sent_at(payload: Mapping[str, Any], ctx: TaskContext) -> float:
     return at
 
 
+@dataclass(frozen=True)
+class Inbound:
+    """One customer message as a turn stamps it: checked, from a job's payload or the messages lane."""
+
+    conversation: str
+    message_id: str
+    text: str
+    seq: float
+    """The message's time in epoch seconds: the marker's order."""
+    sender: str
+    """The person the conversation is with (their hash goes on what is stored)."""
+    reply_to: Mapping[str, Any] | None = None
+    """Where the reply goes (a checked, bound `reply_to`), or None: only stored."""
+    auto: bool = False
+
+
 def stamp(ctx: TaskContext) -> TaskResult:
     payload = _payload(ctx)
-    conversation, message_id = _field(payload, "conversation"), _field(payload, "message_id")
-    text = str(payload.get("text") or "")
-    seq = _sent_at(payload, ctx)
-    tenant = ctx.envelope.tenant
+    conversation = _field(payload, "conversation")
+    inbound = Inbound(
+        conversation=conversation,
+        message_id=_field(payload, "message_id"),
+        text=str(payload.get("text") or ""),
+        seq=_sent_at(payload, ctx),
+        sender=str(payload.get("sender") or conversation),
+        reply_to=_reply_to(ctx, payload).get("reply_to"),
+        auto=payload.get("auto") is True,
+    )
+    writes, turn = stamped(
+        ctx,
+        ctx.envelope.tenant,
+        [inbound],
+        lane=ctx.lane,
+        debounce_seconds=float(ctx.option("debounce_seconds", "4")),
+        deadline=ctx.envelope.deadline,
+    )
+    return TaskResult(
+        writes=tuple(writes),
+        follow_ups=(turn,),
+        detail={"conversation": conversation_ref(ctx.envelope.tenant, conversation)},
+    )
+
+
+def stamped(
+    ctx: TaskContext,
+    tenant: str,
+    inbounds: Sequence[Inbound],
+    *,
+    lane: str,
+    debounce_seconds: float,
+    deadline: float | None,
+) -> tuple[list[Write], FollowUp]:
+    """The writes that stamp messages of one conversation, and the turn of the newest of them,
+    `debounce_seconds` out on `lane`: the marker moved to the newest (never back), each message
+    stored, all of them added to the unanswered set. One write per item, so that several messages
+    of one conversation in one delivery fit one transaction (which refuses two writes to an item)."""
+    newest = max(inbounds, key=lambda inbound: (inbound.seq, inbound.message_id))
+    conversation = newest.conversation
     marker = Update(
         table=Table.STATE,
         key=marker_key(tenant, conversation),
@@ -154,69 +212,65 @@ def stamp(ctx: TaskContext) -> TaskResult:
         condition="attribute_not_exists(#seq) OR #seq < :seq OR (#seq = :seq AND #token <= :token)",
         names={"#token": "token", "#seq": "seq", "#text": "text", "#ttl": schema.TTL},
         values={
-            ":token": message_id,
-            ":seq": seq,
-            ":text": text[:PROMPT_TEXT_LIMIT],
+            ":token": newest.message_id,
+            ":seq": newest.seq,
+            ":text": newest.text[:PROMPT_TEXT_LIMIT],
             ":ttl": int(ctx.now) + MARKER_TTL_SECONDS,
         },
         on_conflict=OnConflict.SKIP,  # a newer message holds the marker: leave it there
     )
-    person = str(payload.get("sender") or conversation)
-    stored = Put(
-        table=Table.DATA,
-        item=privacy.about(
-            ctx,
-            person,
-            {
-                schema.PK: conversation_pk(tenant, conversation),
-                schema.SK: f"in#{message_id}",
-                "text": text,
-                "sent_at": seq,
-                "stored_at": ctx.now,
-            },
-        ),
-        condition="attribute_not_exists(#pk)",
-        names={"#pk": schema.PK},
-        on_conflict=OnConflict.SKIP,
-    )
-    sender = ctx.sender_hash(person)
+    writes: list[Write] = [marker]
+    for inbound in inbounds:
+        item = {
+            **stored_key(tenant, conversation, inbound.message_id),
+            "text": inbound.text,
+            "sent_at": inbound.seq,
+            "stored_at": ctx.now,
+        }
+        writes.append(
+            Put(
+                table=Table.DATA,
+                item=privacy.about(ctx, inbound.sender, item),
+                condition="attribute_not_exists(#pk)",
+                names={"#pk": schema.PK},
+                on_conflict=OnConflict.SKIP,
+            )
+        )
+    sender = ctx.sender_hash(newest.sender)
     names = {"#waiting": "waiting"}
-    values: dict[str, Any] = {":entry": {unanswered_entry(seq, message_id)}}
+    values: dict[str, Any] = {":entry": {unanswered_entry(i.seq, i.message_id) for i in inbounds}}
     expression = "ADD #waiting :entry"
     if sender is not None:
         names["#sender"] = schema.SENDER_HASH
         values[":sender"] = sender
         expression += " SET #sender = :sender"
-    unanswered = Update(
-        table=Table.DATA,
-        key=unanswered_key(tenant, conversation),
-        expression=expression,
-        names=names,
-        values=values,
+    writes.append(
+        Update(
+            table=Table.DATA,
+            key=unanswered_key(tenant, conversation),
+            expression=expression,
+            names=names,
+            values=values,
+        )
     )
-    debounce = float(ctx.option("debounce_seconds", "4"))
     turn = Envelope(
-        id=turn_id(tenant, conversation, message_id),
-        lane=ctx.lane,
+        id=turn_id(tenant, conversation, newest.message_id),
+        lane=lane,
         tenant=tenant,
         kind=TURN,
         source="internal",
         created_at=ctx.now,
-        deadline=ctx.envelope.deadline,
+        deadline=deadline,
         payload={
             "conversation": conversation,
-            "token": message_id,
-            "seq": seq,
+            "token": newest.message_id,
+            "seq": newest.seq,
             "sender_hash": sender,
-            **_reply_to(ctx, payload),
-            **({"auto": True} if payload.get("auto") is True else {}),
+            **({"reply_to": dict(newest.reply_to)} if newest.reply_to is not None else {}),
+            **({"auto": True} if newest.auto else {}),
         },
     )
-    return TaskResult(
-        writes=(marker, stored, unanswered),
-        follow_ups=(FollowUp(turn, delay_seconds=math.ceil(debounce)),),
-        detail={"conversation": conversation_ref(tenant, conversation)},
-    )
+    return writes, FollowUp(turn, delay_seconds=math.ceil(debounce_seconds))
 
 
 def _reply_to(ctx: TaskContext, payload: Mapping[str, Any]) -> dict[str, Any]:
@@ -343,9 +397,7 @@ def _unanswered(ctx: TaskContext, tenant: str, conversation: str, newest: str) -
     entries = _entries(ctx, tenant, conversation, newest)
     texts = []
     for entry in entries[-PROMPT_MESSAGES:]:
-        message = ctx.read(
-            Table.DATA, {schema.PK: conversation_pk(tenant, conversation), schema.SK: f"in#{_message_of(entry)}"}
-        )
+        message = ctx.read(Table.DATA, stored_key(tenant, conversation, _message_of(entry)))
         if message is not None:  # erased since, or never stored: nothing to answer
             texts.append(stored_text.read(message.get("text", "")))
     return entries, "\n".join(texts)[-PROMPT_TEXT_LIMIT:]

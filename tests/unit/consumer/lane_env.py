@@ -22,6 +22,14 @@ def with_lane(environ: Mapping[str, str], **changes: Any) -> dict[str, str]:
     return {**environ, "LANE": changed_lane(environ["LANE"], **changes)}
 
 
+def without_auto_reply_debounce(environ: Mapping[str, str]) -> dict[str, str]:
+    """A messages lane environment whose auto-reply turns run at once rather than one debounce out
+    (tasks/auto_reply.py), so one drain answers them; unchanged where the lane does not auto-reply."""
+    if "AUTO_REPLY" not in environ:
+        return dict(environ)
+    return {**environ, "AUTO_REPLY": json.dumps({**json.loads(environ["AUTO_REPLY"]), "debounce_seconds": 0})}
+
+
 def tenant_cap(limit: int, mode: str = "enforce") -> TenantQuota:
     """A tenant quota for a test lane (the catalogue names what each real one protects)."""
     return TenantQuota(limit, "a partner's per-tenant limit", BudgetMode(mode))

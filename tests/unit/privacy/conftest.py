@@ -24,7 +24,7 @@ from tests.support.aws import META_APP_SECRET, REGION, handler_clients, http_api
 from tests.support.lanectl_stack import publish, table_outputs
 from tests.unit.consumer.conftest import _consumer_logs_to_current_stdout, atomic  # noqa: F401
 from tests.unit.consumer.harness import LaneHarness
-from tests.unit.consumer.lane_env import with_lane
+from tests.unit.consumer.lane_env import with_lane, without_auto_reply_debounce
 from tests.unit.ingress.conftest import NOW, Clock, encode, post
 from tests.unit.jobs.conftest import submit
 from tests.unit.ops.support import FakeClock
@@ -61,6 +61,8 @@ class Pipeline:
             # Reply turns and an erasure's second pass run at once, so one drain finishes them.
             options = {"ai": {"debounce_seconds": "0"}, "bulk": {"erase_again_seconds": "0"}}.get(name)
             environ = with_lane(harness.environ, options=options) if options else None
+            if name == "messages":
+                environ = without_auto_reply_debounce(harness.environ)
             self.lanes[name] = harness
             self.consumers[name] = harness.handler(environ, vendor=self.vendor, clock=self.clock)
         self._dynamodb = boto3.client("dynamodb", region_name=REGION)

@@ -18,7 +18,7 @@ from pipeline.tasks import ai, reply_holds
 from stacks.config.environments import LOCAL_ASSETS, LOCAL_SHOP
 from tests.support.aws import META_ACCESS_TOKEN, REGION
 from tests.unit.consumer.handler_output import log_lines
-from tests.unit.consumer.lane_env import with_lane
+from tests.unit.consumer.lane_env import with_lane, without_auto_reply_debounce
 from tests.unit.tasks.payloads import HARNESS_KEY, FakeVendor, person
 
 SHOP = LOCAL_ASSETS.tenants[LOCAL_SHOP]
@@ -147,6 +147,7 @@ class Door:
 
     def __init__(self, lane, graph) -> None:
         self.messages = lane("messages")
+        self.messages.environ = without_auto_reply_debounce(self.messages.environ)
         self.ai = lane("ai")
         options = {"debounce_seconds": "0", "resolve_seconds": "0", "resolve_rounds": "2"}
         self.ai.environ = {**with_lane(self.ai.environ, options=options), "GRAPH_API_URL": graph.url}
@@ -207,9 +208,24 @@ def test_a_message_delivered_twice_is_answered_once(door, graph):
     assert len(graph.outbox()) == 1
 
 
+def test_a_message_delivered_again_after_its_reply_is_not_in_the_next_ones_prompt(door, graph):
+    # Given a text answered, then delivered again by Meta in another delivery
+    first = whatsapp_texts("do you deliver?")
+    door.deliver(first)
+    door.answer()
+    door.deliver({**first, "entry": [{**first["entry"][0], "time": 2}]})
+    door.answer()
+    # When the customer writes again
+    door.deliver(whatsapp_texts("thanks"))
+    door.answer()
+    # Then the second reply answers the new text alone: the first is not back among the unanswered
+    assert door.model.prompts == ["do you deliver?", "thanks"]
+    assert len(graph.outbox()) == 2
+
+
 def test_a_turn_start_sent_twice_by_an_sdk_retry_is_answered_once(door, graph):
-    # Given the messages lane's SendMessage of a turn start to the ai queue, which succeeded and
-    # whose answer was lost, so botocore sent the same body again: two copies in the ai queue
+    # Given the messages lane's SendMessage of a turn to the ai queue, which succeeded and whose
+    # answer was lost, so botocore sent the same body again: two copies in the ai queue
     door.deliver(whatsapp_texts("do you deliver?"))
     started = door.ai.receive(visibility=0)
     assert len(started) == 1

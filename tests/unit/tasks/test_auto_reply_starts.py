@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import time
 
+from pipeline.domain.effects import Table
 from pipeline.settings.auto_reply import ANSWER, AutoReplySettings, TenantAutoReply
 from pipeline.tasks import ai, auto_reply, meta
+from pipeline.tasks.conversations import marker_key
 from stacks.config.environments import LOCAL_ASSETS, LOCAL_SHOP
 from tests.unit.tasks.payloads import FakeContext, envelope
 
@@ -38,24 +40,75 @@ def _message(kind: str = "text", text: str = "hi", **changes) -> meta.InboundMes
     return meta.InboundMessage(**fields)
 
 
-def test_a_text_starts_an_ai_inbound_for_the_customer_replying_from_the_number_written_to():
+def test_a_text_is_stamped_here_and_its_turn_scheduled_on_the_ai_lane_one_debounce_out():
     writes, starts, counts = auto_reply.turn_starts(_ctx(), [_message()])
     [start] = starts
-    assert (start.envelope.lane, start.envelope.kind, start.envelope.tenant) == ("ai", ai.INBOUND, LOCAL_SHOP)
-    assert start.envelope.payload["conversation"] == CUSTOMER
+    assert (start.envelope.lane, start.envelope.kind, start.envelope.tenant) == ("ai", ai.TURN, LOCAL_SHOP)
+    assert start.delay_seconds == 4  # the settings' debounce: the source's 4 s unless the ai lane says otherwise
+    assert (start.envelope.payload["conversation"], start.envelope.payload["token"]) == (CUSTOMER, "wamid.A")
     assert start.envelope.payload["reply_to"] == {
         "channel": "whatsapp",
         "business_id": SHOP.phones[0],
         "recipient": CUSTOMER,
     }
-    assert (writes, dict(counts)) == ([], {"started": 1})
+    assert start.envelope.payload["auto"] is True
+    # And the stamp is written with the message: the marker, the message for the prompt, the unanswered set
+    marker, stored, unanswered = writes
+    assert (marker.table, marker.key, marker.values[":token"]) == (
+        Table.STATE,
+        marker_key(LOCAL_SHOP, CUSTOMER),
+        "wamid.A",
+    )
+    assert stored.item["sk"] == "in#wamid.A"
+    assert stored.item["text"] == "hi"
+    assert unanswered.key == ai.unanswered_key(LOCAL_SHOP, CUSTOMER)
+    assert dict(counts) == {"started": 1}
+
+
+def test_a_burst_in_one_delivery_is_one_stamp_and_one_turn_for_its_newest_message():
+    now = int(time.time())
+    burst = [
+        _message(id="wamid.A", text="hi", timestamp=now - 2),
+        _message(id="wamid.C", text="on Sunday", timestamp=now),
+        _message(id="wamid.B", text="are you open", timestamp=now - 1),
+    ]
+    writes, starts, counts = auto_reply.turn_starts(_ctx(), burst)
+    [start] = starts
+    assert start.envelope.payload["token"] == "wamid.C"
+    markers = [w for w in writes if w.table is Table.STATE]
+    assert [m.values[":token"] for m in markers] == ["wamid.C"]
+    assert sorted(w.item["sk"] for w in writes if hasattr(w, "item")) == ["in#wamid.A", "in#wamid.B", "in#wamid.C"]
+    [unanswered] = [
+        w
+        for w in writes
+        if w.table is Table.DATA and getattr(w, "key", None) == ai.unanswered_key(LOCAL_SHOP, CUSTOMER)
+    ]
+    assert len(unanswered.values[":entry"]) == 3
+    assert dict(counts) == {"started": 3}
+
+
+def test_a_message_stamped_before_starts_nothing_again():
+    # Given an earlier delivery of the message stamped it (its turn may have answered it since)
+    ctx = _ctx()
+    ctx.put(Table.DATA, ai.stored_key(LOCAL_SHOP, CUSTOMER, "wamid.A"), {"text": "hi"})
+    # When Meta delivers it again
+    writes, starts, counts = auto_reply.turn_starts(ctx, [_message()])
+    # Then it is not put back among the unanswered, and no turn is scheduled
+    assert (writes, starts, dict(counts)) == ([], [], {"already_started": 1})
+
+
+def test_a_message_time_far_ahead_of_ours_is_stamped_at_ours():
+    ctx = _ctx()
+    writes, _, counts = auto_reply.turn_starts(ctx, [_message(timestamp=int(time.time()) + 86_400)])
+    assert writes[0].values[":seq"] == ctx.now
+    assert counts["clock_ahead"] == 1
 
 
 def test_media_is_left_to_people_unless_the_tenant_answers_it():
     image = _message("image", "the red one?")
     assert auto_reply.turn_starts(_ctx(), [image])[1:] == ([], {"left": 1})
-    [start] = auto_reply.turn_starts(_ctx(media=ANSWER), [image])[1]
-    assert start.envelope.payload["text"] == "[image] the red one?"
+    writes, [_], _ = auto_reply.turn_starts(_ctx(media=ANSWER), [image])
+    assert [w.item["text"] for w in writes if hasattr(w, "item")] == ["[image] the red one?"]
 
 
 def test_a_channel_the_tenant_left_off_starts_nothing():
