@@ -11,10 +11,10 @@ Instagram account of the entry) and the customer. The turn answers every unanswe
 conversation, sent at most once (tasks/replies.py).
 
 Why here and not on the ai lane (a product's `ai.inbound` job is still stamped there): a burst's
-messages are stamped as fast as the messages lane stores them. Stamped on the ai lane, they waited
-behind the turns holding its model budget; once that lane was behind, a burst's texts were stamped
-seconds apart, each past the last one's debounce, and one burst got two or three replies (1.37
-model calls a burst at 20 texts a second in the auto-reply soak).
+messages are stamped as the messages lane stores them, not after they have waited in the ai
+lane's queue behind the turns holding its model budget, where a busy lane could stamp two texts of
+a burst further apart than the debounce; and a message costs the ai lane no work of its own, only
+its turn (an SQS send and receive, a done-marker and a transaction fewer a message).
 
 - The tenant is the one owning the entry's asset, and the asset written to must be that
   tenant's too (settings/tenant_assets.py); otherwise nothing is started (`auto_reply.unbound`).
