@@ -17,28 +17,18 @@ import time
 from typing import Any
 
 import boto3
-import pytest
 
-from local_aws.graph_fake import GraphFake
 from pipeline import settings
 from pipeline.adapters.clients import Clients
 from pipeline.domain.envelope import Envelope
 from pipeline.tasks import ai, replies
 from pipeline.tasks.conversations import marker_key
 from stacks.config.environments import LOCAL_ASSETS, LOCAL_SHOP
-from tests.support.aws import META_ACCESS_TOKEN, REGION
+from tests.support.aws import REGION
 from tests.unit.consumer.lane_env import with_lane
 
 SHOP_NUMBER = LOCAL_ASSETS.tenants[LOCAL_SHOP].phones[0]
 CUSTOMER = "15551230077"
-
-
-@pytest.fixture
-def graph():
-    fake = GraphFake(token=META_ACCESS_TOKEN)
-    fake.start()
-    yield fake
-    fake.stop()
 
 
 class CommitsBetweenReads:
