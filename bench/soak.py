@@ -18,7 +18,8 @@ bench/REPORT.md.
    was left in the temporary directory.
 
 Traffic goes to 127.0.0.1 only, bounded in count and time. Figures are printed and written
-(bench/report/soak.json, soak-<shape>.png, soak.md); nothing is asserted (the machine is shared).
+(bench/report/soak.json, soak-<shape>.png, soak.md, and REPORT.md; with --no-report, only printed);
+nothing is asserted (the machine is shared).
 """
 
 from __future__ import annotations
@@ -339,6 +340,17 @@ def markdown(
     return "\n".join(lines) + "\n"
 
 
+def write_report(section: str, reports: list[Any], others: dict[str, Any]) -> None:
+    """The soak's section, figures and plots under bench/report/, and the section into REPORT.md."""
+    REPORT_DIR.mkdir(parents=True, exist_ok=True)
+    everything = {"soak": [report.as_dict() for report in reports], **others}
+    (REPORT_DIR / "soak.json").write_text(json.dumps(everything, indent=1), encoding="utf-8")
+    for report in reports:
+        load.plot(report, REPORT_DIR / f"soak-{report.shape}.png")
+    (REPORT_DIR / "soak.md").write_text(section, encoding="utf-8")
+    update_report(section)
+
+
 def update_report(section: str, path: Path = REPORT) -> None:
     """Put the soak section into REPORT.md: in place of the last one, or before the findings."""
     text = path.read_text(encoding="utf-8") if path.exists() else "# Benchmarks\n\n"
@@ -383,7 +395,7 @@ def main(argv: list[str] | None = None) -> int:
         metavar="MS",
         help=f"the model's time to answer in the {AUTO_REPLY} shape ({AUTO_REPLY_MODEL_MS:g})",
     )
-    parser.add_argument("--no-report", action="store_true", help="print only; leave bench/REPORT.md alone")
+    parser.add_argument("--no-report", action="store_true", help="print only; leave bench/ as it is")
     args = parser.parse_args(argv)
     if not 0 <= args.model_latency <= 60_000:
         parser.error(f"--model-latency must be 0..60000 ms, got {args.model_latency:g}")
@@ -416,19 +428,10 @@ def main(argv: list[str] | None = None) -> int:
             stop = stop_under_load(runtime, max(rates))
         finally:
             _kill(runtime)
-    REPORT_DIR.mkdir(parents=True, exist_ok=True)
-    (REPORT_DIR / "soak.json").write_text(
-        json.dumps(
-            {"soak": [r.as_dict() for r in reports], "auto_reply": turns, "ramp": steps, "stop": stop}, indent=1
-        ),
-        encoding="utf-8",
-    )
-    for report in reports:
-        load.plot(report, REPORT_DIR / f"soak-{report.shape}.png")
     section = markdown(reports, steps, stop, command, retention, turns)
-    (REPORT_DIR / "soak.md").write_text(section, encoding="utf-8")
     if not args.no_report:
-        update_report(section)
+        # bench/report/ is what `make scenarios` rebuilds REPORT.md from: a trial run leaves it alone.
+        write_report(section, reports, {"auto_reply": turns, "ramp": steps, "stop": stop})
     print("\n" + section)
     return 0
 
