@@ -141,7 +141,7 @@ def test_only_the_model_lanes_may_invoke_a_model_and_only_their_own(synthesized)
 
 
 def test_only_the_lanes_that_send_replies_read_the_access_token_and_the_data_table(synthesized):
-    from stacks.runtime_env import SENDING_TASKS
+    from stacks.runtime_env import SENDING_TASKS, auto_replies
 
     lane_of_role = {}
     for function in synthesized.resources("AWS::Lambda::Function").values():
@@ -164,11 +164,13 @@ def test_only_the_lanes_that_send_replies_read_the_access_token_and_the_data_tab
     ]
     assert readers == sending | {probe}
     assert sending != set()
-    # The reply a send reads is in the data table: only the sending lanes read it there
+    # The reply a send reads is in the data table: only the sending lanes read it there, and a
+    # messages lane that auto-replies (whether a message was stamped already, tasks/auto_reply.py)
     for lane in synthesized.env.lanes:
         consumer = _table_actions(synthesized, "pipeline.handlers.consumer.handler", {lane.name})
         reads_data = "dynamodb:GetItem" in consumer.get("DataTable", set())
-        assert reads_data == (lane.policy.task in SENDING_TASKS), lane.name
+        expected = lane.policy.task in SENDING_TASKS or auto_replies(synthesized.env, lane)
+        assert reads_data == expected, lane.name
 
 
 def test_only_the_lanes_that_sign_or_verify_reply_references_read_the_callback_key(synthesized):

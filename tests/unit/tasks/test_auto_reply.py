@@ -215,8 +215,9 @@ def test_a_message_delivered_again_after_its_reply_is_not_in_the_next_ones_promp
     door.answer()
     door.deliver({**first, "entry": [{**first["entry"][0], "time": 2}]})
     door.answer()
-    # When the customer writes again
-    door.deliver(whatsapp_texts("thanks"))
+    # When the customer writes again, a few seconds on (a message of the same second as the answered
+    # one, with a smaller id, would order before it: answered with the next message, as a late one is)
+    door.deliver(whatsapp_texts("thanks", sent_at=time.time() + 5))
     door.answer()
     # Then the second reply answers the new text alone: the first is not back among the unanswered
     assert door.model.prompts == ["do you deliver?", "thanks"]
