@@ -129,11 +129,12 @@ def write(
         # `python -m bench.auto_reply` writes this section; the scenarios keep it as it was measured.
         lines += auto_reply.read_text(encoding="utf-8").rstrip("\n").splitlines()
         lines.append("")
-    independent = root / "report" / "independent_load.md"
-    if independent.exists():
-        # Written from runs of bench/independent_load.py against a running runtime: kept as written.
-        lines += independent.read_text(encoding="utf-8").rstrip("\n").splitlines()
-        lines.append("")
+    for written in ("auto_reply_soak.md", "independent_load.md"):
+        # Written from runs of the soak's auto-reply shape and of bench/independent_load.py: kept as written.
+        path = root / "report" / written
+        if path.exists():
+            lines += path.read_text(encoding="utf-8").rstrip("\n").splitlines()
+            lines.append("")
     lines.append("## Findings")
     lines.append("")
     if findings:
