@@ -1,4 +1,4 @@
-"""A page of a Scan costs the page, not the table.
+"""A page of a Scan copies nothing and walks only its own items.
 
 moto answers every page of a Scan by sorting all of the table's items (comparing its own typed
 values), walking from the first of them to the page's start key, and deep-copying each item it
@@ -8,8 +8,9 @@ data table of a soak (3,500 items of 1.4 KB, five pages) took 0.4-0.5 s, and the
 that arrived meanwhile waited for it (p99 517 ms while a reader scanned, 106 ms otherwise). In
 DynamoDB a Scan never holds up a write. An erasure and `lanectl trace` scan tables.
 
-Here a table's own Scan (no index, no legacy ScanFilter: those keep moto's) sorts on plain
-values, finds the start key by bisection, sizes each item once and copies nothing: a projection
+Here a table's own Scan (no index, no legacy ScanFilter: those keep moto's) sorts the table's
+keys as plain values (still every page: a table changes between pages), finds the start key by
+bisection, sizes each item once and copies nothing: a projection
 builds new items (of top-level attributes, sharing their values), and the answer is serialised
 under the lock (the handler holds it, see moto_patches.py), so no write can change an item
 between the read and the answer. What it returns, in what order and where a page ends (1 MB of
