@@ -231,10 +231,11 @@ def _summary_row(report: load.Report) -> str:
     worst_stored = max((i.stored_p99_s or 0 for i in intervals), default=None)
     other = sum(v for k, v in total.statuses.items() if k not in ("200", "429"))
     queued = sum(intervals[-1].queue_depth.values()) if intervals and intervals[-1].queue_depth else "-"
+    growth_text = "-" if growth is None else f"{growth:+}"  # a run shorter than its memory samples
     return (
         f"| {report.shape} | {total.sent} | {total.statuses.get('200', 0)} | {total.statuses.get('429', 0)} | {other} "
         f"| {total.door_p50_ms} | {total.door_p99_ms} ({worst_p99}) | {total.stored_p50_s} "
-        f"| {total.stored_p99_s} ({worst_stored}) | {report.not_stored} | {queued} | {warm} → {last} ({growth:+}) "
+        f"| {total.stored_p99_s} ({worst_stored}) | {report.not_stored} | {queued} | {warm} → {last} ({growth_text}) "
         f"| {report.cpu_ms_per_webhook} | {_machine_cpu_percent(report)} |"
     )
 
