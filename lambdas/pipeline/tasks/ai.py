@@ -11,7 +11,10 @@ three model calls and three replies. Two kinds of work on this lane do it:
   message as the newest, stores the message, and schedules an `ai.turn` `debounce_seconds` out
   (a follow-up on this lane). The marker only ever moves forward, ordered by (sent_at,
   message_id), so an older message processed late neither takes the marker back nor is lost:
-  its turn finds a newer marker and the newer turn answers both.
+  its turn finds a newer marker and the newer turn answers both, or, once that turn has answered,
+  the conversation's next turn does. Meta's times are whole seconds, so two messages of one second
+  order by id, not by arrival: one stamped after a reply to the other, with a smaller id, is such
+  a late message.
 - `ai.turn` (internal): reads the marker. Newer than this turn's message → superseded, a cheap
   no-op. Older → the stamp has not landed yet (the follow-up is sent before the stamp commits,
   so that a crash repeats the turn rather than loses it) → transient, retried shortly. Equal →
