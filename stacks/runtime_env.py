@@ -176,6 +176,8 @@ def auto_replies(env: Environment, lane: Lane) -> bool:
 def _auto_reply(env: Environment, lane: Lane, resources: Resources, dumps: Dumps) -> dict[str, str]:
     if not auto_replies(env, lane):
         return {}
+    # One knob: the ai lane's `debounce_seconds` option, which its own stamps read, is copied into
+    # the settings the messages lane reads (Environment refuses the settings' field set by hand).
     ai_lane = next(other for other in env.lanes if other.name == AUTO_REPLY_LANE)
     debounce = dict(ai_lane.policy.task_options).get("debounce_seconds")
     settings = env.auto_reply if debounce is None else replace(env.auto_reply, debounce_seconds=float(debounce))

@@ -162,6 +162,17 @@ class AlarmConfig:
         return self.webhooks_quiet_seconds // self.period_seconds
 
 
+def _check_auto_reply(env_name: str, settings: AutoReplySettings) -> None:
+    """The settings' `debounce_seconds` is copied from the ai lane's `debounce_seconds` task option
+    at synthesis (stacks/runtime_env.py), so that the ai lane's own stamps and the messages lane's
+    agree: one knob, refused as a second one."""
+    if settings.debounce_seconds != AutoReplySettings().debounce_seconds:
+        raise ValueError(
+            f"{env_name}: auto_reply.debounce_seconds is copied from the ai lane's debounce_seconds task "
+            "option at synthesis: set that option instead"
+        )
+
+
 @dataclass(frozen=True)
 class Environment:
     name: str
@@ -271,6 +282,7 @@ class Environment:
         for lane in self.lanes:
             if lane.policy.dependency and lane.policy.dependency not in known:
                 raise ValueError(f"{self.name}: lane {lane.name!r} uses unknown dependency {lane.policy.dependency!r}")
+        _check_auto_reply(self.name, self.auto_reply)
         modelled = [model.lane for model in self.models]
         stray = sorted(set(modelled) - set(names))
         if stray or len(set(modelled)) != len(modelled):

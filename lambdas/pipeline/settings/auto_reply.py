@@ -55,7 +55,8 @@ class AutoReplySettings:
     reply, and pauses nothing, even where Meta does not hand back the Send API's `metadata`."""
     debounce_seconds: float = 4.0
     """How long after a conversation's newest message its turn runs, so a burst gets one reply: the
-    ai lane's `debounce_seconds` task option (stacks/runtime_env.py copies it here), the source's 4 s."""
+    ai lane's `debounce_seconds` task option, copied here at synthesis (stacks/runtime_env.py); not
+    set by hand (stacks/config/environments.py refuses it), so the two lanes cannot disagree."""
 
     def __post_init__(self) -> None:
         bad = [tenant for tenant in self.tenants if not tenant_ids.is_valid(tenant)]
