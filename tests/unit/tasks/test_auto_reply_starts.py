@@ -165,3 +165,25 @@ def test_an_echo_says_which_app_sent_it_and_whether_it_carried_our_metadata():
     # Then both name the app, and only ours is marked ours
     assert (plain.app_id, plain.ours, plain.direction) == ("1517776481860111", False, meta.OUTGOING)
     assert (marked.app_id, marked.ours) == ("1517776481860111", True)
+
+
+def test_a_delivery_with_two_customers_stamps_two_conversations_each_with_its_own_turn():
+    # Given one delivery batching two customers' texts (Meta batches a number's messages)
+    other = "16505559876"
+    now = int(time.time())
+    delivery = [
+        _message(id="wamid.A1", text="hi", timestamp=now - 1),
+        _message(id="wamid.B1", text="hello", sender=other, timestamp=now - 1),
+        _message(id="wamid.A2", text="open today?", timestamp=now),
+    ]
+    writes, starts, counts = auto_reply.turn_starts(_ctx(), delivery)
+    # Then each conversation has one marker on its newest message and one turn, to its own customer
+    turns = {start.envelope.payload["conversation"]: start.envelope.payload["token"] for start in starts}
+    assert turns == {CUSTOMER: "wamid.A2", other: "wamid.B1"}
+    markers = {w.key["pk"]: w.values[":token"] for w in writes if w.table is Table.STATE}
+    assert markers == {
+        marker_key(LOCAL_SHOP, CUSTOMER)["pk"]: "wamid.A2",
+        marker_key(LOCAL_SHOP, other)["pk"]: "wamid.B1",
+    }
+    assert {start.envelope.payload["reply_to"]["recipient"] for start in starts} == {CUSTOMER, other}
+    assert dict(counts) == {"started": 3}
