@@ -19,7 +19,8 @@ transaction then costs as much as the tables are large (tens of milliseconds at 
 under the lock every other call waits on). Here it keeps a copy of the transaction's own items
 instead and puts those back; the lock makes the whole transaction atomic either way.
 
-Index queries: see moto_indexes.py; a Scan's pages: moto_scan.py; what the TTL reaper reads: expiry_index.py. SQS: see
+Index queries: see moto_indexes.py; a Scan's pages: moto_scan.py; parsing expressions: moto_expressions.py;
+what the TTL reaper reads: expiry_index.py. SQS: see
 moto_sqs.py. The cost of a call itself: see moto_dispatch.py and moto_direct.py. AWS's limits: see
 moto_limits.py; a stack a service refuses: moto_stacks.py. The model (Bedrock's Converse):
 moto_converse.py.
@@ -38,6 +39,7 @@ from local_aws import (
     moto_converse,
     moto_direct,
     moto_dispatch,
+    moto_expressions,
     moto_indexes,
     moto_limits,
     moto_partitions,
@@ -63,6 +65,7 @@ def install() -> None:
     moto_indexes.install()
     moto_partitions.install()
     moto_scan.install()
+    moto_expressions.install()
     expiry_index.install()
     make_dynamodb_atomic()
     moto_sqs.install()
