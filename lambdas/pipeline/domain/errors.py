@@ -89,6 +89,9 @@ class DependencyBusy(Exception):
     """The shared dependency budget is exhausted. Not an error: the consumer defers the record,
     which costs it no attempt."""
 
+    deferral: str | None = None
+    """What the deferral's line names as the reason; None: the dependency's budget."""
+
 
 class MoreToDo(Exception):
     """The task did part of its work (all of it safe to do again) and has more than its time

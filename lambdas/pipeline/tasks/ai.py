@@ -18,7 +18,8 @@ three model calls and three replies. Two kinds of work on this lane do it:
 - `ai.turn` (internal): reads the marker. Newer than this turn's message → superseded, a cheap
   no-op. Older → the stamp has not landed yet (the follow-up is sent before the stamp commits,
   so that a crash repeats the turn rather than loses it) → transient, retried shortly. Equal →
-  this is the newest message: call the model, holding a slot of the shared `llm` budget, then
+  this is the newest message: claim it (one copy of a turn calls the model: tasks/turn_claims.py),
+  call the model, holding a slot of the shared `llm` budget, then
   commit the reply together with a check that the marker is still ours. A message that arrived
   during the call fails that check, and the reply is dropped in favour of the newer turn.
 
@@ -58,6 +59,7 @@ can compute its ref and find its log lines; the logs alone do not give the id ba
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -70,7 +72,7 @@ from pipeline.domain.dependencies import meta_send
 from pipeline.domain.effects import Check, OnConflict, Put, Table, Update, Write
 from pipeline.domain.envelope import Envelope
 from pipeline.domain.errors import PermanentError, TransientError
-from pipeline.tasks import privacy, replies, reply_holds
+from pipeline.tasks import privacy, replies, reply_holds, turn_claims
 from pipeline.tasks.conversations import (
     conversation_pk,
     conversation_ref,
@@ -304,8 +306,14 @@ def turn(ctx: TaskContext) -> TaskResult:
     if settled is not None:
         return _settle(ctx, tenant, conversation, unanswered_entry(seq, token), settled)
     answered, prompt = _unanswered(ctx, tenant, conversation, unanswered_entry(seq, token))
-    with ctx.dependency():
-        reply = ctx.vendor.complete(prompt or str(marker.get("text", "")), timeout=ctx.remaining())
+    mine = turn_claims.claim(ctx, tenant, conversation, token)
+    try:
+        with ctx.dependency():
+            reply = ctx.vendor.complete(prompt or str(marker.get("text", "")), timeout=ctx.remaining())
+    except Exception:
+        with contextlib.suppress(Exception):  # a claim not given back expires on its own
+            turn_claims.give_back(ctx, tenant, conversation, mine)
+        raise
     if sending:
         reply = reply_length.fit(reply, sending["reply_to"]["channel"])
     reply_item = {

@@ -5,6 +5,7 @@ opt-out, a person's echo, the customer service window); replies fit the channel'
 from __future__ import annotations
 
 import hashlib
+import threading
 import time
 
 import boto3
@@ -14,6 +15,7 @@ from local_aws.graph_fake import GraphFake
 from pipeline import schema
 from pipeline.adapters.reply_switches import ReplySwitches
 from pipeline.domain import reply_length, senders
+from pipeline.domain.dependencies.model import ModelUnavailable
 from pipeline.tasks import ai, reply_holds
 from stacks.config.environments import LOCAL_ASSETS, LOCAL_SHOP
 from tests.support.aws import META_ACCESS_TOKEN, REGION
@@ -160,12 +162,17 @@ class Door:
             response, _ = self.messages.poll(handler)
             assert response == {"batchItemFailures": []}
 
-    def answer(self) -> None:
+    def answer(self, within_seconds: float = 0.0) -> None:
         handler = self.ai.handler(vendor=self.model)
-        for _ in range(20):
+        until = time.monotonic() + within_seconds
+        for _ in range(20 if not within_seconds else 10_000):
             if self.ai.depth() == 0:
                 return
             self.ai.poll(handler, visibility=0)
+            if within_seconds:
+                if time.monotonic() > until:
+                    break
+                time.sleep(0.1)
         raise AssertionError("the ai lane did not drain")
 
 
@@ -237,6 +244,66 @@ def test_a_turn_start_sent_twice_by_an_sdk_retry_is_answered_once(door, graph):
     # Then the model is asked once and one reply goes out
     assert door.model.prompts == ["do you deliver?"]
     assert len(graph.outbox()) == 1
+
+
+def test_a_turn_taken_by_two_batches_at_once_asks_the_model_once(door, graph, caplog):
+    # Given a turn in the ai queue twice (an SDK retry of the messages lane's SendMessage)
+    door.deliver(whatsapp_texts("is the shop open?"))
+    [turn] = door.ai.receive(visibility=0)
+    door.ai.send_raw(turn["Body"])
+    first, second = door.ai.receive(limit=1, visibility=60), door.ai.receive(limit=1, visibility=60)
+    assert len(first) == len(second) == 1
+    # When one instance takes the first copy, and another takes the second while the model is
+    # still answering the first
+    thinking, answered = threading.Event(), threading.Event()
+
+    class SlowVendor(FakeVendor):
+        def complete(self, prompt: str, *, timeout: float):
+            thinking.set()
+            answered.wait(10)
+            return super().complete(prompt, timeout=timeout)
+
+    model = SlowVendor()
+    one = threading.Thread(target=door.ai.invoke, args=(door.ai.handler(vendor=model), first))
+    one.start()
+    assert thinking.wait(10)
+    meanwhile = door.ai.invoke(door.ai.handler(vendor=model), second)
+    answered.set()
+    one.join(10)
+    door.model = model
+    door.answer(within_seconds=10)  # the deferred copy comes back a deferral later
+    # Then the second copy was deferred without calling the model (no attempt spent), the first
+    # answered, and the second, back later, found the turn done: one call, one reply
+    assert meanwhile == {"batchItemFailures": []}
+    deferred = [line for line in log_lines(caplog) if line.get("outcome") == "deferred"]
+    assert [line["detail"]["budget"] for line in deferred] == ["turn_in_progress"]
+    assert model.prompts == ["is the shop open?"]
+    assert len(graph.outbox()) == 1
+    assert sorted(line["outcome"] for line in log_lines(caplog) if line.get("kind") == ai.TURN) == [
+        "deferred",
+        "done",
+        "duplicate",
+    ]
+
+
+def test_a_turn_whose_model_call_failed_gives_its_claim_back(door, graph, caplog):
+    # Given a turn whose first model call fails (the model's 503)
+    door.deliver(whatsapp_texts("any news?"))
+
+    class FailsOnce(FakeVendor):
+        def complete(self, prompt: str, *, timeout: float):
+            if not self.prompts:
+                self.prompts.append(prompt)
+                raise ModelUnavailable("503 from the model")
+            return super().complete(prompt, timeout=timeout)
+
+    door.model = FailsOnce()
+    # When the lane retries it at once
+    door.answer()
+    # Then the retry is not held off by the failed attempt's claim: it answers
+    assert door.model.prompts == ["any news?", "any news?"]
+    assert len(graph.outbox()) == 1
+    assert not [line for line in log_lines(caplog) if (line.get("detail") or {}).get("budget") == "turn_in_progress"]
 
 
 def test_an_unbound_asset_starts_nothing_and_sends_nothing(door, graph):

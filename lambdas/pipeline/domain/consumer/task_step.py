@@ -132,8 +132,8 @@ class TaskStep:
             started = self._clock()
             result = run_with_limit(self._task, context, limit, name=f"{self._lane.name}:{envelope.kind}")
             self._service.observe(envelope.kind, self._clock() - started)
-        except DependencyBusy:
-            return self._settle.defer(received, budget_rules.DEPENDENCY)
+        except DependencyBusy as busy:
+            return self._settle.defer(received, busy.deferral or budget_rules.DEPENDENCY)
         except MoreToDo as more:
             return self._settle.defer(received, out.CONTINUES, more.progress)
         except TaskTimeout as exc:
