@@ -63,6 +63,9 @@ def units(lane: Lane, usage: Usage = ASSUMED) -> UnitsPerMessage:
     # Before the model is asked, a turn reads the tenant's off switch and the conversation's hold
     # (tasks/reply_holds.py held): two consistent reads of small items, a read unit each.
     holds = HOLD_READS if lane.policy.task in SENDING_TASKS else 0
+    # And claims the turn on the conversation's marker, so that one copy of it calls the model
+    # (tasks/turn_claims.py): one write unit.
+    budgets += 1 if lane.policy.task in SENDING_TASKS else 0
     drain = 1 / lane.policy.batch_size  # one drain-count update per batch, for admission
     effect = math.ceil(effect_kib(lane, usage))
     if kind == "tick":

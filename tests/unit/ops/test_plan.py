@@ -320,10 +320,10 @@ def test_a_model_without_a_price_is_a_warning_not_a_guess(capsys):
     assert "ai: no price for model meta.llama3-70b-instruct-v1:0 in ops/cost/prices.py MODEL_PRICES" in out
 
 
-def test_a_lane_that_sends_replies_pays_a_write_unit_a_message_for_its_numbers_rate():
+def test_a_lane_that_sends_replies_pays_a_write_unit_for_its_numbers_rate_and_one_for_the_turns_claim():
     ai = ENVIRONMENTS["prod"].lane("ai")
     not_sending = replace(ai, policy=replace(ai.policy, task="engagement"))
-    assert pricing.units(ai).writes - pricing.units(not_sending).writes == 1
+    assert pricing.units(ai).writes - pricing.units(not_sending).writes == 2
 
 
 def test_a_reply_turn_pays_two_read_units_for_its_switch_and_hold():
