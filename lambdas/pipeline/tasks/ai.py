@@ -11,16 +11,18 @@ three model calls and three replies. Two kinds of work on this lane do it:
   message as the newest, stores the message, and schedules an `ai.turn` `debounce_seconds` out
   (a follow-up on this lane). The marker only ever moves forward, ordered by (sent_at,
   message_id), so an older message processed late neither takes the marker back nor is lost:
-  its turn finds a newer marker and the newer turn answers both, or, once that turn has answered,
-  the conversation's next turn does. Meta's times are whole seconds, so two messages of one second
-  order by id, not by arrival: one stamped after a reply to the other, with a smaller id, is such
-  a late message.
+  its turn finds a newer marker and the newer turn answers both, or, when the newer turn has
+  answered without it, answers it itself (tasks/late_turns.py). Meta's times are whole seconds,
+  so two messages of one second order by id, not by arrival: one stamped after a reply to the
+  other, with a smaller id, is such a late message.
 - `ai.turn` (internal): reads the marker. Newer than this turn's message → superseded, a cheap
-  no-op. Older → the stamp has not landed yet (the follow-up is sent before the stamp commits,
+  no-op, unless the newer turn has answered (or is answering) without this message
+  (tasks/late_turns.py). Older → the stamp has not landed yet (the follow-up is sent before the stamp commits,
   so that a crash repeats the turn rather than loses it) → transient, retried shortly. Equal →
   this is the newest message: claim it (one copy of a turn calls the model: tasks/turn_claims.py),
   call the model, holding a slot of the shared `llm` budget, then
-  commit the reply together with a check that the marker is still ours. A message that arrived
+  commit the reply together with a check that the marker is still ours (noting on it that its
+  message is `answered`). A message that arrived
   during the call fails that check, and the reply is dropped in favour of the newer turn.
 
 The newest turn answers every message since the last reply, not only its own: the stamp also adds
@@ -69,10 +71,10 @@ from pipeline import schema
 from pipeline.domain import epoch, reply_length, senders, stored_text
 from pipeline.domain.consumer.work import FollowUp, TaskContext, TaskResult
 from pipeline.domain.dependencies import meta_send
-from pipeline.domain.effects import Check, OnConflict, Put, Table, Update, Write
+from pipeline.domain.effects import OnConflict, Put, Table, Update, Write
 from pipeline.domain.envelope import Envelope
 from pipeline.domain.errors import PermanentError, TransientError
-from pipeline.tasks import privacy, replies, reply_holds, turn_claims
+from pipeline.tasks import late_turns, privacy, replies, reply_holds, turn_claims
 from pipeline.tasks.conversations import (
     conversation_pk,
     conversation_ref,
@@ -297,16 +299,19 @@ def turn(ctx: TaskContext) -> TaskResult:
     if marker is None:
         raise TurnBeforeStamp(f"no marker yet for conversation {ref}")
     theirs = (float(marker.get("seq", 0)), str(marker.get("token", "")))
-    if theirs > (seq, token):
-        return TaskResult(superseded=True, detail={"conversation": ref, "superseded_by": theirs[1]})
     if theirs < (seq, token):
         raise TurnBeforeStamp(f"marker for conversation {ref} predates message {token}")
+    if theirs > (seq, token) and not _left_behind(ctx, tenant, conversation, marker, unanswered_entry(seq, token)):
+        return TaskResult(superseded=True, detail={"conversation": ref, "superseded_by": theirs[1]})
     sending = _reply_to(ctx, payload)
-    settled = _settled(ctx, tenant, conversation, seq, sending, auto=payload.get("auto") is True)
+    last_heard = max(seq, theirs[0])  # a late message's window runs from the customer's last one
+    settled = _settled(ctx, tenant, conversation, last_heard, sending, auto=payload.get("auto") is True)
     if settled is not None:
-        return _settle(ctx, tenant, conversation, unanswered_entry(seq, token), settled)
+        return _settle(ctx, tenant, conversation, unanswered_entry(seq, token), settled, theirs[1])
+    # Claimed before the unanswered messages are read: a late message's turn that finds this claim
+    # knows this turn may have read them before the late one was stamped (tasks/late_turns.py).
+    mine = turn_claims.claim(ctx, tenant, conversation, token, marker_token=theirs[1])
     answered, prompt = _unanswered(ctx, tenant, conversation, unanswered_entry(seq, token))
-    mine = turn_claims.claim(ctx, tenant, conversation, token)
     try:
         with ctx.dependency():
             reply = ctx.vendor.complete(prompt or str(marker.get("text", "")), timeout=ctx.remaining())
@@ -334,15 +339,7 @@ def turn(ctx: TaskContext) -> TaskResult:
         names={"#pk": schema.PK},
         on_conflict=OnConflict.SKIP,
     )
-    still_newest = Check(
-        table=Table.STATE,
-        key=marker_key(tenant, conversation),
-        condition="#token = :token",
-        names={"#token": "token"},
-        values={":token": token},
-        on_conflict=OnConflict.SUPERSEDE,
-    )
-    writes: tuple[Put | Update | Check, ...] = (answer, still_newest)
+    writes: tuple[Put | Update, ...] = (answer, _still_newest(tenant, conversation, theirs[1]))
     if answered:
         writes += (
             Update(
@@ -377,12 +374,15 @@ def _settled(
     return None
 
 
-def _settle(ctx: TaskContext, tenant: str, conversation: str, newest: str, reason: str) -> TaskResult:
+def _settle(
+    ctx: TaskContext, tenant: str, conversation: str, newest: str, reason: str, marker_token: str
+) -> TaskResult:
     """The turn settled without a model call or a send: its messages leave the unanswered set, so
     the next reply does not answer what was left to people or to the window."""
     entries = _entries(ctx, tenant, conversation, newest)
-    writes = (
-        (
+    writes: tuple[Update, ...] = (_still_newest(tenant, conversation, marker_token),)
+    if entries:
+        writes += (
             Update(
                 table=Table.DATA,
                 key=unanswered_key(tenant, conversation),
@@ -391,10 +391,30 @@ def _settle(ctx: TaskContext, tenant: str, conversation: str, newest: str, reaso
                 values={":answered": set(entries)},
             ),
         )
-        if entries
-        else ()
-    )
     return TaskResult(writes=writes, detail={"conversation": conversation_ref(tenant, conversation), "settled": reason})
+
+
+def _still_newest(tenant: str, conversation: str, marker_token: str) -> Update:
+    """The commit's guard that no newer message was stamped meanwhile (else the reply is dropped
+    for the newer turn), noting on the marker that its message's turn has answered."""
+    return Update(
+        table=Table.STATE,
+        key=marker_key(tenant, conversation),
+        expression="SET #answered = :token",
+        condition="#token = :token",
+        names={"#token": "token", "#answered": late_turns.ANSWERED},
+        values={":token": marker_token},
+        on_conflict=OnConflict.SUPERSEDE,
+    )
+
+
+def _left_behind(ctx: TaskContext, tenant: str, conversation: str, marker: Mapping[str, Any], mine: str) -> bool:
+    """Whether this turn, older than the marker, must answer its message itself (tasks/late_turns.py)."""
+    if not late_turns.needs_a_look(marker, ctx.now):
+        return False
+    item = ctx.read(Table.DATA, unanswered_key(tenant, conversation)) or {}
+    waiting = [entry for entry in item.get("waiting") or () if isinstance(entry, str)]
+    return late_turns.left_behind(marker, waiting, mine, ctx.now)
 
 
 def _entries(ctx: TaskContext, tenant: str, conversation: str, newest: str) -> list[str]:

@@ -25,6 +25,7 @@ import secrets
 from pipeline.domain.consumer.work import TaskContext
 from pipeline.domain.effects import OnConflict, Table, Update
 from pipeline.domain.errors import DependencyBusy
+from pipeline.tasks import late_turns
 from pipeline.tasks.conversations import conversation_ref, marker_key
 
 SLACK_SECONDS = 5.0
@@ -37,9 +38,10 @@ class TurnInProgress(DependencyBusy):
     deferral = "turn_in_progress"
 
 
-def claim(ctx: TaskContext, tenant: str, conversation: str, token: str) -> str:
+def claim(ctx: TaskContext, tenant: str, conversation: str, token: str, *, marker_token: str) -> str:
     """Claims the turn of message `token` for this copy, and returns the claim to give back;
-    TurnInProgress when the marker names another message or another copy holds the turn."""
+    TurnInProgress when the marker no longer names `marker_token` (`token` itself, or the newer
+    message a late turn found answered: tasks/late_turns.py) or another copy holds the turn."""
     mine = f"{token}#{secrets.token_hex(8)}"
     taken = ctx.write_now(
         Update(
@@ -50,12 +52,12 @@ def claim(ctx: TaskContext, tenant: str, conversation: str, token: str) -> str:
                 "#token = :token AND (attribute_not_exists(#claim_until) OR #claim_until < :now"
                 " OR NOT begins_with(#claim, :this_turn))"
             ),
-            names={"#token": "token", "#claim": "turn_claim", "#claim_until": "turn_claim_until"},
+            names={"#token": "token", "#claim": late_turns.CLAIM, "#claim_until": late_turns.CLAIM_UNTIL},
             values={
                 ":claim": mine,
                 ":until": ctx.now + ctx.remaining() + SLACK_SECONDS,
                 ":now": ctx.now,
-                ":token": token,
+                ":token": marker_token,
                 ":this_turn": f"{token}#",
             },
             on_conflict=OnConflict.SKIP,
@@ -74,7 +76,7 @@ def give_back(ctx: TaskContext, tenant: str, conversation: str, mine: str) -> No
             key=marker_key(tenant, conversation),
             expression="REMOVE #claim, #claim_until",
             condition="#claim = :claim",
-            names={"#claim": "turn_claim", "#claim_until": "turn_claim_until"},
+            names={"#claim": late_turns.CLAIM, "#claim_until": late_turns.CLAIM_UNTIL},
             values={":claim": mine},
             on_conflict=OnConflict.SKIP,
         )

@@ -67,22 +67,85 @@ def test_the_turn_is_scheduled_the_debounce_out(lane):
 
 
 def test_an_older_message_processed_late_does_not_take_the_marker_back(lane, caplog):
-    # Given the newer message stamped first, and the older one processed after it
+    # Given the newer message stamped first, and the older one stamped after it, before any turn
+    h = lane("ai")
+    environ = with_lane(h.environ, options={"debounce_seconds": "1"})
+    vendor = FakeVendor()
+    handler = h.handler(environ, vendor=vendor)
+    h.send(_inbound(h, "m2", sent_at=2000.0, text="on Sunday?"))
+    h.poll(handler)
+    h.send(_inbound(h, "m1", sent_at=1000.0, text="are you open"))
+    h.poll(handler)
+    time.sleep(1.1)
+    _drain(h, handler)
+    # Then the marker still names the newer message, whose turn alone answered, reading both
+    marker = h.state(ai.marker_key(SHOP, "conv-1")[schema.PK])
+    assert marker["token"] == "m2"
+    assert _outcomes(caplog, ai.TURN) == ["done", "superseded"]
+    assert vendor.prompts == ["are you open\non Sunday?"]
+    # And the older message itself was kept with the conversation
+    assert h.data(ai.conversation_pk(SHOP, "conv-1"), "in#m1") is not None
+
+
+def test_an_older_message_stamped_after_the_newer_one_was_answered_gets_its_own_reply(lane, caplog):
+    # Given the newer message answered, then an older one delivered late (Meta retrying a
+    # delivery the door refused, or one of the same second with a smaller id)
     h = lane("ai")
     environ = with_lane(h.environ, options={"debounce_seconds": "0"})
     vendor = FakeVendor()
     handler = h.handler(environ, vendor=vendor)
-    h.send(_inbound(h, "m2", sent_at=2000.0))
-    h.poll(handler)
-    h.send(_inbound(h, "m1", sent_at=1000.0))
+    h.send(_inbound(h, "m2", sent_at=2000.0, text="on Sunday?"))
     _drain(h, handler)
-    # Then the marker still names the newer message, whose turn alone answered
-    marker = h.state(ai.marker_key(SHOP, "conv-1")[schema.PK])
-    assert marker["token"] == "m2"
-    assert _outcomes(caplog, ai.TURN) == ["done", "superseded"]
-    assert len(vendor.prompts) == 1
-    # And the older message itself was kept with the conversation
-    assert h.data(ai.conversation_pk(SHOP, "conv-1"), "in#m1") is not None
+    assert vendor.prompts == ["on Sunday?"]
+    h.send(_inbound(h, "m1", sent_at=1000.0, text="are you open"))
+    _drain(h, handler)
+    # Then its turn answers it (it was left behind, not superseded), the marker stays on the
+    # newer message, and nothing is left unanswered
+    assert vendor.prompts == ["on Sunday?", "are you open"]
+    assert _outcomes(caplog, ai.TURN) == ["done", "done"]
+    assert h.state(ai.marker_key(SHOP, "conv-1")[schema.PK])["token"] == "m2"
+    assert h.data(ai.conversation_pk(SHOP, "conv-1"), "reply#m1")["text"] == "ok"
+    assert not (h.data(ai.conversation_pk(SHOP, "conv-1"), ai.UNANSWERED_SK) or {}).get("waiting")
+    # And it is answered once: its turn again is a duplicate, a newer turn finds nothing of it waiting
+    h.send(_inbound(h, "m3", sent_at=3000.0, text="thanks"))
+    _drain(h, handler)
+    assert vendor.prompts == ["on Sunday?", "are you open", "thanks"]
+
+
+def test_an_older_message_stamped_while_the_newer_turn_is_thinking_is_answered_after_it(lane, caplog):
+    # Given the newer message's turn calling the model, having read the unanswered messages, and
+    # an older message stamped meanwhile whose turn runs before that call returns
+    h = lane("ai")
+    environ = with_lane(h.environ, options={"debounce_seconds": "0"}, defer_seconds=1)
+    h.send(_inbound(h, "m2", sent_at=2000.0, text="on Sunday?"))
+    h.poll(h.handler(environ, vendor=FakeVendor()))  # the stamp
+    meanwhile = h.handler(environ, vendor=FakeVendor())
+    seen: list[str] = []
+
+    class Thinking(FakeVendor):
+        def complete(self, prompt: str, *, timeout: float) -> Completion:
+            if not self.prompts:
+                h.send(_inbound(h, "m1", sent_at=1000.0, text="are you open"))
+                h.poll(meanwhile)  # m1 stamped
+                h.poll(meanwhile)  # m1's turn
+                seen.extend(_outcomes(caplog, ai.TURN))
+            return super().complete(prompt, timeout=timeout)
+
+    vendor = Thinking()
+    handler = h.handler(environ, vendor=vendor)
+    h.poll(handler)  # m2's turn
+    # Then m1's turn was deferred, not superseded: m2's turn had read the set without it
+    assert seen == ["deferred"]
+    deferred = [line for line in log_lines(caplog) if line.get("outcome") == "deferred"]
+    assert deferred[0]["detail"]["budget"] == "newer_turn_in_flight"
+    # And once m2's reply is in, m1's turn comes back and answers it
+    until = time.monotonic() + 15
+    while h.depth() and time.monotonic() < until:
+        h.poll(handler, visibility=0)
+        time.sleep(0.2)
+    assert vendor.prompts == ["on Sunday?", "are you open"]
+    assert h.data(ai.conversation_pk(SHOP, "conv-1"), "reply#m1") is not None
+    assert not (h.data(ai.conversation_pk(SHOP, "conv-1"), ai.UNANSWERED_SK) or {}).get("waiting")
 
 
 def test_a_turn_that_arrives_before_its_stamp_is_retried_not_dropped(lane, caplog):

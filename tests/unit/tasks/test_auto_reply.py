@@ -222,12 +222,27 @@ def test_a_message_delivered_again_after_its_reply_is_not_in_the_next_ones_promp
     door.answer()
     door.deliver({**first, "entry": [{**first["entry"][0], "time": 2}]})
     door.answer()
-    # When the customer writes again, a few seconds on (a message of the same second as the answered
-    # one, with a smaller id, would order before it: answered with the next message, as a late one is)
+    # When the customer writes again, a few seconds on
     door.deliver(whatsapp_texts("thanks", sent_at=time.time() + 5))
     door.answer()
     # Then the second reply answers the new text alone: the first is not back among the unanswered
     assert door.model.prompts == ["do you deliver?", "thanks"]
+    assert len(graph.outbox()) == 2
+
+
+def test_a_text_of_the_same_second_with_a_smaller_id_delivered_after_the_reply_is_answered(door, graph):
+    # Given a text answered, then another of the same whole second whose Meta id orders before
+    # the first's (ids are not in arrival order), delivered after the reply
+    at = time.time()
+    first, second = whatsapp_texts("do you deliver?", sent_at=at), whatsapp_texts("to Leeds?", sent_at=at)
+    first["entry"][0]["changes"][0]["value"]["messages"][0]["id"] = "wamid.HBgLMTY1MDU1NTEyMzQVAgASGBQZZ"
+    second["entry"][0]["changes"][0]["value"]["messages"][0]["id"] = "wamid.HBgLMTY1MDU1NTEyMzQVAgASGBQAA"
+    door.deliver(first)
+    door.answer()
+    door.deliver(second)
+    door.answer()
+    # Then the late text gets a reply of its own, not left for the customer's next message
+    assert door.model.prompts == ["do you deliver?", "to Leeds?"]
     assert len(graph.outbox()) == 2
 
 
