@@ -131,9 +131,9 @@ def write(
         lines.append("")
     for written in ("auto_reply_soak.md", "independent_load.md"):
         # Written from runs of the soak's auto-reply shape and of bench/independent_load.py: kept as written.
-        path = root / "report" / written
-        if path.exists():
-            lines += path.read_text(encoding="utf-8").rstrip("\n").splitlines()
+        kept = root / "report" / written
+        if kept.exists():
+            lines += kept.read_text(encoding="utf-8").rstrip("\n").splitlines()
             lines.append("")
     lines.append("## Findings")
     lines.append("")

@@ -6,14 +6,16 @@ the misconfiguration that causes this in practice), and the local model (the fak
 same message to another consumer, which starts the same turn again (the article's "a report that
 takes 45 s runs twice, every time, and nothing errors").
 
-- this pipeline: the task returns its writes, and the consumer commits them with the turn's
-  done-marker in one conditional transaction: whichever run commits first wins, later runs find
-  the marker and are acknowledged as duplicates without writing;
-- baseline: a consumer that applies its effect on every run (no done-marker), whose effect count
-  is the number of runs, counted here at the vendor.
+- this pipeline: the turn claims its message on the conversation's marker before the model call
+  (tasks/turn_claims.py), so a copy delivered while the first run is alive is deferred without
+  calling the model; the first run commits its reply with the turn's done-marker in one
+  conditional transaction, and copies delivered after that are acknowledged as duplicates;
+- baseline: a consumer with neither, which runs the turn and applies its effect on every
+  delivery: as many model calls and replies as deliveries.
 
-Measured: how many times each turn ran (calls at the local model, by prompt), how many reply
-items each conversation holds, and the consumer's outcome lines for each turn.
+Measured: how many times each turn's message was delivered (the consumer's outcome lines), how
+many times it ran (calls at the local model, by prompt), how many reply items each conversation
+holds.
 """
 
 from __future__ import annotations
@@ -99,21 +101,27 @@ def run(h: Harness, p: Params = FULL) -> Result:
             outcomes[line.outcome] = outcomes.get(line.outcome, 0) + 1
         s.set_queue_attributes(LANE, previous)
     total_runs = sum(runs.values())
-    duplicates = total_runs - len(conversations)
+    deliveries = sum(outcomes.values())
     effects = sum(counts.values())
     result.figure("turns", str(len(conversations)), str(len(conversations)))
-    result.figure("runs of those turns (model calls)", str(total_runs), str(total_runs), "same traffic, same expiry")
-    result.figure("duplicate runs (a second run while the first was alive)", str(len(overlaps)), str(len(overlaps)))
-    result.figure("reply items written", str(effects), f"{total_runs} (one per run)")
+    result.figure("deliveries of their messages", str(deliveries), str(deliveries), "same traffic, same expiry")
+    result.figure("runs of those turns (model calls)", str(total_runs), f"{deliveries} (one per delivery)")
+    result.figure("runs while another was alive", str(len(overlaps)), "")
+    result.figure("reply items written", str(effects), f"{deliveries} (one per run)")
     result.figure(
         "consumer outcomes for the turns",
         ", ".join(f"{k} {v}" for k, v in sorted(outcomes.items())),
         "",
     )
     result.check(
-        "the turns really ran more than once (the lease expired mid-task)",
-        duplicates > 0,
-        f"{total_runs} runs for {len(conversations)} turns",
+        "the lease expired mid-task: the messages were delivered again while their turns ran",
+        deliveries > len(conversations),
+        f"{deliveries} deliveries of {len(conversations)} turns",
+    )
+    result.check(
+        "each turn called the model once",
+        total_runs == len(conversations) and not overlaps,
+        f"{total_runs} calls for {len(conversations)} turns",
     )
     result.check(
         "exactly one reply per conversation",
@@ -121,10 +129,12 @@ def run(h: Harness, p: Params = FULL) -> Result:
         f"{sorted(counts.values())}",
     )
     result.headline = (
-        f"{total_runs} runs of {len(conversations)} turns ({duplicates} duplicates, {len(overlaps)} while the first "
-        f"was still running) wrote {effects} replies; a consumer without the done-mark would have written {total_runs}"
+        f"{deliveries} deliveries of {len(conversations)} turns made {total_runs} model calls and wrote {effects} "
+        f"replies; a consumer without the claim and the done-mark would have made {deliveries} of each"
     )
-    result.data.update(runs=total_runs, turns=len(conversations), effects=counts, overlaps=len(overlaps))
+    result.data.update(
+        runs=total_runs, turns=len(conversations), deliveries=deliveries, effects=counts, overlaps=len(overlaps)
+    )
     result.method = [
         f"ai lane, {p.turns} ai.inbound jobs {p.spacing_seconds:g} s apart (one conversation each, debounce 0); "
         "the queue's visibility timeout "
@@ -135,11 +145,11 @@ def run(h: Harness, p: Params = FULL) -> Result:
         "The baseline is counted, not run: a consumer that writes its effect on every run writes once per run.",
     ]
     result.caveats = [
-        "While the budget is full, a second run is deferred rather than run, and the deferral acknowledges the "
-        "message the first run still holds; the first run's own delete then fails silently. Either way the "
-        "done-marker decides which run's reply lands.",
-        "The model is called again on every duplicate run: external calls repeat, only the writes are once. "
-        "The fix for the cause is the lane's visibility (6 x the function timeout), which the stack sets.",
+        "A deferral acknowledges the message the first run still holds and sends it again later; the first "
+        "run's own delete then fails silently. The copy sent again finds the done-mark, or the claim again.",
+        "The claim is the ai turn's: other work that calls out still repeats its call when its lease expires "
+        "(only its writes are once). The fix for the cause is the lane's visibility (6 x the function "
+        "timeout), which the stack sets.",
     ]
     if h.plot_dir is not None:
         from bench.scenarios import plots
