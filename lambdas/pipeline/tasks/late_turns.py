@@ -3,10 +3,10 @@
 A turn whose message is older than the conversation's marker is normally superseded: the newer
 message's turn reads every unanswered message up to its own, this one included, and answers them
 together. That holds only if the newer turn reads the unanswered set after this message was
-stamped. A message Meta delivers late (a delivery the door refused with a 503 under admission
-control and Meta retried, or one of the same whole second as the newer message with a smaller
-id) can be stamped after the newer turn read the set, or after it replied: it stayed in the set,
-answered by nobody until the customer wrote again.
+stamped. A message Meta delivers late (a delivery the door could not take, throttled with a 429
+or failed, that Meta retried later; or one of the same whole second as the newer message with a
+smaller id) can be stamped after the newer turn read the set, or after it replied: it stayed in
+the set, answered by nobody until the customer wrote again.
 
 So an older turn looks further, when the marker's own turn has answered (the reply's commit notes
 `answered` on the marker) or holds its claim (it may have read the set already):
