@@ -39,7 +39,8 @@ class TaskAccess:
 TASK_ACCESS = {
     "messages": TaskAccess(keys_people=True, checks_state=True),
     "engagement": TaskAccess(keys_people=True),
-    "ai": TaskAccess(keys_people=True, reads_state=True, checks_state=True, reads_data=True),
+    # No Check: the ai turn's newest-turn guard is an Update of the marker (it notes `answered`).
+    "ai": TaskAccess(keys_people=True, reads_state=True, reads_data=True),
     "bulk": TaskAccess(keys_people=False),
     "scheduled": TaskAccess(keys_people=False),
 }
