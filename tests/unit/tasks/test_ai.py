@@ -32,6 +32,14 @@ def _drain(h, handler, rounds: int = 12) -> None:
         h.poll(handler)
 
 
+def _lane_and_model(lane, *, debounce_seconds: int):
+    """The ai lane with its debounce, a model that answers "ok", and a handler using both."""
+    h = lane("ai")
+    vendor = FakeVendor()
+    environ = with_lane(h.environ, options={"debounce_seconds": str(debounce_seconds)})
+    return h, vendor, h.handler(environ, vendor=vendor)
+
+
 def _outcomes(caplog, kind: str) -> list[str]:
     return sorted(line["outcome"] for line in log_lines(caplog) if line.get("kind") == kind)
 
@@ -68,10 +76,7 @@ def test_the_turn_is_scheduled_the_debounce_out(lane):
 
 def test_an_older_message_processed_late_does_not_take_the_marker_back(lane, caplog):
     # Given the newer message stamped first, and the older one stamped after it, before any turn
-    h = lane("ai")
-    environ = with_lane(h.environ, options={"debounce_seconds": "1"})
-    vendor = FakeVendor()
-    handler = h.handler(environ, vendor=vendor)
+    h, vendor, handler = _lane_and_model(lane, debounce_seconds=1)
     h.send(_inbound(h, "m2", sent_at=2000.0, text="on Sunday?"))
     h.poll(handler)
     h.send(_inbound(h, "m1", sent_at=1000.0, text="are you open"))
@@ -89,11 +94,8 @@ def test_an_older_message_processed_late_does_not_take_the_marker_back(lane, cap
 
 def test_an_older_message_stamped_after_the_newer_one_was_answered_gets_its_own_reply(lane, caplog):
     # Given the newer message answered, then an older one delivered late (Meta retrying a
-    # delivery the door refused, or one of the same second with a smaller id)
-    h = lane("ai")
-    environ = with_lane(h.environ, options={"debounce_seconds": "0"})
-    vendor = FakeVendor()
-    handler = h.handler(environ, vendor=vendor)
+    # delivery the door throttled, or one of the same second with a smaller id)
+    h, vendor, handler = _lane_and_model(lane, debounce_seconds=0)
     h.send(_inbound(h, "m2", sent_at=2000.0, text="on Sunday?"))
     _drain(h, handler)
     assert vendor.prompts == ["on Sunday?"]
