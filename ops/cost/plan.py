@@ -146,6 +146,7 @@ def _cost_lines(env: Environment, average_fraction: float) -> list[str | Table]:
     lines += _door_lines(env, costs.doors)
     lines += _wrapped(f"mutual TLS on the webhook: {_mutual_tls_state(env)}, {money(0)}; {MUTUAL_TLS_COST}")
     lines += _wrapped(_accounts_line(env, costs.accounts))
+    lines += _wrapped(_auto_reply_line(env))
     lines.append(f"total: about {money(costs.total)} a month")
     erasure = costs.erasure
     lines += _wrapped(
@@ -173,6 +174,18 @@ def _cost_lines(env: Environment, average_fraction: float) -> list[str | Table]:
         "message. Not included: custom metrics, data transfer (but the edge's), KMS, Secrets Manager."
     )
     return lines
+
+
+def _auto_reply_line(env: Environment) -> str:
+    tenants = sorted(tenant for tenant, config in env.auto_reply.tenants.items() if config.channels)
+    state = f"on for {', '.join(tenants)}" if tenants else "on for no tenant, so not in the total"
+    return (
+        f"auto-reply: {state}; each message it starts a turn for adds on the messages lane "
+        f"{pricing.AUTO_REPLY_WRITES} write units (its commit becomes a transaction of five items), "
+        f"{pricing.AUTO_REPLY_READS} read unit and {pricing.AUTO_REPLY_SQS} SQS request (the turn): "
+        f"{money(pricing.auto_reply_per_million())} per million such messages, beside the ai lane's turns, "
+        "which its traffic plan must count"
+    )
 
 
 DOOR_NAMES = {WebhookDoorKind.HTTP_API: "HTTP API route", WebhookDoorKind.FUNCTION_URL: "function URL"}

@@ -50,6 +50,26 @@ HOLD_READS = 2
 hold. Priced per message, as the lane's turns are (an upper bound: a burst is one turn)."""
 
 
+AUTO_REPLY_WRITES = 9
+"""Write units a message the messages lane starts an auto-reply turn for adds (tasks/auto_reply.py):
+its commit is a transaction of five items of under 1 KB (its row, the message, the turn marker, the
+message kept for the prompt, the unanswered entry: 2 units each) where a message nobody answers is
+one keyed put (1 unit). Counted from the calls the lane makes (tests/unit/tasks/test_auto_reply.py)."""
+AUTO_REPLY_READS = 1
+"""A consistent read of the message kept for the prompt: a message stamped before is not stamped again."""
+AUTO_REPLY_SQS = 1
+"""The turn's SendMessage to the ai lane (its receive and delete are the ai lane's)."""
+
+
+def auto_reply_per_million(prices: Prices = LIST_PRICES) -> float:
+    """What auto-reply adds on the messages lane, per million messages it starts a turn for."""
+    return (
+        AUTO_REPLY_WRITES * prices.dynamodb_per_million_writes
+        + AUTO_REPLY_READS * prices.dynamodb_per_million_reads
+        + AUTO_REPLY_SQS * prices.sqs_per_million_requests
+    )
+
+
 def units(lane: Lane, usage: Usage = ASSUMED) -> UnitsPerMessage:
     """Requests and capacity units per message, counted from the code's write path (the cost
     scenario in bench/scenarios measures the same items)."""

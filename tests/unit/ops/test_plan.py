@@ -408,3 +408,15 @@ def test_prompt_caching_is_priced_only_where_the_model_has_it_and_the_prefix_is_
     assert "at least 2,048 tokens; the system prompt is about 46" in caching(haiku_35, cost)
     # And the long prompt's 3,000 cached tokens are read at a tenth of $0.80 a million
     assert "save at most $0.002160 a call" in caching(long_prompt, cost)
+
+
+def test_the_plan_prices_what_auto_reply_adds_on_the_messages_lane_and_says_for_whom(capsys):
+    # Given prod (auto-reply for nobody) and local (shop-1 auto-replies)
+    for name, state in (("prod", "on for no tenant, so not in the total"), ("local", "on for shop-1")):
+        run_plan(ENVIRONMENTS[name], Console(), utilisation=0.7, average_fraction=0.25, strict=False)
+        out = " ".join(capsys.readouterr().out.split())
+        # Then the plan says for whom it is on, and what a message it starts a turn for adds
+        assert f"auto-reply: {state};" in out
+        per_million = 9 * 0.625 + 1 * 0.125 + 1 * 0.40
+        assert pricing.auto_reply_per_million() == pytest.approx(per_million)
+        assert f"${per_million:,.2f} per million such messages" in out

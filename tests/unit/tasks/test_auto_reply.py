@@ -5,6 +5,7 @@ opt-out, a person's echo, the customer service window); replies fit the channel'
 from __future__ import annotations
 
 import hashlib
+import json
 import threading
 import time
 
@@ -12,6 +13,7 @@ import boto3
 import pytest
 
 from local_aws.graph_fake import GraphFake
+from ops.cost import pricing
 from pipeline import schema
 from pipeline.adapters.reply_switches import ReplySwitches
 from pipeline.domain import reply_length, senders
@@ -434,3 +436,42 @@ def test_a_reply_over_whatsapps_limit_is_cut_before_the_send(door, graph):
     [sent] = graph.outbox()
     assert reply_length.units(sent.text) <= 4096
     assert sent.text.endswith("word…")
+
+
+# What `lanectl plan` says auto-reply adds on the messages lane (ops/cost/pricing.py AUTO_REPLY_*)
+# is what the lane's calls spend.
+ITEM_UNIT_BYTES = 1024
+
+
+def _spent(h) -> tuple[int, int, int]:
+    """(write units, read units, SQS sends) of the calls since the last count; every item here is
+    under 1 KB (asserted), so a write is one unit, two in a transaction, a consistent read one."""
+    writes = reads = sends = 0
+    for service, name, params in h.calls.made:
+        if name == "TransactWriteItems":
+            items = [item for entry in params["TransactItems"] for item in entry.values()]
+            assert all(len(json.dumps(item)) < ITEM_UNIT_BYTES for item in items)
+            writes += 2 * len(items)
+        elif name in ("PutItem", "UpdateItem"):
+            writes += 1
+        elif name == "GetItem":
+            assert params.get("ConsistentRead") is True
+            reads += 1
+        elif service == "sqs" and name in ("SendMessage", "SendMessageBatch"):
+            sends += len(params.get("Entries", [params]))
+    h.calls.clear()
+    return writes, reads, sends
+
+
+def test_a_text_that_starts_a_turn_spends_what_the_plan_prices(door):
+    h = door.messages
+    h.calls.clear()
+    # Given a text to shop-1, which auto-replies, and one to acme, which does not
+    door.deliver(whatsapp_texts("are you open?"))
+    answered = _spent(h)
+    door.deliver(whatsapp_texts("are you open?", waba=ACME.waba[0], number=ACME.phones[0]), tenant=ACME.waba[0])
+    plain = _spent(h)
+    # Then the difference is the plan's
+    assert answered[0] - plain[0] == pricing.AUTO_REPLY_WRITES
+    assert answered[1] - plain[1] == pricing.AUTO_REPLY_READS
+    assert answered[2] - plain[2] == pricing.AUTO_REPLY_SQS
