@@ -339,7 +339,7 @@ def turn(ctx: TaskContext) -> TaskResult:
         names={"#pk": schema.PK},
         on_conflict=OnConflict.SKIP,
     )
-    writes: tuple[Put | Update, ...] = (answer, _still_newest(tenant, conversation, theirs[1]))
+    writes: tuple[Put | Update, ...] = (answer, _still_newest(tenant, conversation, theirs[1], claim=mine))
     if answered:
         writes += (
             Update(
@@ -394,16 +394,25 @@ def _settle(
     return TaskResult(writes=writes, detail={"conversation": conversation_ref(tenant, conversation), "settled": reason})
 
 
-def _still_newest(tenant: str, conversation: str, marker_token: str) -> Update:
-    """The commit's guard that no newer message was stamped meanwhile (else the reply is dropped
-    for the newer turn), noting on the marker that its message's turn has answered."""
+def _still_newest(tenant: str, conversation: str, marker_token: str, *, claim: str | None = None) -> Update:
+    """The commit's guard that no newer message was stamped meanwhile and, for a turn that called
+    the model, that its claim is still its own (a newer turn, a late one, or a copy that found the
+    claim expired may have taken it over, and answers instead): else the reply is dropped. It notes
+    on the marker that its message's turn has answered."""
+    names = {"#token": "token", "#answered": late_turns.ANSWERED}
+    values = {":token": marker_token}
+    condition = "#token = :token"
+    if claim is not None:
+        names["#claim"] = late_turns.CLAIM
+        values[":claim"] = claim
+        condition += " AND #claim = :claim"
     return Update(
         table=Table.STATE,
         key=marker_key(tenant, conversation),
         expression="SET #answered = :token",
-        condition="#token = :token",
-        names={"#token": "token", "#answered": late_turns.ANSWERED},
-        values={":token": marker_token},
+        condition=condition,
+        names=names,
+        values=values,
         on_conflict=OnConflict.SUPERSEDE,
     )
 
@@ -412,14 +421,17 @@ def _left_behind(ctx: TaskContext, tenant: str, conversation: str, marker: Mappi
     """Whether this turn, older than the marker, must answer its message itself (tasks/late_turns.py)."""
     if not late_turns.needs_a_look(marker, ctx.now):
         return False
+    return late_turns.left_behind(marker, _waiting(ctx, tenant, conversation), mine, ctx.now)
+
+
+def _waiting(ctx: TaskContext, tenant: str, conversation: str) -> list[str]:
+    """The unanswered set's entries, in the messages' order."""
     item = ctx.read(Table.DATA, unanswered_key(tenant, conversation)) or {}
-    waiting = [entry for entry in item.get("waiting") or () if isinstance(entry, str)]
-    return late_turns.left_behind(marker, waiting, mine, ctx.now)
+    return sorted(entry for entry in item.get("waiting") or () if isinstance(entry, str))
 
 
 def _entries(ctx: TaskContext, tenant: str, conversation: str, newest: str) -> list[str]:
-    item = ctx.read(Table.DATA, unanswered_key(tenant, conversation)) or {}
-    return sorted(entry for entry in item.get("waiting") or () if isinstance(entry, str) and entry <= newest)
+    return [entry for entry in _waiting(ctx, tenant, conversation) if entry <= newest]
 
 
 def _unanswered(ctx: TaskContext, tenant: str, conversation: str, newest: str) -> tuple[list[str], str]:

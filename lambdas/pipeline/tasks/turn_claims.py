@@ -12,7 +12,10 @@ update that lands only while the marker still names the turn's message and no ot
 holds an unexpired claim. The copy that loses is deferred (`turn_in_progress`, no attempt spent)
 and comes back to find the winner's done-marker, or, if the winner died before committing, its
 claim expired (the task's limit plus slack, as a lease of the llm budget) and takes the turn over.
-A winner whose model call fails gives its claim back, so its own retry is not held off.
+A winner whose model call fails gives its claim back, so its own retry is not held off. The
+reply's commit checks the claim is still this copy's (tasks/ai.py `_still_newest`): a newer turn,
+or a late message's turn, may take over a claim, and of two turns that both called the model only
+the holder's reply lands.
 
 Cost: one write to the marker per turn that calls the model; a superseded or settled turn claims
 nothing.

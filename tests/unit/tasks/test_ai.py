@@ -150,6 +150,32 @@ def test_an_older_message_stamped_while_the_newer_turn_is_thinking_is_answered_a
     assert not (h.data(ai.conversation_pk(SHOP, "conv-1"), ai.UNANSWERED_SK) or {}).get("waiting")
 
 
+def test_a_turn_whose_claim_was_taken_over_during_its_model_call_does_not_commit_its_reply(lane, caplog):
+    # Given a turn calling the model while its claim passes to another turn (a copy that found it
+    # expired, or a late message's turn), the marker still naming the same message
+    h = lane("ai")
+    environ = with_lane(h.environ, options={"debounce_seconds": "0"})
+    h.send(_inbound(h, "m1", sent_at=1000.0))
+    h.poll(h.handler(environ, vendor=FakeVendor()))  # the stamp
+    state = boto3.resource("dynamodb", region_name=REGION).Table("state")
+
+    class OvertakenVendor(FakeVendor):
+        def complete(self, prompt: str, *, timeout: float) -> Completion:
+            state.update_item(
+                Key=ai.marker_key(SHOP, "conv-1"),
+                UpdateExpression="SET turn_claim = :other",
+                ExpressionAttributeValues={":other": "m1#another-copy"},
+            )
+            return super().complete(prompt, timeout=timeout)
+
+    vendor = OvertakenVendor()
+    h.poll(h.handler(environ, vendor=vendor))
+    # Then its reply is dropped (the claim's holder answers), and the turn counts as superseded
+    assert len(vendor.prompts) == 1
+    assert h.data(ai.conversation_pk(SHOP, "conv-1"), "reply#m1") is None
+    assert _outcomes(caplog, ai.TURN) == ["superseded"]
+
+
 def test_a_turn_that_arrives_before_its_stamp_is_retried_not_dropped(lane, caplog):
     # Given a turn whose message has not been stamped yet (its stamp's commit is still to come)
     h = lane("ai")
