@@ -51,9 +51,11 @@ def claim(ctx: TaskContext, tenant: str, conversation: str, token: str, *, marke
             table=Table.STATE,
             key=marker_key(tenant, conversation),
             expression="SET #claim = :claim, #claim_until = :until",
+            # `#claim = :claim`: the SDK's retry of this very write, after one that landed but
+            # whose answer was lost, is the same claim, not another copy's.
             condition=(
                 "#token = :token AND (attribute_not_exists(#claim_until) OR #claim_until < :now"
-                " OR NOT begins_with(#claim, :this_turn))"
+                " OR NOT begins_with(#claim, :this_turn) OR #claim = :claim)"
             ),
             names={"#token": "token", "#claim": late_turns.CLAIM, "#claim_until": late_turns.CLAIM_UNTIL},
             values={

@@ -10,7 +10,7 @@ import boto3
 from pipeline import schema
 from pipeline.domain.dependencies.model import Completion
 from pipeline.domain.envelope import Envelope
-from pipeline.tasks import ai
+from pipeline.tasks import ai, turn_claims
 from stacks.config.models import reply_model
 from tests.support.aws import REGION
 from tests.unit.consumer.handler_output import log_lines
@@ -174,6 +174,26 @@ def test_a_turn_whose_claim_was_taken_over_during_its_model_call_does_not_commit
     assert len(vendor.prompts) == 1
     assert h.data(ai.conversation_pk(SHOP, "conv-1"), "reply#m1") is None
     assert _outcomes(caplog, ai.TURN) == ["superseded"]
+
+
+def test_an_sdk_retry_of_a_claim_that_landed_is_the_same_claim(lane, caplog, monkeypatch):
+    # Given a turn's claim written by a first try whose answer was lost: the SDK sends the same
+    # request again, so the marker already holds this very claim
+    h = lane("ai")
+    environ = with_lane(h.environ, options={"debounce_seconds": "0"})
+    h.send(_inbound(h, "m1", sent_at=1000.0))
+    h.poll(h.handler(environ, vendor=FakeVendor()))  # the stamp
+    monkeypatch.setattr(turn_claims.secrets, "token_hex", lambda _: "f00d")
+    boto3.resource("dynamodb", region_name=REGION).Table("state").update_item(
+        Key=ai.marker_key(SHOP, "conv-1"),
+        UpdateExpression="SET turn_claim = :mine, turn_claim_until = :until",
+        ExpressionAttributeValues={":mine": "m1#f00d", ":until": int(time.time()) + 60},
+    )
+    vendor = FakeVendor()
+    h.poll(h.handler(environ, vendor=vendor))
+    # Then the turn goes on and answers, rather than waiting for its own claim to expire
+    assert len(vendor.prompts) == 1
+    assert _outcomes(caplog, ai.TURN) == ["done"]
 
 
 def test_a_turn_that_arrives_before_its_stamp_is_retried_not_dropped(lane, caplog):
